@@ -1,0 +1,416 @@
+/*
+ * modelpkg — on-device ML model packages, checked fail-closed.
+ *
+ * The whole public API of libmodelpkg, sectioned:
+ *   core  — version, errors, canonical JSON and identities
+ *   mlc   — the MLC model artifact manifest (mlc-model-manifest.json, _metadata.artifact)
+ *
+ * Conventions
+ *   - Every function returns 0 on success or a negative MPK_E* code. Details of a failure go into
+ *     a caller-owned mpk_error (which may be NULL when the caller does not want them).
+ *   - Objects returned through `**out` belong to the caller and are freed with that type's
+ *     _free function, which accepts NULL.
+ *   - Loaded documents are immutable after loading and may be shared between threads.
+ *   - Strings in documents are UTF-8, NUL-terminated; modelpkg refuses U+0000 inside them.
+ */
+#ifndef MODELPKG_H
+#define MODELPKG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(MPK_SHARED_BUILD)
+#define MPK_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define MPK_API __attribute__((visibility("default")))
+#else
+#define MPK_API
+#endif
+
+/* ============================================================================================
+ * core: version
+ * ========================================================================================== */
+
+#define MPK_VERSION_MAJOR 0
+#define MPK_VERSION_MINOR 1
+#define MPK_VERSION_PATCH 0
+#define MPK_VERSION_NUMBER (MPK_VERSION_MAJOR * 10000 + MPK_VERSION_MINOR * 100 + MPK_VERSION_PATCH)
+#define MPK_VERSION_STRING "0.1.0"
+
+/** The library's version string at run time, e.g. "0.1.0". */
+MPK_API const char *mpk_version(void);
+/** MPK_VERSION_NUMBER of the library at run time. */
+MPK_API int mpk_version_number(void);
+
+/* ============================================================================================
+ * core: errors
+ * ========================================================================================== */
+
+/** The short list of expected failures. Every function returns 0 or one of these. */
+typedef enum mpk_code {
+  MPK_OK = 0,
+  MPK_EMALFORMED = -1,   /**< a document breaks its format or schema */
+  MPK_EVERSION = -2,     /**< a document's version is not supported */
+  MPK_EMISMATCH = -3,    /**< two artifacts, or an artifact and a device, do not agree */
+  MPK_ENOTFOUND = -4,    /**< a file, field or object that must exist does not */
+  MPK_EUNSUPPORTED = -5, /**< valid, but not something this version can do */
+  MPK_EIO = -6,          /**< reading or writing failed */
+  MPK_ENOMEM = -7,       /**< out of memory */
+  MPK_ELIMIT = -8,       /**< a size, count or depth limit was exceeded */
+  MPK_ENOVARIANT = -9,   /**< no package variant fits the device */
+  MPK_ECANCELLED = -10,  /**< a callback asked to stop */
+  MPK_EINVAL = -11       /**< the caller passed an invalid argument */
+} mpk_code;
+
+/**
+ * Where and why something failed. Caller-owned, fixed size: no allocation, nothing to free.
+ * `message` is one line naming the thing and the rule ("channels must be 1"). `file` names the
+ * document (a path, or a logical name such as "_metadata.artifact"); `pointer` is an RFC 6901
+ * JSON pointer into it ("" = the whole document, or not a JSON location); `offset` is a byte
+ * offset into the file, or -1.
+ */
+typedef struct mpk_error {
+  int code;
+  char message[512];
+  char file[512];
+  char pointer[512];
+  int64_t offset;
+} mpk_error;
+
+/** Reset an error to "no error". */
+MPK_API void mpk_error_clear(mpk_error *err);
+/** Short name of a code: "malformed", "mismatch", ... */
+MPK_API const char *mpk_code_name(int code);
+/**
+ * Format an error as one line: "FILE: POINTER: MESSAGE" (parts that are empty are left out;
+ * a byte offset is written as "FILE@OFFSET"). Returns the length it wanted, like snprintf.
+ */
+MPK_API int mpk_error_format(const mpk_error *err, char *buf, size_t size);
+
+/* ============================================================================================
+ * core: canonical JSON and identities
+ * ========================================================================================== */
+
+/**
+ * Canonical JSON of a JSON text: object keys sorted by Unicode code point at every level,
+ * separators "," and ":", no whitespace, non-ASCII written raw, only '"', '\\' and U+0000–U+001F
+ * escaped (\b \f \n \r \t, others as \u00xx). Numbers must be integers in the IEEE-754 safe
+ * range; an integral number such as 16000.0 is written as 16000; anything else is an error.
+ * `*out` is NUL-terminated, malloc'ed, freed with mpk_free(); its length goes to `*out_len`.
+ */
+MPK_API int mpk_canonical_json(const char *json, size_t len, char **out, size_t *out_len,
+                               mpk_error *err);
+
+/** "sha256:" + lowercase hex SHA-256 of `len` bytes, written into `out` (72 bytes with NUL). */
+#define MPK_SHA256_ID_SIZE 72
+MPK_API int mpk_sha256_id(const void *data, size_t len, char out[MPK_SHA256_ID_SIZE]);
+
+/** Free memory the library returned as a plain buffer. Accepts NULL. */
+MPK_API void mpk_free(void *p);
+
+/* ============================================================================================
+ * mlc: the package sidecar mlc-model-manifest.json
+ * ========================================================================================== */
+
+#define MPK_MLC_MANIFEST_FILENAME "mlc-model-manifest.json"
+#define MPK_MLC_CHAT_CONFIG_FILENAME "mlc-chat-config.json"
+#define MPK_MLC_TENSOR_CACHE_FILENAME "tensor-cache.json"
+
+typedef enum mpk_mlc_processor_kind {
+  MPK_MLC_PROCESSOR_NAMED = 0,     /**< a processor given by name, e.g. "tokenizer" */
+  MPK_MLC_PROCESSOR_AUDIO_DECODE,  /**< {"kind": "audio_decode", ...} */
+  MPK_MLC_PROCESSOR_IMAGE_DECODE   /**< {"kind": "image_decode", ...} */
+} mpk_mlc_processor_kind;
+
+/** audio_decode: canonical mono float32 PCM ("pcm_f32"). */
+typedef struct mpk_mlc_audio_decode {
+  int64_t sample_rate_hz;
+  int64_t channels; /* always 1 */
+  int64_t min_samples;
+  int64_t max_samples;
+} mpk_mlc_audio_decode;
+
+typedef enum mpk_mlc_resize_mode { MPK_MLC_RESIZE_STRETCH = 0, MPK_MLC_RESIZE_CENTER_CROP } mpk_mlc_resize_mode;
+
+/** image_decode: "rgb_u8" pixels, "nhwc" layout, a fixed resize and embedding count. */
+typedef struct mpk_mlc_image_decode {
+  mpk_mlc_resize_mode resize_mode;
+  int64_t height;
+  int64_t width;
+  int64_t num_embeddings;
+} mpk_mlc_image_decode;
+
+/** Where an adapter's output goes in the prompt. Defaults filled: prefix/suffix may be empty. */
+typedef struct mpk_mlc_prompt {
+  const int64_t *prefix_token_ids;
+  size_t n_prefix_token_ids;
+  int64_t placeholder_token_id;
+  const int64_t *suffix_token_ids;
+  size_t n_suffix_token_ids;
+} mpk_mlc_prompt;
+
+typedef struct mpk_mlc_input {
+  const char *name;
+  mpk_mlc_processor_kind kind;
+  const char *processor_name;  /**< kind NAMED: the name; otherwise NULL */
+  mpk_mlc_audio_decode audio;  /**< kind AUDIO_DECODE */
+  mpk_mlc_image_decode image;  /**< kind IMAGE_DECODE */
+  const char *adapter;         /**< NULL when the input declares none */
+  const mpk_mlc_prompt *prompt;/**< NULL when the input declares none (always with adapter) */
+} mpk_mlc_input;
+
+typedef struct mpk_mlc_task {
+  const char *name;
+  const char *executor;
+  const char *output;
+  const mpk_mlc_input *inputs; /**< sorted by name (UTF-16 code units, as WebLLM iterates) */
+  size_t n_inputs;
+} mpk_mlc_task;
+
+/** A parsed mlc-model-manifest.json. Read-only; freed with mpk_mlc_package_free(). */
+typedef struct mpk_mlc_package {
+  int64_t schema_version;
+  const char *chat_config;          /**< "mlc-chat-config.json" (the default when absent) */
+  const char *interface_id;         /**< "sha256:<64 hex>" */
+  const char *weights_manifest;     /**< "tensor-cache.json" */
+  const char *parameter_schema_id;  /**< "sha256:<64 hex>" */
+  const mpk_mlc_task *tasks;        /**< sorted by name */
+  size_t n_tasks;
+  struct mpk_mlc_package_priv *priv_;
+} mpk_mlc_package;
+
+/**
+ * Parse a sidecar from bytes exactly as WebLLM 0.2.86 does (schema, fields, types, bounds,
+ * literals), and — unless `skip_interface_check` — check its interface_id against its tasks.
+ * Stricter than WebLLM: duplicate keys, invalid UTF-8 and U+0000 are refused.
+ * `file` names the document in errors (NULL: "mlc-model-manifest.json").
+ */
+MPK_API int mpk_mlc_package_parse(const void *data, size_t len, const char *file,
+                                  int skip_interface_check, mpk_mlc_package **out,
+                                  mpk_error *err);
+/** Read and parse `path` (see mpk_mlc_package_parse). */
+MPK_API int mpk_mlc_package_load(const char *path, mpk_mlc_package **out, mpk_error *err);
+MPK_API void mpk_mlc_package_free(mpk_mlc_package *pkg);
+
+/** Find a task by name, NULL when absent. */
+MPK_API const mpk_mlc_task *mpk_mlc_package_task(const mpk_mlc_package *pkg, const char *name);
+
+/**
+ * The interface_id recomputed from the package's tasks (defaults filled), following the Python
+ * producer (keys sorted by code point).
+ */
+MPK_API int mpk_mlc_package_interface_id(const mpk_mlc_package *pkg,
+                                         char out[MPK_SHA256_ID_SIZE], mpk_error *err);
+
+/**
+ * interface_id of a JSON text holding the `tasks` object: parsed and normalized exactly as the
+ * sidecar's tasks, then hashed.
+ */
+MPK_API int mpk_mlc_interface_id(const char *tasks_json, size_t len,
+                                 char out[MPK_SHA256_ID_SIZE], mpk_error *err);
+
+/* ============================================================================================
+ * mlc: the compiled half, _metadata.artifact (schema mlc.compiled-program)
+ * ========================================================================================== */
+
+/** A key → value string pair of a program's exports, adapters or adapter_dtypes. */
+typedef struct mpk_mlc_entry {
+  const char *key;
+  const char *value;
+} mpk_mlc_entry;
+
+typedef struct mpk_mlc_program {
+  const char *name;
+  const char *kind;                 /**< e.g. "token_generation" */
+  const mpk_mlc_entry *exports;     /**< role → function, sorted by role */
+  size_t n_exports;
+  const mpk_mlc_entry *adapters;    /**< adapter → function */
+  size_t n_adapters;
+  const mpk_mlc_entry *adapter_dtypes; /**< adapter → dtype */
+  size_t n_adapter_dtypes;
+} mpk_mlc_program;
+
+/** A parsed _metadata.artifact. Read-only; freed with mpk_mlc_artifact_free(). */
+typedef struct mpk_mlc_artifact {
+  int64_t schema_version;
+  const char *interface_id;
+  const char *parameter_schema_id;
+  const mpk_mlc_program *programs;  /**< sorted by name */
+  size_t n_programs;
+  const char *const *required_features;
+  size_t n_required_features;
+  int64_t max_storage_buffer_binding_size;
+  int64_t estimated_device_memory_bytes;
+  struct mpk_mlc_artifact_priv *priv_;
+} mpk_mlc_artifact;
+
+/** Parse the JSON text of the `artifact` object with WebLLM 0.2.86's rules. */
+MPK_API int mpk_mlc_artifact_parse(const void *data, size_t len, const char *file,
+                                   mpk_mlc_artifact **out, mpk_error *err);
+MPK_API void mpk_mlc_artifact_free(mpk_mlc_artifact *art);
+
+/** Look up a program by name / an entry by key; NULL when absent. */
+MPK_API const mpk_mlc_program *mpk_mlc_artifact_program(const mpk_mlc_artifact *art,
+                                                        const char *name);
+MPK_API const char *mpk_mlc_entry_get(const mpk_mlc_entry *entries, size_t n, const char *key);
+
+/* ============================================================================================
+ * mlc: a compiled library's _metadata
+ * ========================================================================================== */
+
+/** The _metadata of a compiled model library. Read-only; freed with mpk_mlc_metadata_free(). */
+typedef struct mpk_mlc_metadata {
+  const char *json;          /**< the _metadata JSON text, byte-exact as stored in the library */
+  size_t json_len;
+  const char *model_type;    /**< NULL when absent */
+  const char *kv_state_kind; /**< as stored; NULL when absent (WebLLM reads that as "kv_cache") */
+  int64_t source_offset;     /**< byte offset of the JSON text in the source file, or -1 */
+  const mpk_mlc_artifact *artifact; /**< parsed _metadata.artifact, or NULL when absent */
+  struct mpk_mlc_metadata_priv *priv_;
+} mpk_mlc_metadata;
+
+/**
+ * Load _metadata from a file: a compiled model library (.wasm, .so, .dylib, .dll, a .tar of
+ * objects — anything holding the JSON text right after its length as u64 little-endian), or a
+ * JSON file holding the whole _metadata object, or the `artifact` object alone. A library must
+ * hold exactly one distinct _metadata object (one with "model_type" and "params"); none, or two
+ * different ones, is an error. A present `artifact` is parsed with mpk_mlc_artifact_parse().
+ */
+MPK_API int mpk_mlc_metadata_load(const char *path, mpk_mlc_metadata **out, mpk_error *err);
+/** The same from bytes in memory (`file` names them in errors). */
+MPK_API int mpk_mlc_metadata_from_bytes(const void *data, size_t len, const char *file,
+                                        mpk_mlc_metadata **out, mpk_error *err);
+MPK_API void mpk_mlc_metadata_free(mpk_mlc_metadata *md);
+
+/**
+ * Only the extractor: find the _metadata JSON text inside a library's bytes. `*start`/`*len`
+ * locate it within `data`. Returns MPK_ENOTFOUND when there is none and MPK_EMALFORMED when
+ * two different ones are found.
+ */
+MPK_API int mpk_mlc_metadata_find(const void *data, size_t size, size_t *start, size_t *len,
+                                  mpk_error *err);
+
+/* ============================================================================================
+ * mlc: binding a package to a compiled library (resolveChatCompletionArtifact)
+ * ========================================================================================== */
+
+typedef enum mpk_mlc_generation_inputs {
+  MPK_MLC_GENERATION_TOKENS = 0, /**< prefill_tokens / decode_tokens */
+  MPK_MLC_GENERATION_EMBEDS      /**< prefill_embeds / decode_embeds */
+} mpk_mlc_generation_inputs;
+
+typedef enum mpk_mlc_kv_state_kind {
+  MPK_MLC_KV_CACHE = 0,
+  MPK_MLC_KV_HYBRID,
+  MPK_MLC_KV_RNN_STATE,
+  MPK_MLC_KV_NONE
+} mpk_mlc_kv_state_kind;
+
+/** One media input bound to its adapter function. */
+typedef struct mpk_mlc_bound_input {
+  const mpk_mlc_input *input;    /**< the package's input (processor, prompt) */
+  const char *adapter;           /**< adapter name */
+  const char *adapter_function;  /**< the library function to call */
+  const char *dtype;             /**< "float32" (audio), "uint8" or "uint32" (image) */
+} mpk_mlc_bound_input;
+
+/**
+ * The binding a runtime uses: which function to call for each role and adapter, input dtypes,
+ * processors. All pointers borrow from the package and the artifact it was resolved from.
+ */
+typedef struct mpk_mlc_binding {
+  const mpk_mlc_task *task;          /**< "chat.completions" */
+  const mpk_mlc_program *program;    /**< the task's executor */
+  const char *executor;
+  mpk_mlc_generation_inputs generation_inputs;
+  const char *embed_tokens;          /**< function names */
+  const char *create_kv_cache;
+  const char *prefill;
+  const char *decode;
+  const char *create_rnn_state;      /**< NULL when the program does not export it */
+  mpk_mlc_kv_state_kind kv_state_kind_implied; /**< hybrid with create_rnn_state, else kv_cache */
+  const mpk_mlc_input *text_input;
+  int has_audio;
+  mpk_mlc_bound_input audio;
+  int has_image;
+  mpk_mlc_bound_input image;
+} mpk_mlc_binding;
+
+/** Bind `pkg` to `art` with WebLLM 0.2.86's rules. Errors are MPK_EMISMATCH. */
+MPK_API int mpk_mlc_resolve(const mpk_mlc_package *pkg, const mpk_mlc_artifact *art,
+                            mpk_mlc_binding *out, mpk_error *err);
+
+/** Parse a _metadata kv_state_kind string (NULL means "kv_cache", as WebLLM reads it). */
+MPK_API int mpk_mlc_kv_state_kind_parse(const char *s, mpk_mlc_kv_state_kind *out, mpk_error *err);
+MPK_API const char *mpk_mlc_kv_state_kind_name(mpk_mlc_kv_state_kind k);
+
+/**
+ * The library's kv_state_kind must equal what the binding's roles imply (WebLLM's
+ * LLMChatPipeline check).
+ */
+MPK_API int mpk_mlc_check_kv_state(const mpk_mlc_binding *b, const mpk_mlc_metadata *md,
+                                   mpk_error *err);
+
+/* ============================================================================================
+ * mlc: device checks
+ * ========================================================================================== */
+
+/** What a WebGPU device offers. */
+typedef struct mpk_mlc_device {
+  const char *const *features;  /**< e.g. "shader-f16" */
+  size_t n_features;
+  int has_features;             /**< 0: feature list unknown, not checked */
+  int64_t max_storage_buffer_binding_size; /**< < 0: unknown, not checked */
+} mpk_mlc_device;
+
+/**
+ * Every required feature must be offered; max_storage_buffer_binding_size must not exceed the
+ * device limit. Errors are MPK_EMISMATCH with WebLLM's messages.
+ */
+MPK_API int mpk_mlc_check_device(const mpk_mlc_artifact *art, const mpk_mlc_device *dev,
+                                 mpk_error *err);
+
+/* ============================================================================================
+ * mlc: checking a package directory (what `modelpkg check` runs)
+ * ========================================================================================== */
+
+typedef struct mpk_mlc_check_options {
+  const char *lib_path;          /**< compiled library or _metadata JSON; NULL: none */
+  const mpk_mlc_device *device;  /**< NULL: no device checks */
+} mpk_mlc_check_options;
+
+/** Everything `modelpkg check` found. Read-only; freed with mpk_mlc_report_free(). */
+typedef struct mpk_mlc_report {
+  const char *dir;
+  int has_manifest;                  /**< mlc-model-manifest.json exists */
+  const mpk_mlc_package *package;    /**< NULL when absent or not loadable */
+  char computed_interface_id[MPK_SHA256_ID_SIZE]; /**< "" when the tasks could not be read */
+  const char *lib_path;
+  const mpk_mlc_metadata *metadata;  /**< NULL without a library or when unreadable */
+  int resolved;                      /**< 1 when `binding` is valid */
+  mpk_mlc_binding binding;
+  const mpk_error *problems;         /**< every check that failed, in check order */
+  size_t n_problems;
+  const char *const *notes;          /**< informational lines (e.g. no contract declared) */
+  size_t n_notes;
+  struct mpk_mlc_report_priv *priv_;
+} mpk_mlc_report;
+
+/**
+ * Run every check on a package directory (and a library, and a device, when given). Returns 0
+ * when the checks ran — `n_problems == 0` then means all hold — or a negative code when they
+ * could not run (no such directory, no memory).
+ */
+MPK_API int mpk_mlc_check(const char *dir, const mpk_mlc_check_options *opts,
+                          mpk_mlc_report **out, mpk_error *err);
+MPK_API void mpk_mlc_report_free(mpk_mlc_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MODELPKG_H */

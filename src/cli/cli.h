@@ -1,0 +1,26 @@
+/* The modelpkg command-line tool: shared declarations. */
+#ifndef MPK_CLI_H
+#define MPK_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "modelpkg.h"
+
+/* Exit statuses, documented in docs/CLI.md. */
+enum { MPK_EXIT_OK = 0, MPK_EXIT_FAIL = 1, MPK_EXIT_USAGE = 2 };
+
+int mpk_cmd_check(int argc, char **argv);
+int mpk_cmd_mlc(int argc, char **argv);
+
+/* Print a report for people / as one JSON document. */
+void mpk_cli_report_text(FILE *out, const mpk_mlc_report *r);
+int mpk_cli_report_json(FILE *out, const mpk_mlc_report *r);
+
+/* "modelpkg: FILE: POINTER: MESSAGE" on stderr. */
+void mpk_cli_error(const mpk_error *err);
+/* Usage error on stderr; returns MPK_EXIT_USAGE. */
+int mpk_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool mpk_cli_is_help(const char *arg);
+
+#endif

@@ -1,0 +1,85 @@
+/* modelpkg mlc id DIR | modelpkg mlc metadata LIB */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "core/core.h"
+
+static const char help[] =
+    "usage: modelpkg mlc <subcommand>\n"
+    "\n"
+    "  mlc id DIR|MANIFEST   print the interface_id recomputed from the tasks of DIR's\n"
+    "                        mlc-model-manifest.json (defaults filled, canonical JSON, SHA-256);\n"
+    "                        exit 1 when it differs from the declared one (noted on stderr)\n"
+    "  mlc metadata LIB      print the _metadata JSON embedded in a compiled model library\n"
+    "                        (.wasm, .so, .dylib, .dll, .tar), byte-exact\n"
+    "  -h, --help            show this help\n";
+
+static int cmd_id(const char *arg) {
+  char *path = mpk_is_dir(arg) ? mpk_path_join(arg, MPK_MLC_MANIFEST_FILENAME) : strdup(arg);
+  if (!path) return MPK_EXIT_FAIL;
+  mpk_error err;
+  mpk_error_clear(&err);
+  mpk_mapped m;
+  mpk_mlc_package *pkg = NULL;
+  char id[MPK_SHA256_ID_SIZE];
+  int rc = mpk_map_file(path, MPK_JSON_DEFAULT_MAX_BYTES, &m, &err);
+  if (!rc) {
+    rc = mpk_mlc_package_parse(m.data, m.size, path, 1, &pkg, &err);
+    mpk_unmap_file(&m);
+  }
+  if (!rc) rc = mpk_mlc_package_interface_id(pkg, id, &err);
+  if (rc) {
+    mpk_cli_error(&err);
+    free(path);
+    mpk_mlc_package_free(pkg);
+    return MPK_EXIT_FAIL;
+  }
+  printf("%s\n", id);
+  int status = MPK_EXIT_OK;
+  if (strcmp(id, pkg->interface_id) != 0) {
+    fprintf(stderr, "modelpkg: %s: /interface_id: declared %s differs from the recomputed id\n", path,
+            pkg->interface_id);
+    status = MPK_EXIT_FAIL;
+  }
+  mpk_mlc_package_free(pkg);
+  free(path);
+  return status;
+}
+
+static int cmd_metadata(const char *lib) {
+  mpk_error err;
+  mpk_error_clear(&err);
+  mpk_mlc_metadata *md = NULL;
+  if (mpk_mlc_metadata_load(lib, &md, &err)) {
+    mpk_cli_error(&err);
+    return MPK_EXIT_FAIL;
+  }
+  fwrite(md->json, 1, md->json_len, stdout);
+  if (md->json_len && md->json[md->json_len - 1] != '\n' && isatty(STDOUT_FILENO)) putchar('\n');
+  mpk_mlc_metadata_free(md);
+  return MPK_EXIT_OK;
+}
+
+int mpk_cmd_mlc(int argc, char **argv) {
+  if (argc < 2 || mpk_cli_is_help(argv[1])) {
+    fputs(help, argc < 2 ? stderr : stdout);
+    return argc < 2 ? MPK_EXIT_USAGE : MPK_EXIT_OK;
+  }
+  const char *sub = argv[1];
+  if (strcmp(sub, "id") != 0 && strcmp(sub, "metadata") != 0)
+    return mpk_cli_usage_error("mlc", "unknown subcommand '%s'", sub);
+  const char *arg = NULL;
+  for (int i = 2; i < argc; i++) {
+    if (mpk_cli_is_help(argv[i])) {
+      fputs(help, stdout);
+      return MPK_EXIT_OK;
+    }
+    if (argv[i][0] == '-' && argv[i][1]) return mpk_cli_usage_error("mlc", "unknown option '%s'", argv[i]);
+    if (arg) return mpk_cli_usage_error("mlc", "unexpected argument '%s'", argv[i]);
+    arg = argv[i];
+  }
+  if (!arg) return mpk_cli_usage_error("mlc", "%s needs %s", sub, strcmp(sub, "id") ? "a library file" : "a package directory");
+  return strcmp(sub, "id") == 0 ? cmd_id(arg) : cmd_metadata(arg);
+}

@@ -1,0 +1,61 @@
+/* modelpkg: dispatch to a verb. */
+#include <stdarg.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: modelpkg <command> [options]\n"
+    "\n"
+    "Check on-device ML model packages against their contracts, fail-closed.\n"
+    "\n"
+    "commands:\n"
+    "  check DIR [--lib FILE] [--device-features F,...] [--max-binding-size N] [--json]\n"
+    "                 check an MLC package directory, and bind it to a compiled model library\n"
+    "  mlc id DIR     print the interface_id recomputed from the package's tasks\n"
+    "  mlc metadata LIB\n"
+    "                 print the _metadata JSON embedded in a compiled model library\n"
+    "\n"
+    "options:\n"
+    "  -h, --help     show help (also after a command: modelpkg check --help)\n"
+    "  --version      print the version\n"
+    "\n"
+    "exit status: 0 all checks hold, 1 a check failed or the input is invalid, 2 usage error\n";
+
+bool mpk_cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
+
+void mpk_cli_error(const mpk_error *err) {
+  char line[2048];
+  mpk_error_format(err, line, sizeof line);
+  fprintf(stderr, "modelpkg: %s\n", line);
+}
+
+int mpk_cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "modelpkg %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\nTry 'modelpkg %s --help'.\n", cmd);
+  va_end(ap);
+  return MPK_EXIT_USAGE;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(usage, stderr);
+    return MPK_EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (mpk_cli_is_help(cmd) || strcmp(cmd, "help") == 0) {
+    fputs(usage, stdout);
+    return MPK_EXIT_OK;
+  }
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    printf("modelpkg %s\n", mpk_version());
+    return MPK_EXIT_OK;
+  }
+  if (strcmp(cmd, "check") == 0) return mpk_cmd_check(argc - 1, argv + 1);
+  if (strcmp(cmd, "mlc") == 0) return mpk_cmd_mlc(argc - 1, argv + 1);
+  fprintf(stderr, "modelpkg: unknown command '%s'\n\n%s", cmd, usage);
+  return MPK_EXIT_USAGE;
+}

@@ -1,0 +1,127 @@
+/* Internal core mechanisms shared by the contract modules. Not installed. */
+#ifndef MPK_CORE_H
+#define MPK_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "modelpkg.h"
+
+/* ---------------------------------------------------------------- errors (error.c) */
+
+/* Set err (may be NULL) and return code. `file` and `pointer` may be NULL. */
+int mpk_fail(mpk_error *err, int code, const char *file, const char *pointer, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+int mpk_fail_at(mpk_error *err, int code, const char *file, int64_t offset, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* ---------------------------------------------------------------- arena (arena.c) */
+
+/* Bump allocator: every object of one loaded document lives in one arena, freed at once. */
+typedef struct mpk_arena mpk_arena;
+mpk_arena *mpk_arena_new(void);
+void mpk_arena_free(mpk_arena *a);
+void *mpk_arena_alloc(mpk_arena *a, size_t size);            /* zeroed, 16-aligned */
+void *mpk_arena_array(mpk_arena *a, size_t n, size_t size);  /* overflow-checked */
+char *mpk_arena_strdup(mpk_arena *a, const char *s);
+
+/* ---------------------------------------------------------------- JSON pointer paths (path.c) */
+
+/* A JSON pointer being built while a parser descends. Fixed capacity; an overlong path is cut
+   (marked with "...") rather than failing, since it only feeds error messages. */
+typedef struct mpk_path {
+  char buf[1024];
+  size_t len;
+  bool truncated;
+} mpk_path;
+
+void mpk_path_init(mpk_path *p);
+size_t mpk_path_push_key(mpk_path *p, const char *key); /* returns the previous length */
+size_t mpk_path_push_index(mpk_path *p, size_t i);
+void mpk_path_pop(mpk_path *p, size_t prev_len);
+
+/* ---------------------------------------------------------------- strict JSON (json.c) */
+
+typedef struct mpk_json_opts {
+  size_t max_bytes;   /* 0: MPK_JSON_DEFAULT_MAX_BYTES */
+  size_t max_depth;   /* 0: MPK_JSON_DEFAULT_MAX_DEPTH */
+  bool allow_nul;     /* accept \u0000 inside strings (generic canonical JSON only) */
+} mpk_json_opts;
+
+#define MPK_JSON_DEFAULT_MAX_BYTES ((size_t)64 * 1024 * 1024)
+#define MPK_JSON_DEFAULT_MAX_DEPTH 64
+
+/* Parse a JSON text strictly: one value, duplicate keys refused, invalid UTF-8 refused, a leading
+   UTF-8 BOM skipped, size and depth limited. Errors carry the byte offset and start with
+   "invalid JSON". */
+int mpk_json_parse(const void *data, size_t len, const mpk_json_opts *opts, const char *file,
+                   json_t **out, mpk_error *err);
+
+/* Object keys in the order ECMAScript's Object.keys() gives them: canonical array-index keys
+   ("0".."4294967294") ascending, then the rest in document order. Caller frees *keys. */
+int mpk_json_keys_js_order(const json_t *obj, const char ***keys, size_t *n);
+/* Object keys sorted by UTF-16 code units (Array.prototype.sort), or by code point (bytewise
+   UTF-8 order) when `codepoint`. Caller frees *keys. */
+int mpk_json_keys_sorted(const json_t *obj, bool codepoint, const char ***keys, size_t *n);
+int mpk_utf16_cmp(const char *a, const char *b);
+
+/* ---------------------------------------------------------------- strict document checks (jsonv.c) */
+
+/* A validation context: which document, where in it, and where errors go. The messages are
+   those of the reference consumer (WebLLM) so that both name the same field and rule. */
+typedef struct mpk_jv {
+  const char *file;
+  mpk_path path;
+  mpk_error *err;
+} mpk_jv;
+
+#define MPK_SAFE_INT_MAX INT64_C(9007199254740991)
+
+int mpk_jv_fail(mpk_jv *v, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The value at the current path must be an object. */
+int mpk_jv_object(mpk_jv *v, const json_t *value);
+/* Unknown keys (reported first, in Object.keys order), then missing required keys. NULL-ended
+   lists. */
+int mpk_jv_exact_keys(mpk_jv *v, const json_t *obj, const char *const *allowed,
+                      const char *const *required);
+int mpk_jv_string(mpk_jv *v, const json_t *value, const char **out); /* non-empty string */
+int mpk_jv_literal(mpk_jv *v, const json_t *value, const char *expected);
+/* A number that is an integer within ±(2^53-1) and >= minimum. */
+int mpk_jv_integer(mpk_jv *v, const json_t *value, int64_t minimum, int64_t *out);
+int mpk_jv_sha256_id(mpk_jv *v, const json_t *value, const char **out);
+bool mpk_json_safe_integer(const json_t *value, int64_t *out);
+bool mpk_is_sha256_id(const char *s);
+
+/* ---------------------------------------------------------------- canonical JSON (canonical_json.c) */
+
+/* Serialize `value` canonically (see mpk_canonical_json in modelpkg.h). */
+int mpk_canonical_dump(const json_t *value, char **out, size_t *out_len, mpk_error *err);
+
+/* ---------------------------------------------------------------- digests (digest.c) */
+
+#define MPK_SHA256_LEN 32
+int mpk_sha256(const void *data, size_t len, uint8_t out[MPK_SHA256_LEN]);
+void mpk_hex(const uint8_t *bytes, size_t n, char *out); /* writes 2n chars + NUL */
+
+/* ---------------------------------------------------------------- files (fs.c) */
+
+/* A read-only view of a whole file: mmap'ed when possible. */
+typedef struct mpk_mapped {
+  const uint8_t *data;
+  size_t size;
+  void *priv_;
+  bool mapped;
+} mpk_mapped;
+
+int mpk_map_file(const char *path, size_t max_size, mpk_mapped *out, mpk_error *err);
+void mpk_unmap_file(mpk_mapped *m);
+bool mpk_file_exists(const char *path);
+bool mpk_is_dir(const char *path);
+/* dir + "/" + name into a fresh malloc'ed string. */
+char *mpk_path_join(const char *dir, const char *name);
+
+#endif

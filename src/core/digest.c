@@ -1,0 +1,30 @@
+/* Digests through OpenSSL's EVP interface. */
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "core.h"
+
+int mpk_sha256(const void *data, size_t len, uint8_t out[MPK_SHA256_LEN]) {
+  unsigned int n = 0;
+  if (!EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) || n != MPK_SHA256_LEN) return MPK_EIO;
+  return 0;
+}
+
+void mpk_hex(const uint8_t *bytes, size_t n, char *out) {
+  static const char digits[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; i++) {
+    out[2 * i] = digits[bytes[i] >> 4];
+    out[2 * i + 1] = digits[bytes[i] & 15];
+  }
+  out[2 * n] = '\0';
+}
+
+int mpk_sha256_id(const void *data, size_t len, char out[MPK_SHA256_ID_SIZE]) {
+  uint8_t d[MPK_SHA256_LEN];
+  int rc = mpk_sha256(data, len, d);
+  if (rc) return rc;
+  memcpy(out, "sha256:", 7);
+  mpk_hex(d, sizeof d, out + 7);
+  return 0;
+}

@@ -1,0 +1,26 @@
+/* Internal declarations shared by the MLC contract module. */
+#ifndef MPK_MLC_INTERNAL_H
+#define MPK_MLC_INTERNAL_H
+
+#include "../core/core.h"
+
+struct mpk_mlc_package_priv {
+  mpk_arena *arena;
+};
+struct mpk_mlc_artifact_priv {
+  mpk_arena *arena;
+};
+
+/* Parse a `tasks` object (at v->path) into arena-owned tasks, with WebLLM's rules. */
+int mpk_mlc_parse_tasks(mpk_jv *v, const json_t *value, mpk_arena *arena, mpk_mlc_task **tasks,
+                        size_t *n_tasks);
+/* The normalized tasks as JSON (what interface_id hashes). New reference. */
+json_t *mpk_mlc_tasks_json(const mpk_mlc_task *tasks, size_t n);
+/* interface_id of parsed (normalized) tasks. */
+int mpk_mlc_tasks_interface_id(const mpk_mlc_task *tasks, size_t n, char out[MPK_SHA256_ID_SIZE],
+                               mpk_error *err);
+/* Parse an artifact object already read as JSON. `file` names it in errors. */
+int mpk_mlc_artifact_from_json(const json_t *value, const char *file, mpk_mlc_artifact **out,
+                               mpk_error *err);
+
+#endif

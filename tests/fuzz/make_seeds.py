@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Regenerate the fuzz seed corpora from the conformance vectors in ../shared (stdlib only).
+
+Run from the repository root: python3 tests/fuzz/make_seeds.py
+The corpora are committed; rerun this only when the vectors change.
+"""
+import base64
+import hashlib
+import json
+import os
+import struct
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus")
+
+
+def write(target, data):
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    name = hashlib.sha1(data).hexdigest()[:16]
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def cases(name):
+    with open(os.path.join(SHARED, "conformance", "mlc-webllm", name), encoding="utf-8") as f:
+        return json.load(f)["cases"]
+
+
+def dumps(v):
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+
+for c in cases("model_package_parse.json"):
+    write("fuzz_mlc_package", dumps(c["input"]))
+for c in cases("load_model_package_manifest.json"):
+    write("fuzz_mlc_package", base64.b64decode(c["input_base64"]))
+for c in cases("resolve_chat_completion.json"):
+    write("fuzz_mlc_package", dumps(c["model_package"]))
+    write("fuzz_mlc_artifact", dumps(c["compiled_program"]))
+for c in cases("compiled_program_parse.json"):
+    write("fuzz_mlc_artifact", dumps(c["input"]))
+for c in cases("canonical_json.json"):
+    write("fuzz_canonical_json", dumps(c["value"]))
+for c in cases("interface_id.json"):
+    write("fuzz_canonical_json", c.get("tasks_json_text") or dumps(c["tasks"]))
+
+# Library seeds: small real-shaped _metadata wrapped as TVM stores it (u64 LE length + JSON).
+meta = {"model_type": "qwen2", "kv_state_kind": "kv_cache",
+        "params": [{"name": "w", "shape": [2, 3], "dtype": "float16", "preprocs": []}]}
+art = cases("compiled_program_parse.json")[0]["input"]
+for m in (meta, dict(meta, artifact=art)):
+    text = dumps(m).encode()
+    write("fuzz_mlc_metadata", b"\x7fELF" + b"\0" * 12 + b"\x05\0\0\0" + struct.pack("<Q", len(text)) + text + b"\0" * 8)
+    write("fuzz_mlc_metadata", text)
+write("fuzz_mlc_metadata", dumps(art))
+text = dumps(meta).encode()
+write("fuzz_mlc_metadata", struct.pack("<Q", len(text) + 9) + text + struct.pack("<Q", len(text)) + text)
+write("fuzz_mlc_metadata", b"\0asm\x01\0\0\0" + struct.pack("<Q", 3) + b"{}}")

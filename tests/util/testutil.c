@@ -1,0 +1,114 @@
+#include "testutil.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *tu_shared(const char *rel) {
+  static char buf[4096];
+  snprintf(buf, sizeof buf, "%s/%s", MPK_SHARED_DIR, rel);
+  return buf;
+}
+
+uint8_t *tu_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *p = malloc((size_t)n + 1);
+  assert_non_null(p);
+  if (fread(p, 1, (size_t)n, f) != (size_t)n) fail_msg("cannot read %s", path);
+  fclose(f);
+  p[n] = 0;
+  *len = (size_t)n;
+  return p;
+}
+
+json_t *tu_load_json(const char *path) {
+  json_error_t e;
+  json_t *v = json_load_file(path, JSON_ALLOW_NUL, &e);
+  if (!v) fail_msg("cannot load %s: %s", path, e.text);
+  return v;
+}
+
+json_t *tu_webllm_cases(const char *file, json_t **root) {
+  char rel[512];
+  snprintf(rel, sizeof rel, "conformance/mlc-webllm/%s", file);
+  *root = tu_load_json(tu_shared(rel));
+  json_t *cases = json_object_get(*root, "cases");
+  assert_true(json_is_array(cases));
+  assert_true(json_array_size(cases) > 0);
+  return cases;
+}
+
+char *tu_dumps(const json_t *v) {
+  char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+  assert_non_null(s);
+  return s;
+}
+
+static int b64val(int c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+uint8_t *tu_b64decode(const char *s, size_t *len) {
+  size_t n = strlen(s);
+  uint8_t *out = malloc(n / 4 * 3 + 4);
+  assert_non_null(out);
+  size_t o = 0;
+  unsigned acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < n; i++) {
+    int v = b64val((unsigned char)s[i]);
+    if (v < 0) continue; /* padding */
+    acc = (acc << 6) | (unsigned)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (uint8_t)(acc >> bits);
+    }
+  }
+  *len = o;
+  return out;
+}
+
+void tu_webllm_location(const mpk_error *err, char *out, size_t size) {
+  size_t o = (size_t)snprintf(out, size, "%s", err->file);
+  const char *p = err->pointer;
+  while (*p == '/' && o < size) {
+    p++;
+    char seg[512];
+    size_t s = 0;
+    while (*p && *p != '/' && s + 1 < sizeof seg) {
+      if (p[0] == '~' && p[1] == '1') { seg[s++] = '/'; p += 2; }
+      else if (p[0] == '~' && p[1] == '0') { seg[s++] = '~'; p += 2; }
+      else seg[s++] = *p++;
+    }
+    seg[s] = '\0';
+    bool numeric = s > 0 && strspn(seg, "0123456789") == s;
+    if (s == 0 && *p == '\0') o += (size_t)snprintf(out + o, size - o, " key");
+    else if (numeric) o += (size_t)snprintf(out + o, size - o, "[%s]", seg);
+    else o += (size_t)snprintf(out + o, size - o, ".%s", seg);
+  }
+}
+
+const char *tu_err(const mpk_error *err) {
+  static char buf[2048];
+  mpk_error_format(err, buf, sizeof buf);
+  return buf;
+}
+
+const char *tu_tmpdir(void) {
+  static char buf[256];
+  snprintf(buf, sizeof buf, "/tmp/mpk-test-XXXXXX");
+  if (!mkdtemp(buf)) fail_msg("mkdtemp failed");
+  return buf;
+}

@@ -1,0 +1,35 @@
+/* Helpers shared by the test programs. */
+#ifndef MPK_TESTUTIL_H
+#define MPK_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "modelpkg.h"
+
+/* Path of a file under ../shared (MPK_SHARED_DIR); static buffer. */
+const char *tu_shared(const char *rel);
+/* Read a whole file; aborts the test on failure. Caller frees. */
+uint8_t *tu_read_file(const char *path, size_t *len);
+/* Load a JSON file (fails the test on error). */
+json_t *tu_load_json(const char *path);
+/* The `cases` array of a conformance file under shared/conformance/mlc-webllm/. */
+json_t *tu_webllm_cases(const char *file, json_t **root);
+/* Compact JSON text of a value (insertion order kept). Caller frees. */
+char *tu_dumps(const json_t *v);
+/* Base64 decode; caller frees. */
+uint8_t *tu_b64decode(const char *s, size_t *len);
+/* The location of an error the way WebLLM prints it: file then ".key" per pointer segment,
+   "[i]" for a numeric segment, " key" for a trailing empty segment. */
+void tu_webllm_location(const mpk_error *err, char *out, size_t size);
+/* "file: message" of an error, for failure output. */
+const char *tu_err(const mpk_error *err);
+/* Make a fresh temporary directory; static buffer. */
+const char *tu_tmpdir(void);
+
+#endif

@@ -1,0 +1,19 @@
+/* Turn modelpkg's parsed structs back into the JSON shapes WebLLM's functions return, so the
+   conformance tests compare whole results, not a few fields. */
+#ifndef MPK_WEBLLM_JSON_H
+#define MPK_WEBLLM_JSON_H
+
+#include <jansson.h>
+
+#include "modelpkg.h"
+
+json_t *wj_package(const mpk_mlc_package *pkg);
+json_t *wj_artifact(const mpk_mlc_artifact *art);
+json_t *wj_binding(const mpk_mlc_binding *b);
+/* Assert that `err` is the error WebLLM reported: "<location>: <reason>" must start with
+   `expected_message` (modelpkg may add detail after it). */
+void wj_assert_error(const char *case_name, const mpk_error *err, const char *expected_message);
+/* Assert two JSON values are equal (key order ignored), printing both when not. */
+void wj_assert_equal(const char *case_name, const json_t *expected, const json_t *actual);
+
+#endif
