@@ -79,11 +79,13 @@ int mpk_mlc_resolve(const mpk_mlc_package *pkg, const mpk_mlc_artifact *art, mpk
   if (!pkg || !art || !b) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   memset(b, 0, sizeof *b);
   if (strcmp(pkg->interface_id, art->interface_id) != 0)
-    return contract(err, MPK_MLC_MANIFEST_FILENAME, "/interface_id",
-                    "model-package and compiled-program interface IDs differ");
+    return mpk_fail(err, MPK_EMISMATCH, MPK_MLC_MANIFEST_FILENAME, "/interface_id", CONTRACT
+                    "model-package and compiled-program interface IDs differ (package %s, library %s)",
+                    pkg->interface_id, art->interface_id);
   if (strcmp(pkg->parameter_schema_id, art->parameter_schema_id) != 0)
-    return contract(err, MPK_MLC_MANIFEST_FILENAME, "/weights/parameter_schema_id",
-                    "weight and compiled-program parameter schema IDs differ");
+    return mpk_fail(err, MPK_EMISMATCH, MPK_MLC_MANIFEST_FILENAME, "/weights/parameter_schema_id", CONTRACT
+                    "weight and compiled-program parameter schema IDs differ (package %s, library %s)",
+                    pkg->parameter_schema_id, art->parameter_schema_id);
   const mpk_mlc_task *task = mpk_mlc_package_task(pkg, "chat.completions");
   if (!task) return contract(err, MPK_MLC_MANIFEST_FILENAME, "/tasks", "task chat.completions is not declared");
   if (strcmp(task->output, "text") != 0)

@@ -1,2 +1,93 @@
-#!/bin/sh
-exit 0
+#!/usr/bin/env bash
+# CLI integration tests: run the real `modelpkg` binary on the bundled examples and on broken
+# copies of them. usage: test_cli.sh MODELPKG SOURCE_DIR SHARED_DIR
+set -uo pipefail
+MPK="$1"; SRC="$2"; SHARED="$3"
+EX="$SRC/examples"
+TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
+pass=0; fail=0
+
+# expect NAME STATUS PATTERN -- CMD...: CMD exits STATUS and its stdout+stderr match PATTERN (grep -E).
+expect() {
+  local name="$1" status="$2" pattern="$3"; shift 4
+  local out rc
+  out="$("$@" 2>&1)"; rc=$?
+  if [ "$rc" -eq "$status" ] && printf '%s\n' "$out" | grep -Eq -- "$pattern"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1)); echo "FAIL: $name (exit $rc, wanted $status; pattern '$pattern')"; printf '%s\n' "$out" | head -20
+  fi
+}
+
+G="$EX/gemma4-audio"; GLIB="$G/lib/gemma4-audio-webgpu.wasm"
+L="$EX/llava-image"; LLIB="$L/lib/llava-image-webgpu.wasm"
+
+expect version 0 '^modelpkg [0-9]+\.[0-9]+\.[0-9]+$' -- "$MPK" --version
+expect help 0 'usage: modelpkg <command>' -- "$MPK" --help
+expect check_help 0 'usage: modelpkg check DIR' -- "$MPK" check --help
+expect mlc_help 0 'mlc id DIR' -- "$MPK" mlc --help
+expect no_args 2 'usage' -- "$MPK"
+expect unknown_cmd 2 "unknown command 'frobnicate'" -- "$MPK" frobnicate
+expect unknown_opt 2 "unknown option '--bogus'" -- "$MPK" check "$G" --bogus
+expect missing_dir_arg 2 'missing the package directory' -- "$MPK" check
+expect bad_binding 2 'non-negative integer' -- "$MPK" check "$G" --max-binding-size 12x
+expect no_such_dir 1 'not a directory' -- "$MPK" check "$TMP/nope"
+
+expect gemma_ok 0 'OK: all checks hold' -- "$MPK" check "$G" --lib "$GLIB" --device-features shader-f16 --max-binding-size 268435456
+expect gemma_binding 0 'audio input "audio" -> audio_embed \(float32' -- "$MPK" check "$G" --lib "$GLIB"
+expect llava_uint32 0 'image input "image" -> image_embed \(uint32' -- "$MPK" check "$L" --lib "$LLIB" --device-features f16
+expect legacy 0 'contract:  none declared' -- "$MPK" check "$EX/legacy-no-manifest"
+expect no_lib_note 0 'no library given' -- "$MPK" check "$G"
+expect mismatched_lib 1 'mlc-model-manifest.json: /weights/parameter_schema_id: artifact contract: weight and compiled-program parameter schema IDs differ' \
+  -- "$MPK" check "$G" --lib "$EX/mismatched-lib/gemma4-audio-other-weights-webgpu.wasm"
+expect missing_feature 1 'required_features/0: Compiled artifact requires unsupported WebGPU feature "shader-f16"' \
+  -- "$MPK" check "$G" --lib "$GLIB" --device-features ""
+expect binding_too_small 1 'requires maxStorageBufferBindingSize 201326592, but this device exposes 1000' \
+  -- "$MPK" check "$G" --lib "$GLIB" --max-binding-size 1000
+expect mlc_id 0 '^sha256:6453d39d6c1a05b41e3d10ac1547892e2fde2ae228c6705b122ffde5e4c9c490$' -- "$MPK" mlc id "$G"
+
+# --json is one valid JSON document with the documented fields.
+"$MPK" check "$G" --lib "$EX/mismatched-lib/gemma4-audio-other-weights-webgpu.wasm" --json > "$TMP/r.json"
+expect json_report 0 '^ok$' -- python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["ok"] is False and r["contract"] == "declared", r
+p = r["problems"][0]
+assert p["code"] == "mismatch" and p["pointer"] == "/weights/parameter_schema_id", p
+assert r["library"]["has_artifact"] is True and r["binding"] is None
+print("ok")' "$TMP/r.json"
+
+# Broken copies of the audio package: each names the file, the JSON pointer and the rule.
+cp -r "$G" "$TMP/g"
+sed -i 's/"channels": 1/"channels": 2/' "$TMP/g/mlc-model-manifest.json"
+expect channels_2 1 'mlc-model-manifest.json: /tasks/chat.completions/inputs/audio/processor: channels must be 1' -- "$MPK" check "$TMP/g"
+cp "$G/mlc-model-manifest.json" "$TMP/g/"
+sed -i 's/"min_samples": 161/"min_samples": 160/' "$TMP/g/mlc-model-manifest.json"
+expect id_mismatch 1 'interface_id does not match its tasks' -- "$MPK" check "$TMP/g"
+expect id_recomputed 1 'declared sha256:6453.* differs' -- "$MPK" mlc id "$TMP/g"
+printf '{"schema":"mlc.model-package","schema":"x"}' > "$TMP/g/mlc-model-manifest.json"
+expect duplicate_key 1 'duplicate object key' -- "$MPK" check "$TMP/g"
+cp "$G/mlc-model-manifest.json" "$TMP/g/"
+rm "$TMP/g/tensor-cache.json"
+expect missing_tensor_cache 1 'tensor-cache.json: required file is missing' -- "$MPK" check "$TMP/g"
+
+# A library without _metadata.artifact cannot serve a package that declares a contract.
+python3 - "$SHARED/realdata/mlc-lib-metadata/Qwen2-0.5B-Instruct-q4f32_1-ctx4k_cs1k-webgpu.metadata.json" "$TMP/plain.so" <<'PY'
+import struct, sys
+text = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "wb").write(b"\x7fELF" + bytes(60) + struct.pack("<Q", len(text)) + text + bytes(16))
+PY
+expect no_artifact 1 '_metadata.artifact is missing' -- "$MPK" check "$G" --lib "$TMP/plain.so"
+"$MPK" mlc metadata "$TMP/plain.so" > "$TMP/extracted.json"
+expect metadata_byte_exact 0 '^same$' -- sh -c "cmp -s '$TMP/extracted.json' '$SHARED/realdata/mlc-lib-metadata/Qwen2-0.5B-Instruct-q4f32_1-ctx4k_cs1k-webgpu.metadata.json' && echo same"
+cat "$TMP/plain.so" "$GLIB" > "$TMP/two.so"
+expect two_metadata 1 'different _metadata' -- "$MPK" mlc metadata "$TMP/two.so"
+head -c 5000 /dev/zero > "$TMP/empty.so"
+expect no_metadata 1 'no _metadata' -- "$MPK" mlc metadata "$TMP/empty.so"
+
+# The committed examples are exactly what the generator writes.
+python3 "$SRC/scripts/gen_examples.py" "$TMP/examples" >/dev/null
+expect examples_deterministic 0 '^same$' -- sh -c "diff -r '$TMP/examples' '$EX' >/dev/null && echo same"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

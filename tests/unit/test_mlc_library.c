@@ -310,6 +310,14 @@ static void test_none(void **state) {
   expect_fail(NULL, 0, MPK_ENOTFOUND, &err);
   expect_fail("{", 1, MPK_EMALFORMED, &err); /* looks like JSON: its parse error */
   expect_fail("\x02\0\0\0\0\0\0\0{}", 10, MPK_ENOTFOUND, &err);
+  /* the shortest possible match: {"model_type":0,"params":0}, 27 bytes, at the very end */
+  static const char tiny[] = "\x1b\0\0\0\0\0\0\0{\"model_type\":0,\"params\":0}";
+  assert_int_equal(mpk_mlc_metadata_find(tiny, sizeof tiny - 1, &start, &n, &err), 0);
+  assert_int_equal(start, 8);
+  assert_int_equal(n, 27);
+  /* ...whose model_type is not a string */
+  expect_fail(tiny, sizeof tiny - 1, MPK_EMALFORMED, &err);
+  assert_string_equal(err.pointer, "/model_type");
   free(b.p);
 }
 

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages modelpkg needs to build and test, if any are missing.
+# Idempotent: installs nothing when everything is there. Needs root (or sudo) only to install.
+set -euo pipefail
+
+PACKAGES=(
+  gcc make cmake ninja-build pkg-config      # toolchain (CMake >= 3.25)
+  libjansson-dev libssl-dev                  # JSON, SHA-256 (OpenSSL libcrypto)
+  libcmocka-dev                              # unit tests
+  python3                                    # example generator (standard library only)
+  clang libclang-rt-14-dev                   # libFuzzer targets (optional build, MPK_FUZZ=ON)
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "setup: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The whole test suite: install what is missing, then build and run every test twice, plainly and
+# under AddressSanitizer + UndefinedBehaviorSanitizer. Needs ../shared next to the checkout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+if [ ! -d ../shared/conformance ] && [ -z "${MPK_SHARED_DIR:-}" ]; then
+  echo "test: ../shared (conformance vectors) not found next to the checkout; set MPK_SHARED_DIR" >&2
+  exit 1
+fi
+python3 scripts/gen_examples.py >/dev/null
+for flavour in release sanitize; do
+  scripts/build.sh "$flavour"
+  dir=build; [ "$flavour" = sanitize ] && dir=build-sanitize
+  echo "== ctest ($flavour)"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "$dir" --output-on-failure -j"$(nproc)"
+done

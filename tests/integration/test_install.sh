@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Install into a temporary prefix, then build and run a consumer through pkg-config and through
+# CMake's find_package: what the packaging promises. usage: test_install.sh BUILD_DIR
+set -euo pipefail
+BUILD="$1"
+TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
+cmake --install "$BUILD" --prefix "$TMP/prefix" >/dev/null
+LIBDIR="$(dirname "$(find "$TMP/prefix" -name 'libmodelpkg.so' | head -1)")"
+pass=0
+
+cat > "$TMP/consumer.c" <<'C'
+#include <modelpkg.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+  char id[MPK_SHA256_ID_SIZE];
+  const char *tasks = "{\"chat.completions\":{\"executor\":\"g\",\"inputs\":{\"text\":{\"processor\":\"tokenizer\"}},\"output\":\"text\"}}";
+  mpk_error err;
+  if (mpk_mlc_interface_id(tasks, strlen(tasks), id, &err)) return 1;
+  printf("%s %s\n", mpk_version(), id);
+  return strcmp(mpk_version(), MPK_VERSION_STRING) != 0;
+}
+C
+# pkg-config, shared library
+export PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
+cc -o "$TMP/c1" "$TMP/consumer.c" $(pkg-config --cflags --libs modelpkg) -Wl,-rpath,"$LIBDIR"
+"$TMP/c1" | grep -q '^0\.1\.0 sha256:[0-9a-f]\{64\}$' && pass=$((pass + 1))
+# pkg-config, static library
+cc -o "$TMP/c2" "$TMP/consumer.c" -I"$TMP/prefix/include" "$LIBDIR/libmodelpkg.a" $(pkg-config --libs --static jansson libcrypto) -lm
+"$TMP/c2" >/dev/null && pass=$((pass + 1))
+# CMake package config
+mkdir -p "$TMP/cm"
+cat > "$TMP/cm/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.25)
+project(consumer C)
+find_package(modelpkg 0.1 REQUIRED)
+add_executable(consumer ../consumer.c)
+target_link_libraries(consumer PRIVATE modelpkg::modelpkg)
+CM
+cmake -S "$TMP/cm" -B "$TMP/cm/b" -DCMAKE_PREFIX_PATH="$TMP/prefix" >/dev/null
+cmake --build "$TMP/cm/b" >/dev/null
+"$TMP/cm/b/consumer" >/dev/null && pass=$((pass + 1))
+# The installed CLI runs.
+"$TMP/prefix/bin/modelpkg" --version | grep -q '^modelpkg 0\.1\.0$' && pass=$((pass + 1))
+echo "$pass passed, $((4 - pass)) failed"
+[ "$pass" -eq 4 ]
