@@ -93,6 +93,24 @@ int mpk_jv_literal(mpk_jv *v, const json_t *value, const char *expected);
 /* A number that is an integer within ±(2^53-1) and >= minimum. */
 int mpk_jv_integer(mpk_jv *v, const json_t *value, int64_t minimum, int64_t *out);
 int mpk_jv_sha256_id(mpk_jv *v, const json_t *value, const char **out);
+/* Copy a string into an arena, failing with "out of memory" at the current path. */
+int mpk_jv_strdup(mpk_jv *v, mpk_arena *a, const char *s, const char **out);
+
+/* Run one check with the path descended into key `k`; return from the caller on failure. */
+#define MPK_JV_AT(v, k, expr)                        \
+  do {                                               \
+    size_t prev_ = mpk_path_push_key(&(v)->path, k); \
+    int rc_ = (expr);                                \
+    mpk_path_pop(&(v)->path, prev_);                 \
+    if (rc_) return rc_;                             \
+  } while (0)
+
+/* Visit an object's members in UTF-16 key order (how Object.keys(o).sort() walks a map), each key
+   first checked to be non-empty (else "<path>/": "expected a non-empty string"); `fn` runs with
+   the path at the member and its index in that order. Stops at the first failure. */
+typedef int (*mpk_jv_member_fn)(mpk_jv *v, size_t index, const char *key, const json_t *value,
+                                void *ctx);
+int mpk_jv_each_member(mpk_jv *v, const json_t *obj, mpk_jv_member_fn fn, void *ctx);
 bool mpk_json_safe_integer(const json_t *value, int64_t *out);
 bool mpk_is_sha256_id(const char *s);
 

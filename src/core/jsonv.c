@@ -130,3 +130,30 @@ int mpk_jv_sha256_id(mpk_jv *v, const json_t *value, const char **out) {
                        "expected a lowercase sha256:<64 hex digits> identifier");
   return 0;
 }
+
+int mpk_jv_strdup(mpk_jv *v, mpk_arena *a, const char *s, const char **out) {
+  *out = mpk_arena_strdup(a, s);
+  return *out ? 0 : mpk_jv_fail(v, MPK_ENOMEM, "out of memory");
+}
+
+int mpk_jv_each_member(mpk_jv *v, const json_t *obj, mpk_jv_member_fn fn, void *ctx) {
+  const char **keys;
+  size_t n;
+  if (mpk_json_keys_sorted(obj, false, &keys, &n)) return mpk_jv_fail(v, MPK_ENOMEM, "out of memory");
+  int rc = 0;
+  for (size_t i = 0; !rc && i < n; i++) {
+    if (keys[i][0] == '\0') {
+      /* WebLLM names this "<path> key"; the JSON pointer to the empty key is "<path>/". */
+      size_t prev = mpk_path_push_key(&v->path, "");
+      rc = mpk_jv_fail(v, MPK_EMALFORMED, "expected a non-empty string");
+      mpk_path_pop(&v->path, prev);
+    }
+  }
+  for (size_t i = 0; !rc && i < n; i++) {
+    size_t prev = mpk_path_push_key(&v->path, keys[i]);
+    rc = fn(v, i, keys[i], json_object_get(obj, keys[i]), ctx);
+    mpk_path_pop(&v->path, prev);
+  }
+  free(keys);
+  return rc;
+}

@@ -69,14 +69,14 @@ static void check_json_file(mpk_mlc_report *r, const char *name, bool required) 
 
 /* Errors from the binding name logical documents; point them at the real files. */
 static void relocate(const mpk_mlc_report *r, mpk_error *e) {
-  char ptr[sizeof e->pointer];
+  char ptr[sizeof e->pointer + 16];
   if (strcmp(e->file, MPK_MLC_MANIFEST_FILENAME) == 0) {
     char *path = mpk_path_join(r->dir, MPK_MLC_MANIFEST_FILENAME);
     if (path) snprintf(e->file, sizeof e->file, "%s", path);
     free(path);
   } else if (strcmp(e->file, "_metadata.artifact") == 0 || strcmp(e->file, "_metadata") == 0) {
     snprintf(ptr, sizeof ptr, "%s%s", e->file[9] ? "/artifact" : "", e->pointer);
-    snprintf(e->pointer, sizeof e->pointer, "%s", ptr);
+    snprintf(e->pointer, sizeof e->pointer, "%.*s", (int)sizeof e->pointer - 1, ptr);
     snprintf(e->file, sizeof e->file, "%s", r->lib_path);
   }
 }

@@ -11,6 +11,13 @@ struct mpk_mlc_artifact_priv {
   mpk_arena *arena;
 };
 
+/* Context of mpk_jv_each_member callbacks that parse member `index` of a map into element
+   `index` of an arena array. */
+typedef struct mpk_mlc_members {
+  mpk_arena *arena;
+  void *list;
+} mpk_mlc_members;
+
 /* Parse a `tasks` object (at v->path) into arena-owned tasks, with WebLLM's rules. */
 int mpk_mlc_parse_tasks(mpk_jv *v, const json_t *value, mpk_arena *arena, mpk_mlc_task **tasks,
                         size_t *n_tasks);

@@ -6,20 +6,7 @@
 #include "mlc.h"
 
 #define NOMEM(v) mpk_jv_fail((v), MPK_ENOMEM, "out of memory")
-
-/* Descend into key `k` for the duration of one check. */
-#define AT_KEY(v, k, expr)                          \
-  do {                                              \
-    size_t prev_ = mpk_path_push_key(&(v)->path, k); \
-    int rc_ = (expr);                               \
-    mpk_path_pop(&(v)->path, prev_);                \
-    if (rc_) return rc_;                            \
-  } while (0)
-
-static int dup_str(mpk_jv *v, mpk_arena *a, const char *s, const char **out) {
-  *out = mpk_arena_strdup(a, s);
-  return *out ? 0 : NOMEM(v);
-}
+#define AT_KEY MPK_JV_AT
 
 static int token_ids(mpk_jv *v, const json_t *value, mpk_arena *a, const int64_t **out, size_t *n) {
   if (!json_is_array(value)) return mpk_jv_fail(v, MPK_EMALFORMED, "expected an array");
@@ -109,7 +96,7 @@ static int parse_processor(mpk_jv *v, const json_t *value, mpk_arena *a, mpk_mlc
     int rc = mpk_jv_string(v, value, &s);
     if (rc) return rc;
     in->kind = MPK_MLC_PROCESSOR_NAMED;
-    return dup_str(v, a, s, &in->processor_name);
+    return mpk_jv_strdup(v, a, s, &in->processor_name);
   }
   int rc = mpk_jv_object(v, value);
   if (rc) return rc;
@@ -138,7 +125,7 @@ static int parse_input(mpk_jv *v, const json_t *obj, mpk_arena *a, mpk_mlc_input
   if (adapter) {
     const char *s = NULL;
     AT_KEY(v, "adapter", mpk_jv_string(v, adapter, &s));
-    if (dup_str(v, a, s, &in->adapter)) return MPK_ENOMEM;
+    if (mpk_jv_strdup(v, a, s, &in->adapter)) return MPK_ENOMEM;
   }
   const json_t *prompt = json_object_get(obj, "prompt");
   if (prompt) {
@@ -152,18 +139,11 @@ static int parse_input(mpk_jv *v, const json_t *obj, mpk_arena *a, mpk_mlc_input
   return 0;
 }
 
-/* Keys of a map object, sorted as WebLLM iterates them; each must be a non-empty string. */
-static int sorted_keys(mpk_jv *v, const json_t *obj, const char ***keys, size_t *n) {
-  if (mpk_json_keys_sorted(obj, false, keys, n)) return NOMEM(v);
-  for (size_t i = 0; i < *n; i++) {
-    if ((*keys)[i][0] == '\0') {
-      free(*keys);
-      *keys = NULL;
-      /* WebLLM names this "<path> key"; the pointer to the empty key is "<path>/". */
-      AT_KEY(v, "", mpk_jv_fail(v, MPK_EMALFORMED, "expected a non-empty string"));
-    }
-  }
-  return 0;
+static int input_member(mpk_jv *v, size_t i, const char *name, const json_t *value, void *ctx) {
+  mpk_mlc_members *m = ctx;
+  mpk_mlc_input *in = (mpk_mlc_input *)m->list + i;
+  int rc = mpk_jv_strdup(v, m->arena, name, &in->name);
+  return rc ? rc : parse_input(v, value, m->arena, in);
 }
 
 static int parse_task(mpk_jv *v, const json_t *obj, mpk_arena *a, mpk_mlc_task *t) {
@@ -176,29 +156,27 @@ static int parse_task(mpk_jv *v, const json_t *obj, mpk_arena *a, mpk_mlc_task *
   rc = mpk_jv_object(v, inputs);
   if (!rc && json_object_size(inputs) == 0)
     rc = mpk_jv_fail(v, MPK_EMALFORMED, "expected at least one input");
-  const char **names = NULL;
-  size_t n = 0;
-  if (!rc) rc = sorted_keys(v, inputs, &names, &n);
+  size_t n = json_object_size(inputs);
   mpk_mlc_input *list = NULL;
   if (!rc && !(list = mpk_arena_array(a, n, sizeof *list))) rc = NOMEM(v);
-  for (size_t i = 0; !rc && i < n; i++) {
-    rc = dup_str(v, a, names[i], &list[i].name);
-    if (!rc) {
-      size_t p2 = mpk_path_push_key(&v->path, names[i]);
-      rc = parse_input(v, json_object_get(inputs, names[i]), a, &list[i]);
-      mpk_path_pop(&v->path, p2);
-    }
-  }
-  free(names);
+  mpk_mlc_members m = {a, list};
+  if (!rc) rc = mpk_jv_each_member(v, inputs, input_member, &m);
   mpk_path_pop(&v->path, prev);
   if (rc) return rc;
   t->inputs = list;
   t->n_inputs = n;
   const char *s = NULL;
   AT_KEY(v, "executor", mpk_jv_string(v, json_object_get(obj, "executor"), &s));
-  if (dup_str(v, a, s, &t->executor)) return MPK_ENOMEM;
+  if (mpk_jv_strdup(v, a, s, &t->executor)) return MPK_ENOMEM;
   AT_KEY(v, "output", mpk_jv_string(v, json_object_get(obj, "output"), &s));
-  return dup_str(v, a, s, &t->output);
+  return mpk_jv_strdup(v, a, s, &t->output);
+}
+
+static int task_member(mpk_jv *v, size_t i, const char *name, const json_t *value, void *ctx) {
+  mpk_mlc_members *m = ctx;
+  mpk_mlc_task *t = (mpk_mlc_task *)m->list + i;
+  int rc = mpk_jv_strdup(v, m->arena, name, &t->name);
+  return rc ? rc : parse_task(v, value, m->arena, t);
 }
 
 int mpk_mlc_parse_tasks(mpk_jv *v, const json_t *value, mpk_arena *a, mpk_mlc_task **tasks,
@@ -206,21 +184,11 @@ int mpk_mlc_parse_tasks(mpk_jv *v, const json_t *value, mpk_arena *a, mpk_mlc_ta
   int rc = mpk_jv_object(v, value);
   if (rc) return rc;
   if (json_object_size(value) == 0) return mpk_jv_fail(v, MPK_EMALFORMED, "expected at least one task");
-  const char **names;
-  size_t n;
-  rc = sorted_keys(v, value, &names, &n);
-  if (rc) return rc;
+  size_t n = json_object_size(value);
   mpk_mlc_task *list = mpk_arena_array(a, n, sizeof *list);
-  if (!list) rc = NOMEM(v);
-  for (size_t i = 0; !rc && i < n; i++) {
-    rc = dup_str(v, a, names[i], &list[i].name);
-    if (!rc) {
-      size_t prev = mpk_path_push_key(&v->path, names[i]);
-      rc = parse_task(v, json_object_get(value, names[i]), a, &list[i]);
-      mpk_path_pop(&v->path, prev);
-    }
-  }
-  free(names);
+  if (!list) return NOMEM(v);
+  mpk_mlc_members m = {a, list};
+  rc = mpk_jv_each_member(v, value, task_member, &m);
   if (rc) return rc;
   *tasks = list;
   *n_tasks = n;
@@ -248,14 +216,14 @@ static int parse_package(mpk_jv *v, const json_t *obj, mpk_arena *a, mpk_mlc_pac
   const json_t *chat = json_object_get(obj, "chat_config");
   if (chat) AT_KEY(v, "chat_config", mpk_jv_literal(v, chat, MPK_MLC_CHAT_CONFIG_FILENAME));
   AT_KEY(v, "interface_id", mpk_jv_sha256_id(v, json_object_get(obj, "interface_id"), &pkg->interface_id));
-  if (dup_str(v, a, pkg->interface_id, &pkg->interface_id)) return MPK_ENOMEM;
+  if (mpk_jv_strdup(v, a, pkg->interface_id, &pkg->interface_id)) return MPK_ENOMEM;
   size_t prev = mpk_path_push_key(&v->path, "weights");
   AT_KEY(v, "manifest", mpk_jv_literal(v, json_object_get(weights, "manifest"), MPK_MLC_TENSOR_CACHE_FILENAME));
   pkg->weights_manifest = MPK_MLC_TENSOR_CACHE_FILENAME;
   AT_KEY(v, "parameter_schema_id",
          mpk_jv_sha256_id(v, json_object_get(weights, "parameter_schema_id"), &pkg->parameter_schema_id));
   mpk_path_pop(&v->path, prev);
-  if (dup_str(v, a, pkg->parameter_schema_id, &pkg->parameter_schema_id)) return MPK_ENOMEM;
+  if (mpk_jv_strdup(v, a, pkg->parameter_schema_id, &pkg->parameter_schema_id)) return MPK_ENOMEM;
   mpk_mlc_task *tasks = NULL;
   AT_KEY(v, "tasks", mpk_mlc_parse_tasks(v, json_object_get(obj, "tasks"), a, &tasks, &pkg->n_tasks));
   pkg->tasks = tasks;

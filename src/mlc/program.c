@@ -6,30 +6,16 @@
 #include "mlc.h"
 
 #define NOMEM(v) mpk_jv_fail((v), MPK_ENOMEM, "out of memory")
+#define AT_KEY MPK_JV_AT
 
-#define AT_KEY(v, k, expr)                           \
-  do {                                               \
-    size_t prev_ = mpk_path_push_key(&(v)->path, k); \
-    int rc_ = (expr);                                \
-    mpk_path_pop(&(v)->path, prev_);                 \
-    if (rc_) return rc_;                             \
-  } while (0)
-
-static int dup_str(mpk_jv *v, mpk_arena *a, const char *s, const char **out) {
-  *out = mpk_arena_strdup(a, s);
-  return *out ? 0 : NOMEM(v);
-}
-
-static int sorted_keys(mpk_jv *v, const json_t *obj, const char ***keys, size_t *n) {
-  if (mpk_json_keys_sorted(obj, false, keys, n)) return NOMEM(v);
-  for (size_t i = 0; i < *n; i++) {
-    if ((*keys)[i][0] == '\0') {
-      free(*keys);
-      *keys = NULL;
-      AT_KEY(v, "", mpk_jv_fail(v, MPK_EMALFORMED, "expected a non-empty string"));
-    }
-  }
-  return 0;
+static int entry_member(mpk_jv *v, size_t i, const char *key, const json_t *value, void *ctx) {
+  mpk_mlc_members *m = ctx;
+  mpk_mlc_entry *e = (mpk_mlc_entry *)m->list + i;
+  const char *val = NULL;
+  int rc = mpk_jv_string(v, value, &val);
+  if (!rc) rc = mpk_jv_strdup(v, m->arena, key, &e->key);
+  if (!rc) rc = mpk_jv_strdup(v, m->arena, val, &e->value);
+  return rc;
 }
 
 /* A string → non-empty string map (exports, adapters, adapter_dtypes). */
@@ -37,23 +23,12 @@ static int string_map(mpk_jv *v, const json_t *obj, bool allow_empty, mpk_arena 
                       const mpk_mlc_entry **out, size_t *n_out) {
   int rc = mpk_jv_object(v, obj);
   if (rc) return rc;
-  if (!allow_empty && json_object_size(obj) == 0)
-    return mpk_jv_fail(v, MPK_EMALFORMED, "expected at least one entrypoint");
-  const char **keys;
-  size_t n;
-  rc = sorted_keys(v, obj, &keys, &n);
-  if (rc) return rc;
+  size_t n = json_object_size(obj);
+  if (!allow_empty && n == 0) return mpk_jv_fail(v, MPK_EMALFORMED, "expected at least one entrypoint");
   mpk_mlc_entry *list = mpk_arena_array(a, n, sizeof *list);
-  if (!list) rc = NOMEM(v);
-  for (size_t i = 0; !rc && i < n; i++) {
-    const char *val = NULL;
-    size_t prev = mpk_path_push_key(&v->path, keys[i]);
-    rc = mpk_jv_string(v, json_object_get(obj, keys[i]), &val);
-    mpk_path_pop(&v->path, prev);
-    if (!rc) rc = dup_str(v, a, keys[i], &list[i].key);
-    if (!rc) rc = dup_str(v, a, val, &list[i].value);
-  }
-  free(keys);
+  if (!list) return NOMEM(v);
+  mpk_mlc_members m = {a, list};
+  rc = mpk_jv_each_member(v, obj, entry_member, &m);
   if (rc) return rc;
   *out = list;
   *n_out = n;
@@ -78,30 +53,27 @@ static int parse_program(mpk_jv *v, const json_t *obj, mpk_arena *a, mpk_mlc_pro
   }
   const char *kind = NULL;
   AT_KEY(v, "kind", mpk_jv_string(v, json_object_get(obj, "kind"), &kind));
-  if (dup_str(v, a, kind, &p->kind)) return MPK_ENOMEM;
+  if (mpk_jv_strdup(v, a, kind, &p->kind)) return MPK_ENOMEM;
   AT_KEY(v, "exports", string_map(v, json_object_get(obj, "exports"), false, a, &p->exports, &p->n_exports));
   return 0;
+}
+
+static int program_member(mpk_jv *v, size_t i, const char *name, const json_t *value, void *ctx) {
+  mpk_mlc_members *m = ctx;
+  mpk_mlc_program *p = (mpk_mlc_program *)m->list + i;
+  int rc = mpk_jv_strdup(v, m->arena, name, &p->name);
+  return rc ? rc : parse_program(v, value, m->arena, p);
 }
 
 static int parse_programs(mpk_jv *v, const json_t *obj, mpk_arena *a, mpk_mlc_artifact *art) {
   int rc = mpk_jv_object(v, obj);
   if (rc) return rc;
-  if (json_object_size(obj) == 0) return mpk_jv_fail(v, MPK_EMALFORMED, "expected at least one program");
-  const char **names;
-  size_t n;
-  rc = sorted_keys(v, obj, &names, &n);
-  if (rc) return rc;
+  size_t n = json_object_size(obj);
+  if (n == 0) return mpk_jv_fail(v, MPK_EMALFORMED, "expected at least one program");
   mpk_mlc_program *list = mpk_arena_array(a, n, sizeof *list);
-  if (!list) rc = NOMEM(v);
-  for (size_t i = 0; !rc && i < n; i++) {
-    rc = dup_str(v, a, names[i], &list[i].name);
-    if (!rc) {
-      size_t prev = mpk_path_push_key(&v->path, names[i]);
-      rc = parse_program(v, json_object_get(obj, names[i]), a, &list[i]);
-      mpk_path_pop(&v->path, prev);
-    }
-  }
-  free(names);
+  if (!list) return NOMEM(v);
+  mpk_mlc_members m = {a, list};
+  rc = mpk_jv_each_member(v, obj, program_member, &m);
   if (rc) return rc;
   art->programs = list;
   art->n_programs = n;
@@ -119,7 +91,7 @@ static int features(mpk_jv *v, const json_t *value, mpk_arena *a, mpk_mlc_artifa
     int rc = mpk_jv_string(v, json_array_get(value, i), &s);
     mpk_path_pop(&v->path, prev);
     if (rc) return rc;
-    if (dup_str(v, a, s, &list[i])) return MPK_ENOMEM;
+    if (mpk_jv_strdup(v, a, s, &list[i])) return MPK_ENOMEM;
   }
   art->required_features = list;
   art->n_required_features = n;
@@ -144,9 +116,9 @@ static int parse_artifact(mpk_jv *v, const json_t *obj, mpk_arena *a, mpk_mlc_ar
   AT_KEY(v, "schema", mpk_jv_literal(v, json_object_get(obj, "schema"), "mlc.compiled-program"));
   const char *s = NULL;
   AT_KEY(v, "interface_id", mpk_jv_sha256_id(v, json_object_get(obj, "interface_id"), &s));
-  if (dup_str(v, a, s, &art->interface_id)) return MPK_ENOMEM;
+  if (mpk_jv_strdup(v, a, s, &art->interface_id)) return MPK_ENOMEM;
   AT_KEY(v, "parameter_schema_id", mpk_jv_sha256_id(v, json_object_get(obj, "parameter_schema_id"), &s));
-  if (dup_str(v, a, s, &art->parameter_schema_id)) return MPK_ENOMEM;
+  if (mpk_jv_strdup(v, a, s, &art->parameter_schema_id)) return MPK_ENOMEM;
   AT_KEY(v, "programs", parse_programs(v, json_object_get(obj, "programs"), a, art));
   size_t prev = mpk_path_push_key(&v->path, "resources");
   AT_KEY(v, "required_features", features(v, json_object_get(res, "required_features"), a, art));

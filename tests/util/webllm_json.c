@@ -85,3 +85,38 @@ void wj_assert_equal(const char *case_name, const json_t *expected, const json_t
     fail_msg("%s: result differs", case_name);
   }
 }
+
+size_t wj_run_parse_cases(const char *file, const char *input_field, wj_parse_fn parse,
+                          int (*divergent)(const char *name, const char *text, size_t len)) {
+  json_t *root, *cases = tu_webllm_cases(file, &root);
+  bool base64 = strstr(input_field, "_base64") != NULL;
+  size_t i, ran = 0;
+  json_t *c;
+  json_array_foreach(cases, i, c) {
+    const char *name = json_string_value(json_object_get(c, "name"));
+    size_t len;
+    char *text = base64 ? (char *)tu_b64decode(json_string_value(json_object_get(c, input_field)), &len)
+                        : tu_dumps(json_object_get(c, input_field));
+    if (!base64) len = strlen(text);
+    ran++;
+    if (divergent && divergent(name, text, len)) {
+      free(text);
+      continue;
+    }
+    mpk_error err;
+    mpk_error_clear(&err);
+    json_t *got = parse(text, len, &err);
+    json_t *expected_error = json_object_get(c, "expected_error");
+    if (expected_error) {
+      if (got) fail_msg("%s: accepted, WebLLM rejects", name);
+      wj_assert_error(name, &err, json_string_value(json_object_get(expected_error, "message")));
+    } else {
+      if (!got) fail_msg("%s: rejected (%s), WebLLM accepts", name, tu_err(&err));
+      wj_assert_equal(name, json_object_get(c, "expected"), got);
+    }
+    json_decref(got);
+    free(text);
+  }
+  json_decref(root);
+  return ran;
+}
