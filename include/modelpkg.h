@@ -113,6 +113,42 @@ MPK_API int mpk_sha256_id(const void *data, size_t len, char out[MPK_SHA256_ID_S
 MPK_API void mpk_free(void *p);
 
 /* ============================================================================================
+ * core: dtypes, digests, progress
+ * ========================================================================================== */
+
+/** Bits per element of a dtype name ("float16" 16, "int4" 4, "float8_e4m3fn" 8, ...); -1 unknown. */
+MPK_API int mpk_dtype_bits(const char *dtype);
+
+/**
+ * Progress of a long operation: called with bytes done and bytes in all; return non-zero to
+ * cancel (the operation then fails with MPK_ECANCELLED). Called from worker threads, but never
+ * concurrently.
+ */
+typedef int (*mpk_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+typedef enum mpk_digest_algo { MPK_DIGEST_MD5 = 0, MPK_DIGEST_SHA256 } mpk_digest_algo;
+
+/** One file to hash: inputs, then results filled by mpk_digest_files(). */
+typedef struct mpk_digest_job {
+  const char *path;
+  mpk_digest_algo algo;
+  uint64_t expected_size;   /**< used for progress totals; the real size is measured */
+  /* results */
+  int code;                 /**< 0 or MPK_E* for this file */
+  uint64_t size;            /**< bytes read */
+  char hex[65];             /**< lowercase hex digest */
+} mpk_digest_job;
+
+/**
+ * Hash files streaming (constant memory per worker) on a bounded pool of `workers` threads
+ * (0: one per online CPU, at most 8). Returns 0 when every job ran (each job has its own `code`),
+ * MPK_ECANCELLED when `progress` asked to stop, or MPK_ENOMEM. `err` gets the first failed job's
+ * error.
+ */
+MPK_API int mpk_digest_files(mpk_digest_job *jobs, size_t n, unsigned workers,
+                             mpk_progress_fn progress, void *progress_ctx, mpk_error *err);
+
+/* ============================================================================================
  * mlc: the package sidecar mlc-model-manifest.json
  * ========================================================================================== */
 
@@ -373,6 +409,151 @@ typedef struct mpk_mlc_device {
  */
 MPK_API int mpk_mlc_check_device(const mpk_mlc_artifact *art, const mpk_mlc_device *dev,
                                  mpk_error *err);
+
+/* ============================================================================================
+ * mlc: weights — tensor-cache.json (older name ndarray-cache.json)
+ * ========================================================================================== */
+
+/** One parameter stored in a shard. */
+typedef struct mpk_mlc_tensor_record {
+  const char *name;
+  const int64_t *shape;
+  size_t ndim;
+  const char *dtype;
+  const char *format;      /**< e.g. "raw", "f32-to-bf16" */
+  uint64_t nbytes;
+  uint64_t byte_offset;    /**< within its shard */
+  size_t shard;            /**< index into mpk_mlc_tensor_cache.shards */
+} mpk_mlc_tensor_record;
+
+/** One shard file (dataPath) and the records it holds. */
+typedef struct mpk_mlc_shard {
+  const char *data_path;   /**< relative to the package directory, confined to it */
+  const char *format;      /**< "raw-shard" */
+  uint64_t nbytes;
+  const char *md5sum;      /**< 32 lowercase hex digits, or NULL when the cache gives none */
+  size_t first_record;     /**< its records are records[first_record .. first_record + n_records) */
+  size_t n_records;
+} mpk_mlc_shard;
+
+/** A parsed and structurally checked tensor cache. Read-only; freed with _free(). */
+typedef struct mpk_mlc_tensor_cache {
+  int has_param_size;
+  int64_t param_size;      /**< metadata.ParamSize */
+  int has_param_bytes;
+  double param_bytes;      /**< metadata.ParamBytes */
+  const mpk_mlc_shard *shards;
+  size_t n_shards;
+  const mpk_mlc_tensor_record *records; /**< all records, shard by shard, in file order */
+  size_t n_records;
+  struct mpk_mlc_tensor_cache_priv *priv_;
+} mpk_mlc_tensor_cache;
+
+/**
+ * Parse a tensor cache and check it, fail-closed: every record lies inside its shard, records do
+ * not overlap, nbytes = elements x bytes per element (ceil(bits/8), see docs/weights.md),
+ * parameter names are unique, dtypes are known, shard paths stay inside the package.
+ * Unknown fields are tolerated (the format is MLC's, not versioned).
+ */
+MPK_API int mpk_mlc_tensor_cache_parse(const void *data, size_t len, const char *file,
+                                       mpk_mlc_tensor_cache **out, mpk_error *err);
+MPK_API int mpk_mlc_tensor_cache_load(const char *path, mpk_mlc_tensor_cache **out, mpk_error *err);
+MPK_API void mpk_mlc_tensor_cache_free(mpk_mlc_tensor_cache *tc);
+
+/**
+ * Verify the shard files under `dir`: each exists inside `dir` (symbolic links may not lead out),
+ * its size equals its nbytes, and its MD5 equals md5sum when one is given. Shards are hashed in
+ * parallel on `workers` threads (0: one per CPU, at most 8). Every failing shard is reported
+ * through `on_problem` (may be NULL); the return value is 0 when all hold, else the first failure.
+ */
+typedef void (*mpk_problem_fn)(void *ctx, const mpk_error *problem);
+MPK_API int mpk_mlc_tensor_cache_verify(const mpk_mlc_tensor_cache *tc, const char *dir,
+                                        unsigned workers, mpk_progress_fn progress,
+                                        void *progress_ctx, mpk_problem_fn on_problem,
+                                        void *problem_ctx, mpk_error *err);
+
+/* ============================================================================================
+ * mlc: parameters — identity, resources, matching a library to its weights
+ * ========================================================================================== */
+
+/** A dimension: a number, or a name such as "vocab_size" whose value comes from model_config. */
+typedef struct mpk_mlc_dim {
+  int64_t value;     /**< when name is NULL */
+  const char *name;  /**< non-NULL: a named (symbolic) dimension */
+} mpk_mlc_dim;
+
+typedef struct mpk_mlc_param {
+  const char *name;
+  const mpk_mlc_dim *shape;
+  size_t ndim;
+  const char *dtype;
+} mpk_mlc_param;
+
+/** A list of parameters in source order. Read-only; freed with mpk_mlc_params_free(). */
+typedef struct mpk_mlc_params {
+  const mpk_mlc_param *items;
+  size_t n;
+  struct mpk_mlc_params_priv *priv_;
+} mpk_mlc_params;
+
+/** The value of a named dimension. */
+typedef struct mpk_mlc_named_dim {
+  const char *name;
+  int64_t value;
+} mpk_mlc_named_dim;
+
+/** The parameters a tensor cache holds (concrete shapes). */
+MPK_API int mpk_mlc_params_from_tensor_cache(const mpk_mlc_tensor_cache *tc, mpk_mlc_params **out,
+                                             mpk_error *err);
+/** The parameters a compiled library expects: its _metadata.params (named dimensions kept). */
+MPK_API int mpk_mlc_params_from_metadata(const mpk_mlc_metadata *md, mpk_mlc_params **out,
+                                         mpk_error *err);
+/**
+ * Parameters from a JSON text: a list of {"name", "shape", "dtype"} objects or of
+ * [name, shape, dtype] triples, or an object with such a list under "params".
+ */
+MPK_API int mpk_mlc_params_parse(const void *json, size_t len, const char *file,
+                                 mpk_mlc_params **out, mpk_error *err);
+MPK_API void mpk_mlc_params_free(mpk_mlc_params *params);
+
+/**
+ * parameter_schema_id = "sha256:" + hex SHA-256 of the canonical JSON of the {"name", "shape",
+ * "dtype"} records sorted by name; a named dimension stays a string. Names must be unique.
+ */
+MPK_API int mpk_mlc_parameter_schema_id(const mpk_mlc_params *params, char out[MPK_SHA256_ID_SIZE],
+                                        mpk_error *err);
+
+/** What the parameters need of a device. */
+typedef struct mpk_mlc_resources {
+  int64_t max_storage_buffer_binding_size; /**< the largest parameter, bytes */
+  int64_t estimated_device_memory_bytes;   /**< all parameters, bytes */
+} mpk_mlc_resources;
+
+/**
+ * Per parameter, bytes = elements x ceil(bits/8) (as MLC's producer counts, sub-byte dtypes too),
+ * named dimensions resolved through `dims`; the largest and the sum. An unresolved name is an
+ * error that names it.
+ */
+MPK_API int mpk_mlc_params_resources(const mpk_mlc_params *params, const mpk_mlc_named_dim *dims,
+                                     size_t n_dims, mpk_mlc_resources *out, mpk_error *err);
+
+/**
+ * The library's parameters (`expected`) against the weights (`actual`): every expected parameter
+ * present with the same dtype and the same shape once named dimensions are resolved, and no
+ * parameter in the weights that the library does not take. The first difference is the error
+ * (MPK_EMISMATCH), naming the parameter; `expected_file`/`actual_file` name the two sides.
+ */
+MPK_API int mpk_mlc_params_compare(const mpk_mlc_params *expected, const mpk_mlc_params *actual,
+                                   const mpk_mlc_named_dim *dims, size_t n_dims,
+                                   const char *expected_file, const char *actual_file,
+                                   mpk_error *err);
+
+/**
+ * Named dimension values from an mlc-chat-config.json: every integer member of its
+ * "model_config" object. `*dims` is one malloc'ed block (names included), freed with mpk_free().
+ */
+MPK_API int mpk_mlc_named_dims_from_chat_config(const char *path, mpk_mlc_named_dim **dims,
+                                                size_t *n_dims, mpk_error *err);
 
 /* ============================================================================================
  * mlc: checking a package directory (what `modelpkg check` runs)

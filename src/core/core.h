@@ -88,6 +88,8 @@ int mpk_jv_object(mpk_jv *v, const json_t *value);
    lists. */
 int mpk_jv_exact_keys(mpk_jv *v, const json_t *obj, const char *const *allowed,
                       const char *const *required);
+/* Tolerant mode, for contracts that allow unknown fields: only the required keys are checked. */
+int mpk_jv_required_keys(mpk_jv *v, const json_t *obj, const char *const *required);
 int mpk_jv_string(mpk_jv *v, const json_t *value, const char **out); /* non-empty string */
 int mpk_jv_literal(mpk_jv *v, const json_t *value, const char *expected);
 /* A number that is an integer within ±(2^53-1) and >= minimum. */
@@ -139,6 +141,11 @@ int mpk_map_file(const char *path, size_t max_size, mpk_mapped *out, mpk_error *
 void mpk_unmap_file(mpk_mapped *m);
 bool mpk_file_exists(const char *path);
 bool mpk_is_dir(const char *path);
+/* A relative path that cannot leave its directory: not empty, not absolute, no "..", ".", or
+   empty segments, no backslashes or drive letters. On failure *why says which rule. */
+bool mpk_path_is_confined(const char *rel, const char **why);
+/* `path` (which exists) resolves, through symbolic links, to a place inside `dir`. */
+bool mpk_path_resolves_inside(const char *dir, const char *path);
 /* dir + "/" + name into a fresh malloc'ed string. */
 char *mpk_path_join(const char *dir, const char *name);
 

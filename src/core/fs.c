@@ -72,3 +72,34 @@ char *mpk_path_join(const char *dir, const char *name) {
   memcpy(p + a, name, b + 1);
   return p;
 }
+
+bool mpk_path_is_confined(const char *rel, const char **why) {
+  const char *w = NULL;
+  if (!rel || !*rel) w = "is empty";
+  else if (rel[0] == '/') w = "is absolute";
+  else if (strchr(rel, '\\')) w = "contains a backslash";
+  else if (((rel[0] | 0x20) >= 'a' && (rel[0] | 0x20) <= 'z') && rel[1] == ':') w = "starts with a drive letter";
+  for (const char *seg = rel; !w && seg && *seg;) {
+    const char *end = strchr(seg, '/');
+    size_t n = end ? (size_t)(end - seg) : strlen(seg);
+    if (n == 0) w = "has an empty segment";
+    else if (n == 1 && seg[0] == '.') w = "has a \".\" segment";
+    else if (n == 2 && seg[0] == '.' && seg[1] == '.') w = "leaves the package (\"..\")";
+    seg = end ? end + 1 : NULL;
+    if (end && !*seg) w = "ends with a slash";
+  }
+  if (why) *why = w;
+  return w == NULL;
+}
+
+bool mpk_path_resolves_inside(const char *dir, const char *path) {
+  char *rd = realpath(dir, NULL), *rp = realpath(path, NULL);
+  bool inside = false;
+  if (rd && rp) {
+    size_t n = strlen(rd);
+    inside = strncmp(rp, rd, n) == 0 && (rp[n] == '/' || (n == 1 && rd[0] == '/'));
+  }
+  free(rd);
+  free(rp);
+  return inside;
+}

@@ -63,6 +63,11 @@ int mpk_jv_exact_keys(mpk_jv *v, const json_t *obj, const char *const *allowed,
     }
   }
   free(keys);
+  return mpk_jv_required_keys(v, obj, required);
+}
+
+int mpk_jv_required_keys(mpk_jv *v, const json_t *obj, const char *const *required) {
+  char q[300];
   for (; *required; required++) {
     if (!json_object_get(obj, *required)) {
       quote(q, sizeof q, *required);

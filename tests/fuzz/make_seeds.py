@@ -48,6 +48,19 @@ for c in cases("canonical_json.json"):
 for c in cases("interface_id.json"):
     write("fuzz_canonical_json", c.get("tasks_json_text") or dumps(c["tasks"]))
 
+# Tensor caches: the real ones (small enough), and a tiny synthetic one.
+for pkg in sorted(os.listdir(os.path.join(SHARED, "realdata", "mlc-packages"))):
+    for name in ("tensor-cache.json", "ndarray-cache.json"):
+        path = os.path.join(SHARED, "realdata", "mlc-packages", pkg, name)
+        if os.path.exists(path) and os.path.getsize(path) < 200000:
+            with open(path, "rb") as f:
+                write("fuzz_tensor_cache", f.read())
+write("fuzz_tensor_cache", dumps({"metadata": {"ParamSize": 2}, "records": [{
+    "dataPath": "params_shard_0.bin", "format": "raw-shard", "nbytes": 64,
+    "md5sum": "0123456789abcdef0123456789abcdef", "records": [
+        {"name": "a", "shape": [8], "dtype": "float32", "format": "raw", "nbytes": 32, "byteOffset": 0},
+        {"name": "b", "shape": [16], "dtype": "float16", "format": "raw", "nbytes": 32, "byteOffset": 32}]}]}))
+
 # Library seeds: small real-shaped _metadata wrapped as TVM stores it (u64 LE length + JSON).
 meta = {"model_type": "qwen2", "kv_state_kind": "kv_cache",
         "params": [{"name": "w", "shape": [2, 3], "dtype": "float16", "preprocs": []}]}

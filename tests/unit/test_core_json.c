@@ -123,6 +123,10 @@ static void test_exact_keys_and_paths(void **state) {
   static const char *const allowed2[] = {"keep", "zzz", "0", NULL};
   assert_int_equal(mpk_jv_exact_keys(&jv, obj, allowed2, required), MPK_EMALFORMED);
   assert_string_equal(err.message, "missing field \"must\"");
+  /* Tolerant mode: unknown fields pass, required ones are still required. */
+  static const char *const required2[] = {"keep", NULL};
+  assert_int_equal(mpk_jv_required_keys(&jv, obj, required2), 0);
+  assert_int_equal(mpk_jv_required_keys(&jv, obj, required), MPK_EMALFORMED);
   json_decref(v);
 }
 
