@@ -562,6 +562,10 @@ MPK_API int mpk_mlc_named_dims_from_chat_config(const char *path, mpk_mlc_named_
 typedef struct mpk_mlc_check_options {
   const char *lib_path;          /**< compiled library or _metadata JSON; NULL: none */
   const mpk_mlc_device *device;  /**< NULL: no device checks */
+  int no_weights;                /**< 1: do not read the shard files (sizes, MD5) */
+  unsigned workers;              /**< threads hashing shards; 0: one per CPU, at most 8 */
+  mpk_progress_fn progress;      /**< shard hashing progress; may be NULL */
+  void *progress_ctx;
 } mpk_mlc_check_options;
 
 /** Everything `modelpkg check` found. Read-only; freed with mpk_mlc_report_free(). */
@@ -574,9 +578,16 @@ typedef struct mpk_mlc_report {
   const mpk_mlc_metadata *metadata;  /**< NULL without a library or when unreadable */
   int resolved;                      /**< 1 when `binding` is valid */
   mpk_mlc_binding binding;
+  const char *tensor_cache_path;     /**< the tensor cache read, or NULL */
+  const mpk_mlc_tensor_cache *tensor_cache; /**< NULL when absent or malformed */
+  int weights_verified;              /**< 1 when every shard's size (and MD5, if given) held */
+  char weights_parameter_schema_id[MPK_SHA256_ID_SIZE]; /**< of the weights; "" if unknown */
+  int has_weights_resources;
+  mpk_mlc_resources weights_resources;
   const mpk_error *problems;         /**< every check that failed, in check order */
   size_t n_problems;
-  const char *const *notes;          /**< informational lines (e.g. no contract declared) */
+  const char *const *notes;          /**< informational lines (e.g. no contract declared);
+                                          warnings start with "warning: " */
   size_t n_notes;
   struct mpk_mlc_report_priv *priv_;
 } mpk_mlc_report;

@@ -43,6 +43,18 @@ def parameter_schema_id(params):
 DTYPE_SIZE = {"float32": 4, "float16": 2, "uint32": 4, "int8": 1, "uint8": 1}
 
 
+def resources(params):
+    """MLC's producer: per parameter elements x ceil(bits/8); the largest and the sum."""
+    sizes = []
+    for p in params:
+        n = DTYPE_SIZE[p["dtype"]]
+        for d in p["shape"]:
+            n *= d
+        sizes.append(n)
+    return {"max_storage_buffer_binding_size": max(sizes, default=0),
+            "estimated_device_memory_bytes": sum(sizes)}
+
+
 def write(path, data):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     if isinstance(data, str):
@@ -121,17 +133,17 @@ def gemma4_audio(out):
                     "embed_tokens": "embed", "prefill_tokens": "prefill_tokens",
                     "decode_tokens": "decode_tokens", "create_kv_cache": "create_tir_paged_kv_cache"},
                     "adapters": {"audio": "audio_embed"}}},
-                "resources": {"required_features": ["shader-f16"],
-                              "max_storage_buffer_binding_size": 201326592,
-                              "estimated_device_memory_bytes": 1408}}
+                "resources": dict(required_features=["shader-f16"], **resources(params))}
     metadata = {"model_type": "gemma4", "quantization": "q0f16", "context_window_size": 4096,
                 "prefill_chunk_size": 1024, "kv_state_kind": "kv_cache",
                 "params": [dict(p, preprocs=[]) for p in params], "artifact": artifact}
     library(os.path.join(d, "lib", "gemma4-audio-webgpu.wasm"), metadata, 2)
-    # The same package against a library built for other weights: the check must refuse it.
-    other = dict(artifact, parameter_schema_id=parameter_schema_id(params[:2]))
+    # A library compiled for other weights (a larger vocabulary): the check must refuse it.
+    other_params = [dict(params[0], shape=[64, 8])] + params[1:]
+    other = dict(artifact, parameter_schema_id=parameter_schema_id(other_params),
+                 resources=dict(required_features=["shader-f16"], **resources(other_params)))
     library(os.path.join(out, "mismatched-lib", "gemma4-audio-other-weights-webgpu.wasm"),
-            dict(metadata, artifact=other), 3)
+            dict(metadata, params=[dict(p, preprocs=[]) for p in other_params], artifact=other), 3)
 
 
 def llava_image(out):
@@ -162,9 +174,7 @@ def llava_image(out):
                     "embed_tokens": "embed", "prefill_embeds": "prefill", "decode_embeds": "decode",
                     "create_kv_cache": "create_tir_paged_kv_cache"},
                     "adapters": {"image": "image_embed"}, "adapter_dtypes": {"image": "uint32"}}},
-                "resources": {"required_features": ["shader-f16"],
-                              "max_storage_buffer_binding_size": 134217728,
-                              "estimated_device_memory_bytes": 768}}
+                "resources": dict(required_features=["shader-f16"], **resources(params))}
     metadata = {"model_type": "llava", "quantization": "q0f16", "kv_state_kind": "kv_cache",
                 "params": [dict(p, preprocs=[]) for p in params], "artifact": artifact}
     library(os.path.join(d, "lib", "llava-image-webgpu.wasm"), metadata, 5)

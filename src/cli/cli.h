@@ -17,6 +17,16 @@ int mpk_cmd_mlc(int argc, char **argv);
 void mpk_cli_report_text(FILE *out, const mpk_mlc_report *r);
 int mpk_cli_report_json(FILE *out, const mpk_mlc_report *r);
 
+/* Progress bar on stderr, drawn only when stderr is a terminal. */
+typedef struct mpk_cli_bar {
+  const char *label;
+  double last_draw;
+  bool drawn, enabled;
+} mpk_cli_bar;
+void mpk_cli_bar_init(mpk_cli_bar *bar, const char *label);
+int mpk_cli_progress(void *bar, uint64_t done, uint64_t total); /* an mpk_progress_fn */
+void mpk_cli_bar_done(mpk_cli_bar *bar);
+
 /* "modelpkg: FILE: POINTER: MESSAGE" on stderr. */
 void mpk_cli_error(const mpk_error *err);
 /* Usage error on stderr; returns MPK_EXIT_USAGE. */

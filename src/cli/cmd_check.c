@@ -6,13 +6,16 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: modelpkg check DIR [--lib FILE] [--device-features F,...] [--max-binding-size N] [--json]\n"
+    "usage: modelpkg check DIR [--lib FILE] [--device-features F,...] [--max-binding-size N]\n"
+    "                      [--no-weights] [--jobs N] [--json]\n"
     "\n"
     "Check an MLC model package directory: its mlc-model-manifest.json (WebLLM 0.2.86's rules and\n"
     "the interface_id self-check), the files it names, and - with --lib - the compiled model\n"
     "library's _metadata.artifact: identities, roles, adapters, dtypes and kv_state_kind, exactly as\n"
-    "WebLLM binds them. A package without a manifest is reported as declaring no contract, and only\n"
-    "the files that exist are checked.\n"
+    "WebLLM binds them. The tensor cache is checked (records inside their shards, no overlaps, sizes,\n"
+    "unique names, confined paths) and so are the shard files (size, MD5), hashed in parallel; the\n"
+    "weights must match the library's parameters and the declared parameter_schema_id. A package\n"
+    "without a manifest is reported as declaring no contract, and only what exists is checked.\n"
     "\n"
     "options:\n"
     "  --lib FILE               compiled model library (.wasm, .so, .dylib, .dll, .tar) or a JSON file\n"
@@ -21,6 +24,8 @@ static const char help[] =
     "                           accepted for shader-f16); an empty string means none. Every\n"
     "                           required_features entry must be offered.\n"
     "  --max-binding-size N     the device's maxStorageBufferBindingSize in bytes\n"
+    "  --no-weights             do not read the shard files (the tensor cache is still checked)\n"
+    "  --jobs N                 threads hashing shards (default: one per CPU, at most 8)\n"
     "  --json                   print one JSON report (schema: docs/check-report.md)\n"
     "  -h, --help               show this help\n"
     "\n"
@@ -31,8 +36,8 @@ static const char help[] =
 
 int mpk_cmd_check(int argc, char **argv) {
   const char *dir = NULL, *lib = NULL, *features = NULL;
-  bool json = false;
-  long long binding = -1;
+  bool json = false, no_weights = false;
+  long long binding = -1, jobs = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (mpk_cli_is_help(a)) {
@@ -40,8 +45,10 @@ int mpk_cmd_check(int argc, char **argv) {
       return MPK_EXIT_OK;
     } else if (strcmp(a, "--json") == 0) {
       json = true;
+    } else if (strcmp(a, "--no-weights") == 0) {
+      no_weights = true;
     } else if (strcmp(a, "--lib") == 0 || strcmp(a, "--device-features") == 0 ||
-               strcmp(a, "--max-binding-size") == 0) {
+               strcmp(a, "--max-binding-size") == 0 || strcmp(a, "--jobs") == 0) {
       if (i + 1 >= argc) return mpk_cli_usage_error("check", "%s needs a value", a);
       const char *val = argv[++i];
       if (strcmp(a, "--lib") == 0) {
@@ -51,9 +58,13 @@ int mpk_cmd_check(int argc, char **argv) {
       } else {
         char *end;
         errno = 0;
-        binding = strtoll(val, &end, 10);
-        if (errno || *end || end == val || binding < 0)
-          return mpk_cli_usage_error("check", "--max-binding-size needs a non-negative integer, not '%s'", val);
+        long long n = strtoll(val, &end, 10);
+        bool is_jobs = strcmp(a, "--jobs") == 0;
+        if (errno || *end || end == val || n < 0 || (is_jobs && (n < 1 || n > 256)))
+          return mpk_cli_usage_error("check", "%s needs %s, not '%s'", a,
+                                     is_jobs ? "an integer from 1 to 256" : "a non-negative integer", val);
+        if (is_jobs) jobs = n;
+        else binding = n;
       }
     } else if (a[0] == '-' && a[1]) {
       return mpk_cli_usage_error("check", "unknown option '%s'", a);
@@ -83,12 +94,19 @@ int mpk_cmd_check(int argc, char **argv) {
       feat[dev.n_features++] = strcmp(tok, "f16") == 0 ? "shader-f16" : tok;
     }
   }
+  mpk_cli_bar bar;
+  mpk_cli_bar_init(&bar, "hashing shards");
   mpk_mlc_check_options opts = {.lib_path = lib,
-                                .device = (features || binding >= 0) ? &dev : NULL};
+                                .device = (features || binding >= 0) ? &dev : NULL,
+                                .no_weights = no_weights,
+                                .workers = (unsigned)jobs,
+                                .progress = bar.enabled ? mpk_cli_progress : NULL,
+                                .progress_ctx = &bar};
   mpk_mlc_report *r = NULL;
   mpk_error err;
   mpk_error_clear(&err);
   int rc = mpk_mlc_check(dir, &opts, &r, &err);
+  mpk_cli_bar_done(&bar);
   if (rc) {
     mpk_cli_error(&err);
     free(copy);

@@ -52,6 +52,17 @@ void mpk_cli_report_text(FILE *out, const mpk_mlc_report *r) {
               (long long)a->max_storage_buffer_binding_size, (long long)a->estimated_device_memory_bytes);
     }
   }
+  if (r->tensor_cache) {
+    const mpk_mlc_tensor_cache *tc = r->tensor_cache;
+    fprintf(out, "  weights:   %s: %zu parameter%s in %zu shard%s", r->tensor_cache_path, tc->n_records,
+            tc->n_records == 1 ? "" : "s", tc->n_shards, tc->n_shards == 1 ? "" : "s");
+    if (r->has_weights_resources)
+      fprintf(out, ", %lld bytes (largest %lld)", (long long)r->weights_resources.estimated_device_memory_bytes,
+              (long long)r->weights_resources.max_storage_buffer_binding_size);
+    fprintf(out, ", %s\n", r->weights_verified ? "shards verified" : "shards not verified");
+    if (r->weights_parameter_schema_id[0])
+      fprintf(out, "             parameter_schema_id %s\n", r->weights_parameter_schema_id);
+  }
   if (r->resolved) text_binding(out, &r->binding);
   for (size_t i = 0; i < r->n_notes; i++) fprintf(out, "  note: %s\n", r->notes[i]);
   for (size_t i = 0; i < r->n_problems; i++) {
@@ -108,6 +119,22 @@ int mpk_cli_report_json(FILE *out, const mpk_mlc_report *r) {
     }
   }
   json_object_set_new(root, "library", lib);
+  json_t *weights = json_null();
+  if (r->tensor_cache) {
+    weights = json_pack("{s:s, s:I, s:I, s:o, s:b}", "tensor_cache", r->tensor_cache_path, "parameters",
+                        (json_int_t)r->tensor_cache->n_records, "shards", (json_int_t)r->tensor_cache->n_shards,
+                        "parameter_schema_id",
+                        str_or_null(r->weights_parameter_schema_id[0] ? r->weights_parameter_schema_id : NULL),
+                        "verified", r->weights_verified);
+    json_object_set_new(weights, "resources",
+                        r->has_weights_resources
+                            ? json_pack("{s:I, s:I}", "max_storage_buffer_binding_size",
+                                        (json_int_t)r->weights_resources.max_storage_buffer_binding_size,
+                                        "estimated_device_memory_bytes",
+                                        (json_int_t)r->weights_resources.estimated_device_memory_bytes)
+                            : json_null());
+  }
+  json_object_set_new(root, "weights", weights);
   json_object_set_new(root, "binding", r->resolved ? binding_json(&r->binding) : json_null());
   json_t *problems = json_array();
   for (size_t i = 0; i < r->n_problems; i++) {

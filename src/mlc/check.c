@@ -1,5 +1,6 @@
-/* `modelpkg check`: every check of a package directory, a library and a device, collected into
-   one report instead of stopping at the first problem. */
+/* `modelpkg check`: every check of a package directory, its weights, a library and a device,
+   collected into one report instead of stopping at the first problem. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,11 @@ struct mpk_mlc_report_priv {
   size_t n_notes;
   mpk_mlc_package *package;
   mpk_mlc_metadata *metadata;
-  char *dir, *lib_path;
+  mpk_mlc_tensor_cache *tensor_cache;
+  mpk_mlc_params *weights;     /* parameters the tensor cache holds */
+  mpk_mlc_named_dim *dims;     /* model_config of the chat config */
+  size_t n_dims;
+  char *dir, *lib_path, *tensor_cache_path, *chat_config_path;
 };
 
 static void add_problem(mpk_mlc_report *r, const mpk_error *e) {
@@ -21,7 +26,7 @@ static void add_problem(mpk_mlc_report *r, const mpk_error *e) {
   if (p->n_problems == p->cap_problems) {
     size_t cap = p->cap_problems ? p->cap_problems * 2 : 8;
     mpk_error *np = realloc(p->problems, cap * sizeof *np);
-    if (!np) return; /* keep what we have; the report is still fail-closed via earlier entries */
+    if (!np) return; /* the report stays failed through the problems already kept */
     p->problems = np;
     p->cap_problems = cap;
   }
@@ -30,29 +35,48 @@ static void add_problem(mpk_mlc_report *r, const mpk_error *e) {
   r->n_problems = p->n_problems;
 }
 
-static void add_note(mpk_mlc_report *r, const char *note) {
+static void problem_cb(void *ctx, const mpk_error *e) { add_problem(ctx, e); }
+
+static void add_note(mpk_mlc_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_note(mpk_mlc_report *r, const char *fmt, ...) {
   struct mpk_mlc_report_priv *p = r->priv_;
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
   char **nn = realloc(p->notes, (p->n_notes + 1) * sizeof *nn);
   if (!nn) return;
   p->notes = nn;
-  if (!(nn[p->n_notes] = strdup(note))) return;
+  if (!(nn[p->n_notes] = strdup(line))) return;
   p->n_notes++;
   r->notes = (const char *const *)p->notes;
   r->n_notes = p->n_notes;
 }
 
+/* Errors from the binding name logical documents; point them at the real files. */
+static void relocate(const mpk_mlc_report *r, mpk_error *e) {
+  char ptr[sizeof e->pointer + 16];
+  if (strcmp(e->file, MPK_MLC_MANIFEST_FILENAME) == 0) {
+    char *path = mpk_path_join(r->dir, MPK_MLC_MANIFEST_FILENAME);
+    if (path) snprintf(e->file, sizeof e->file, "%s", path);
+    free(path);
+  } else if (strcmp(e->file, "_metadata.artifact") == 0 || strcmp(e->file, "_metadata") == 0 || !e->file[0]) {
+    snprintf(ptr, sizeof ptr, "%s%s", e->file[0] && e->file[9] ? "/artifact" : "", e->pointer);
+    snprintf(e->pointer, sizeof e->pointer, "%.*s", (int)sizeof e->pointer - 1, ptr);
+    snprintf(e->file, sizeof e->file, "%s", r->lib_path);
+  }
+}
+
 /* A file the package needs: present, a regular file, a JSON object. */
-static void check_json_file(mpk_mlc_report *r, const char *name, bool required) {
-  char *path = mpk_path_join(r->dir, name);
+static void check_json_file(mpk_mlc_report *r, const char *path, bool required) {
   mpk_error e;
   mpk_error_clear(&e);
-  if (!path) return;
   if (!mpk_file_exists(path)) {
     if (required) {
       mpk_fail(&e, MPK_ENOTFOUND, path, NULL, "required file is missing");
       add_problem(r, &e);
     }
-    free(path);
     return;
   }
   mpk_mapped m;
@@ -64,21 +88,140 @@ static void check_json_file(mpk_mlc_report *r, const char *name, bool required) 
   }
   if (e.code) add_problem(r, &e);
   json_decref(v);
-  free(path);
 }
 
-/* Errors from the binding name logical documents; point them at the real files. */
-static void relocate(const mpk_mlc_report *r, mpk_error *e) {
-  char ptr[sizeof e->pointer + 16];
-  if (strcmp(e->file, MPK_MLC_MANIFEST_FILENAME) == 0) {
-    char *path = mpk_path_join(r->dir, MPK_MLC_MANIFEST_FILENAME);
-    if (path) snprintf(e->file, sizeof e->file, "%s", path);
-    free(path);
-  } else if (strcmp(e->file, "_metadata.artifact") == 0 || strcmp(e->file, "_metadata") == 0) {
-    snprintf(ptr, sizeof ptr, "%s%s", e->file[9] ? "/artifact" : "", e->pointer);
-    snprintf(e->pointer, sizeof e->pointer, "%.*s", (int)sizeof e->pointer - 1, ptr);
-    snprintf(e->file, sizeof e->file, "%s", r->lib_path);
+static void check_manifest(mpk_mlc_report *r) {
+  struct mpk_mlc_report_priv *p = r->priv_;
+  char *manifest = mpk_path_join(r->dir, MPK_MLC_MANIFEST_FILENAME);
+  r->has_manifest = manifest && mpk_file_exists(manifest);
+  mpk_error e;
+  mpk_error_clear(&e);
+  if (r->has_manifest) {
+    /* Parse first without the self-check so the recomputed id can be reported either way. */
+    mpk_mapped m;
+    if (mpk_map_file(manifest, MPK_JSON_DEFAULT_MAX_BYTES, &m, &e) == 0) {
+      mpk_mlc_package *pkg = NULL;
+      if (mpk_mlc_package_parse(m.data, m.size, manifest, 1, &pkg, &e) == 0) {
+        mpk_mlc_package_interface_id(pkg, r->computed_interface_id, &e);
+        mpk_mlc_package_free(pkg);
+        if (mpk_mlc_package_parse(m.data, m.size, manifest, 0, &p->package, &e) == 0)
+          r->package = p->package;
+      }
+      mpk_unmap_file(&m);
+    }
+    if (e.code) add_problem(r, &e);
+  } else {
+    add_note(r, "no artifact contract declared (mlc-model-manifest.json is absent): "
+                "checking only the files that exist");
   }
+  free(manifest);
+}
+
+static void load_dims(mpk_mlc_report *r) {
+  struct mpk_mlc_report_priv *p = r->priv_;
+  mpk_error e;
+  if (mpk_file_exists(p->chat_config_path))
+    mpk_mlc_named_dims_from_chat_config(p->chat_config_path, &p->dims, &p->n_dims, &e);
+}
+
+/* The tensor cache: structure always; the shard files unless told not to. */
+static void check_weights(mpk_mlc_report *r, const mpk_mlc_check_options *o) {
+  struct mpk_mlc_report_priv *p = r->priv_;
+  const char *name = MPK_MLC_TENSOR_CACHE_FILENAME;
+  if (!r->has_manifest) {
+    char *tc = mpk_path_join(r->dir, MPK_MLC_TENSOR_CACHE_FILENAME);
+    if (tc && !mpk_file_exists(tc)) name = "ndarray-cache.json";
+    free(tc);
+  }
+  p->tensor_cache_path = mpk_path_join(r->dir, name);
+  if (!p->tensor_cache_path) return;
+  mpk_error e;
+  mpk_error_clear(&e);
+  if (!mpk_file_exists(p->tensor_cache_path)) {
+    if (r->has_manifest) {
+      mpk_fail(&e, MPK_ENOTFOUND, p->tensor_cache_path, NULL, "required file is missing");
+      add_problem(r, &e);
+    }
+    return;
+  }
+  r->tensor_cache_path = p->tensor_cache_path;
+  if (mpk_mlc_tensor_cache_load(p->tensor_cache_path, &p->tensor_cache, &e)) {
+    add_problem(r, &e);
+    return;
+  }
+  r->tensor_cache = p->tensor_cache;
+  if (mpk_mlc_params_from_tensor_cache(p->tensor_cache, &p->weights, &e) == 0) {
+    if (mpk_mlc_parameter_schema_id(p->weights, r->weights_parameter_schema_id, &e))
+      r->weights_parameter_schema_id[0] = '\0';
+    r->has_weights_resources = mpk_mlc_params_resources(p->weights, NULL, 0, &r->weights_resources, &e) == 0;
+  }
+  if (o && o->no_weights) {
+    add_note(r, "shard files not read (--no-weights)");
+    return;
+  }
+  size_t before = r->n_problems;
+  mpk_mlc_tensor_cache_verify(p->tensor_cache, r->dir, o ? o->workers : 0, o ? o->progress : NULL,
+                              o ? o->progress_ctx : NULL, problem_cb, r, &e);
+  r->weights_verified = r->n_problems == before;
+}
+
+static bool has_f16(const mpk_mlc_params *p) {
+  for (size_t i = 0; p && i < p->n; i++)
+    if (strcmp(p->items[i].dtype, "float16") == 0) return true;
+  return false;
+}
+
+/* The library's parameters against the declared identity, its resources, and the weights. */
+static void check_library_params(mpk_mlc_report *r) {
+  struct mpk_mlc_report_priv *p = r->priv_;
+  const mpk_mlc_artifact *art = p->metadata->artifact;
+  mpk_mlc_params *lp = NULL;
+  mpk_error e;
+  mpk_error_clear(&e);
+  if (mpk_mlc_params_from_metadata(p->metadata, &lp, &e)) {
+    relocate(r, &e);
+    add_problem(r, &e);
+    return;
+  }
+  char id[MPK_SHA256_ID_SIZE];
+  if (r->package && mpk_mlc_parameter_schema_id(lp, id, &e) == 0 && strcmp(id, r->package->parameter_schema_id) != 0) {
+    mpk_fail(&e, MPK_EMISMATCH, r->lib_path, "/params",
+             "the library's parameters have parameter_schema_id %s, but the package declares %s", id,
+             r->package->parameter_schema_id);
+    add_problem(r, &e);
+  }
+  mpk_error_clear(&e);
+  if (art) {
+    mpk_mlc_resources res;
+    if (mpk_mlc_params_resources(lp, p->dims, p->n_dims, &res, &e) == 0) {
+      if (res.max_storage_buffer_binding_size != art->max_storage_buffer_binding_size ||
+          res.estimated_device_memory_bytes != art->estimated_device_memory_bytes) {
+        mpk_fail(&e, MPK_EMISMATCH, r->lib_path, "/artifact/resources",
+                 "resources must be computed from the parameter shapes: they give "
+                 "max_storage_buffer_binding_size %lld and estimated_device_memory_bytes %lld, the "
+                 "artifact says %lld and %lld",
+                 (long long)res.max_storage_buffer_binding_size, (long long)res.estimated_device_memory_bytes,
+                 (long long)art->max_storage_buffer_binding_size, (long long)art->estimated_device_memory_bytes);
+        add_problem(r, &e);
+      }
+    } else {
+      snprintf(e.file, sizeof e.file, "%s", r->lib_path);
+      add_problem(r, &e);
+    }
+    bool f16_required = false;
+    for (size_t i = 0; i < art->n_required_features; i++)
+      f16_required |= strcmp(art->required_features[i], "shader-f16") == 0;
+    if (!f16_required && (has_f16(lp) || has_f16(p->weights)))
+      add_note(r, "warning: %s has float16 parameters, but its artifact does not require shader-f16",
+               r->lib_path);
+  }
+  mpk_error_clear(&e);
+  if (p->weights && mpk_mlc_params_compare(lp, p->weights, p->dims, p->n_dims, r->lib_path,
+                                           r->tensor_cache_path, &e)) {
+    if (!e.file[0]) snprintf(e.file, sizeof e.file, "%s", p->chat_config_path); /* an unknown dimension name */
+    add_problem(r, &e);
+  }
+  mpk_mlc_params_free(lp);
 }
 
 static void check_library(mpk_mlc_report *r, const mpk_mlc_device *dev) {
@@ -92,6 +235,11 @@ static void check_library(mpk_mlc_report *r, const mpk_mlc_device *dev) {
   }
   r->metadata = p->metadata;
   const mpk_mlc_artifact *art = p->metadata->artifact;
+  if (!art && p->metadata->model_type == NULL) {
+    /* A bare artifact file: nothing to say about parameters. */
+  } else {
+    check_library_params(r);
+  }
   if (!r->package) {
     if (!r->has_manifest && art)
       add_note(r, "the library declares _metadata.artifact, but the package has no "
@@ -140,41 +288,27 @@ int mpk_mlc_check(const char *dir, const mpk_mlc_check_options *opts, mpk_mlc_re
     return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
   }
 
-  char *manifest = mpk_path_join(dir, MPK_MLC_MANIFEST_FILENAME);
-  r->has_manifest = manifest && mpk_file_exists(manifest);
-  mpk_error e;
-  mpk_error_clear(&e);
-  if (r->has_manifest) {
-    /* Parse first without the self-check so the recomputed id can be reported either way. */
-    mpk_mapped m;
-    if (mpk_map_file(manifest, MPK_JSON_DEFAULT_MAX_BYTES, &m, &e) == 0) {
-      mpk_mlc_package *pkg = NULL;
-      if (mpk_mlc_package_parse(m.data, m.size, manifest, 1, &pkg, &e) == 0) {
-        mpk_mlc_package_interface_id(pkg, r->computed_interface_id, &e);
-        mpk_mlc_package_free(pkg);
-        if (mpk_mlc_package_parse(m.data, m.size, manifest, 0, &p->package, &e) == 0)
-          r->package = p->package;
-      }
-      mpk_unmap_file(&m);
+  check_manifest(r);
+  p->chat_config_path = mpk_path_join(dir, r->package ? r->package->chat_config : MPK_MLC_CHAT_CONFIG_FILENAME);
+  if (p->chat_config_path) {
+    check_json_file(r, p->chat_config_path, true);
+    load_dims(r);
+  }
+  check_weights(r, opts);
+  if (r->lib_path) {
+    check_library(r, opts->device);
+  } else if (r->package) {
+    add_note(r, "no library given (--lib): the package was not bound to a compiled program");
+    mpk_error e;
+    if (r->weights_parameter_schema_id[0] &&
+        strcmp(r->weights_parameter_schema_id, r->package->parameter_schema_id) != 0) {
+      mpk_fail(&e, MPK_EMISMATCH, r->tensor_cache_path, NULL,
+               "the weights have parameter_schema_id %s, but the package declares %s (when the "
+               "library names dimensions such as vocab_size, pass --lib to compare through it)",
+               r->weights_parameter_schema_id, r->package->parameter_schema_id);
+      add_problem(r, &e);
     }
-    if (e.code) add_problem(r, &e);
-  } else {
-    add_note(r, "no artifact contract declared (mlc-model-manifest.json is absent): "
-                "checking only the files that exist");
   }
-  free(manifest);
-
-  check_json_file(r, r->package ? r->package->chat_config : MPK_MLC_CHAT_CONFIG_FILENAME, true);
-  if (r->has_manifest) {
-    check_json_file(r, MPK_MLC_TENSOR_CACHE_FILENAME, true);
-  } else {
-    char *tc = mpk_path_join(dir, MPK_MLC_TENSOR_CACHE_FILENAME);
-    bool has_new = tc && mpk_file_exists(tc);
-    free(tc);
-    check_json_file(r, has_new ? MPK_MLC_TENSOR_CACHE_FILENAME : "ndarray-cache.json", false);
-  }
-  if (r->lib_path) check_library(r, opts->device);
-  else if (r->package) add_note(r, "no library given (--lib): the package was not bound to a compiled program");
   *out = r;
   return 0;
 }
@@ -188,8 +322,13 @@ void mpk_mlc_report_free(mpk_mlc_report *r) {
     free(p->notes);
     mpk_mlc_package_free(p->package);
     mpk_mlc_metadata_free(p->metadata);
+    mpk_mlc_tensor_cache_free(p->tensor_cache);
+    mpk_mlc_params_free(p->weights);
+    mpk_free(p->dims);
     free(p->dir);
     free(p->lib_path);
+    free(p->tensor_cache_path);
+    free(p->chat_config_path);
     free(p);
   }
   free(r);

@@ -42,8 +42,8 @@ expect mismatched_lib 1 'mlc-model-manifest.json: /weights/parameter_schema_id: 
   -- "$MPK" check "$G" --lib "$EX/mismatched-lib/gemma4-audio-other-weights-webgpu.wasm"
 expect missing_feature 1 'required_features/0: Compiled artifact requires unsupported WebGPU feature "shader-f16"' \
   -- "$MPK" check "$G" --lib "$GLIB" --device-features ""
-expect binding_too_small 1 'requires maxStorageBufferBindingSize 201326592, but this device exposes 1000' \
-  -- "$MPK" check "$G" --lib "$GLIB" --max-binding-size 1000
+expect binding_too_small 1 'requires maxStorageBufferBindingSize 512, but this device exposes 100' \
+  -- "$MPK" check "$G" --lib "$GLIB" --max-binding-size 100
 expect mlc_id 0 '^sha256:6453d39d6c1a05b41e3d10ac1547892e2fde2ae228c6705b122ffde5e4c9c490$' -- "$MPK" mlc id "$G"
 
 # --json is one valid JSON document with the documented fields.
@@ -52,9 +52,12 @@ expect json_report 0 '^ok$' -- python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["ok"] is False and r["contract"] == "declared", r
-p = r["problems"][0]
-assert p["code"] == "mismatch" and p["pointer"] == "/weights/parameter_schema_id", p
+assert all(p["code"] == "mismatch" for p in r["problems"]), r["problems"]
+assert [p["pointer"] for p in r["problems"]] == ["/params", "", "/weights/parameter_schema_id"], r["problems"]
 assert r["library"]["has_artifact"] is True and r["binding"] is None
+w = r["weights"]
+assert w["parameters"] == 3 and w["shards"] == 1 and w["verified"] is True, w
+assert w["resources"] == {"max_storage_buffer_binding_size": 512, "estimated_device_memory_bytes": 704}, w
 print("ok")' "$TMP/r.json"
 
 # Broken copies of the audio package: each names the file, the JSON pointer and the rule.
@@ -70,6 +73,23 @@ expect duplicate_key 1 'duplicate object key' -- "$MPK" check "$TMP/g"
 cp "$G/mlc-model-manifest.json" "$TMP/g/"
 rm "$TMP/g/tensor-cache.json"
 expect missing_tensor_cache 1 'tensor-cache.json: required file is missing' -- "$MPK" check "$TMP/g"
+
+# Weights: the shard files are read unless --no-weights.
+cp "$G/tensor-cache.json" "$TMP/g/"
+printf '\x01' | dd of="$TMP/g/params_shard_0.bin" bs=1 seek=100 conv=notrunc status=none
+expect flipped_byte 1 'params_shard_0.bin: MD5 [0-9a-f]{32} does not equal md5sum' -- "$MPK" check "$TMP/g"
+expect no_weights 0 'shard files not read' -- "$MPK" check "$TMP/g" --no-weights
+head -c 700 "$G/params_shard_0.bin" > "$TMP/g/params_shard_0.bin"
+expect truncated_shard 1 'shard is 700 bytes, the tensor cache says 704 \(truncated\)' -- "$MPK" check "$TMP/g" --jobs 1
+# On a terminal (script(1) gives it one) a progress bar is drawn on stderr; piped, nothing.
+expect progress_tty 0 'hashing shards \[#+\] 100%' -- script -qec "'$MPK' check '$G'" /dev/null
+expect progress_piped 0 '^0$' -- sh -c "'$MPK' check '$G' 2>&1 >/dev/null | wc -c"
+expect bad_jobs 2 'an integer from 1 to 256' -- "$MPK" check "$G" --jobs 0
+sed -i 's/"byteOffset": 512/"byteOffset": 500/' "$TMP/g/tensor-cache.json"
+expect overlap 1 'tensor-cache.json: /records/0/records/1: record "layers.0.mlp.weight" at byte 500 overlaps record "embed.weight"' -- "$MPK" check "$TMP/g"
+cp "$G/params_shard_0.bin" "$G/tensor-cache.json" "$TMP/g/"
+expect legacy_lib_mismatch 1 'legacy-no-manifest/tensor-cache.json: parameter embed.weight: dtype float32, but .* expects float16' \
+  -- "$MPK" check "$EX/legacy-no-manifest" --lib "$GLIB"
 
 # A library without _metadata.artifact cannot serve a package that declares a contract.
 python3 - "$SHARED/realdata/mlc-lib-metadata/Qwen2-0.5B-Instruct-q4f32_1-ctx4k_cs1k-webgpu.metadata.json" "$TMP/plain.so" <<'PY'
