@@ -109,6 +109,12 @@ MPK_API int mpk_canonical_json(const char *json, size_t len, char **out, size_t 
 #define MPK_SHA256_ID_SIZE 72
 MPK_API int mpk_sha256_id(const void *data, size_t len, char out[MPK_SHA256_ID_SIZE]);
 
+/**
+ * Replace `path` with `len` bytes so that a crash at any instant leaves the old file or the new
+ * one, never a mix: a temporary file in the same directory, fsync, rename, fsync the directory.
+ */
+MPK_API int mpk_write_file_atomic(const char *path, const void *data, size_t len, mpk_error *err);
+
 /** Free memory the library returned as a plain buffer. Accepts NULL. */
 MPK_API void mpk_free(void *p);
 
@@ -197,6 +203,7 @@ typedef struct mpk_mlc_input {
   mpk_mlc_image_decode image;  /**< kind IMAGE_DECODE */
   const char *adapter;         /**< NULL when the input declares none */
   const mpk_mlc_prompt *prompt;/**< NULL when the input declares none (always with adapter) */
+  size_t position;             /**< where the input stands in the document (declaration order) */
 } mpk_mlc_input;
 
 typedef struct mpk_mlc_task {
@@ -305,6 +312,7 @@ typedef struct mpk_mlc_metadata {
   const char *model_type;    /**< NULL when absent */
   const char *kv_state_kind; /**< as stored; NULL when absent (WebLLM reads that as "kv_cache") */
   int64_t source_offset;     /**< byte offset of the JSON text in the source file, or -1 */
+  int artifact_only;         /**< 1: the source held only the artifact object (no params) */
   const mpk_mlc_artifact *artifact; /**< parsed _metadata.artifact, or NULL when absent */
   struct mpk_mlc_metadata_priv *priv_;
 } mpk_mlc_metadata;
@@ -554,6 +562,158 @@ MPK_API int mpk_mlc_params_compare(const mpk_mlc_params *expected, const mpk_mlc
  */
 MPK_API int mpk_mlc_named_dims_from_chat_config(const char *path, mpk_mlc_named_dim **dims,
                                                 size_t *n_dims, mpk_error *err);
+
+/* ============================================================================================
+ * mlc: producing the manifest pair (what `modelpkg mlc build` runs)
+ * ========================================================================================== */
+
+typedef struct mpk_mlc_build_input {
+  /** JSON text of the task description: the `tasks` object itself, or an object holding
+      "tasks" (and optionally "programs"). Defaults are filled as the reference parsers do. */
+  const char *tasks_json;
+  size_t tasks_len;
+  /** JSON text of the `programs` object; NULL: from tasks_json's "programs", else from
+      `programs_from`. */
+  const char *programs_json;
+  size_t programs_len;
+  const mpk_mlc_artifact *programs_from;   /**< e.g. a library's existing artifact; may be NULL */
+  const mpk_mlc_params *params;            /**< what the library takes (named dimensions allowed) */
+  const mpk_mlc_named_dim *dims;           /**< values of named dimensions, for resources */
+  size_t n_dims;
+  const char *const *required_features;    /**< sorted and de-duplicated in the output */
+  size_t n_required_features;
+} mpk_mlc_build_input;
+
+/** The two documents, malloc'ed; free with mpk_mlc_build_output_free(). */
+typedef struct mpk_mlc_build_output {
+  char *manifest;        /**< mlc-model-manifest.json bytes, as MLC's Python writer writes them */
+  size_t manifest_len;
+  char *artifact;        /**< the `artifact` object to embed in the library's _metadata */
+  size_t artifact_len;
+  char interface_id[MPK_SHA256_ID_SIZE];
+  char parameter_schema_id[MPK_SHA256_ID_SIZE];
+  mpk_mlc_resources resources;
+} mpk_mlc_build_output;
+
+/**
+ * Produce the sidecar and the artifact. The sidecar is byte-identical to MLC's Python writer:
+ * indent 2, keys in declaration order, task names sorted, inputs in the order given, ASCII
+ * escaping, a trailing newline. Refused (MPK_EMISMATCH) when a task names an executor or an
+ * adapter the programs do not declare; both documents are re-read with the consumer's rules
+ * before they are returned.
+ */
+MPK_API int mpk_mlc_build(const mpk_mlc_build_input *in, mpk_mlc_build_output *out, mpk_error *err);
+MPK_API void mpk_mlc_build_output_free(mpk_mlc_build_output *out);
+
+/* ============================================================================================
+ * mlc: device fit — what a model needs of a device, and whether it fits (`modelpkg fit`)
+ * ========================================================================================== */
+
+/** Where the context length that sizes the KV cache came from. */
+typedef enum mpk_mlc_fit_context_source {
+  MPK_MLC_FIT_CONTEXT_NONE = 0,   /**< no KV cache counted (no library, or kv_state_kind "none") */
+  MPK_MLC_FIT_CONTEXT_GIVEN,      /**< the caller's value */
+  MPK_MLC_FIT_CONTEXT_LIBRARY,    /**< _metadata's context_field */
+  MPK_MLC_FIT_CONTEXT_CHAT_CONFIG /**< the chat config's context_field (the library states none) */
+} mpk_mlc_fit_context_source;
+
+/**
+ * What a model needs of a device, in bytes (docs/fit.md). Caller-owned, fixed size: nothing to
+ * free, nothing borrowed except static strings. A name longer than its buffer is cut and ends in
+ * "...". Figures that were not counted are -1 (sizes) or 0/""/NULL (details).
+ */
+typedef struct mpk_mlc_fit {
+  int complete;                 /**< 1: parameters, KV cache and workspace all counted (from a
+                                     library's _metadata); 0: parameters only */
+  int64_t parameter_bytes;      /**< every parameter: elements x ceil(bits/8) */
+  int64_t max_binding_bytes;    /**< the largest parameter (one storage buffer binding) */
+  char max_binding_parameter[256]; /**< its name ("" when there are no parameters) */
+  int64_t kv_cache_bytes;       /**< kv_bytes_per_token x context; 0 for kv_state_kind "none" */
+  int64_t kv_bytes_per_token;   /**< kv_layers x 2 (K and V) x kv_heads x kv_head_dim x element size */
+  int64_t kv_layers;            /**< _metadata.kv_cache.num_hidden_layers */
+  int64_t kv_heads;             /**< _metadata.kv_cache.num_key_value_heads */
+  int64_t kv_head_dim;          /**< _metadata.kv_cache.head_dim */
+  const char *kv_dtype;         /**< "float16", "bfloat16" or "float32", from the quantization */
+  char quantization[64];        /**< _metadata.quantization, e.g. "q4f16_1" */
+  int64_t context;              /**< tokens the KV cache holds */
+  mpk_mlc_fit_context_source context_source;
+  const char *context_field;    /**< "context_window_size" or "sliding_window_size"; NULL when
+                                     the context was given or not counted */
+  int64_t workspace_bytes;      /**< the largest _metadata.memory_usage entry */
+  char workspace_function[256]; /**< the function needing it (ties: the smallest name) */
+  int64_t total_bytes;          /**< parameter + KV cache + workspace bytes */
+  int uses_float16;             /**< float16 parameters or KV cache: WebGPU needs shader-f16 */
+} mpk_mlc_fit;
+
+/**
+ * What a model needs. Parameters: `weights` when given, else the library's _metadata.params with
+ * named dimensions resolved through `dims` (the first entry of a name wins). An unresolved name is
+ * MPK_ENOTFOUND naming it and the parameter. With `md` (may be NULL only when `weights` is given;
+ * the result is then not `complete`): the KV cache from _metadata.kv_cache (num_hidden_layers,
+ * num_key_value_heads, head_dim; an unknown member is MPK_EUNSUPPORTED, a missing kv_cache
+ * MPK_ENOTFOUND) for `context` tokens (> 0; 0: _metadata.context_window_size, else
+ * sliding_window_size), its element size from _metadata.quantization ("f32" in the name: float32,
+ * else "bf16": bfloat16, else "f16": float16, as MLC's model_metadata tool reads it), and the largest
+ * _metadata.memory_usage entry. kv_state_kind "rnn_state" and "hybrid", and libraries sharded over
+ * several devices, are MPK_EUNSUPPORTED. Errors about _metadata name the file "_metadata" and a
+ * JSON pointer into it. Sizes are checked to stay within 2^53.
+ */
+MPK_API int mpk_mlc_fit_compute(const mpk_mlc_metadata *md, const mpk_mlc_params *weights,
+                                const mpk_mlc_named_dim *dims, size_t n_dims, int64_t context,
+                                mpk_mlc_fit *out, mpk_error *err);
+
+/**
+ * Does `fit` fit a device? Each reason it does not is reported through `on_problem` (may be NULL),
+ * in this order: memory (total_bytes > device_memory_bytes; when the fit is not complete, the
+ * parameters alone exceeding it, or else MPK_ENOTFOUND: cannot tell), the largest parameter against
+ * dev->max_storage_buffer_binding_size, and features: with an artifact (`art` may be NULL) every
+ * required feature, as mpk_mlc_check_device() does; without one, "shader-f16" when uses_float16.
+ * `device_memory_bytes` < 0 and a NULL `dev` leave those checks out. Returns 0 when it fits, else
+ * the first reason's code (MPK_EMISMATCH, or MPK_ENOTFOUND as above), which also goes to `err`.
+ */
+MPK_API int mpk_mlc_fit_check(const mpk_mlc_fit *fit, const mpk_mlc_artifact *art,
+                              const mpk_mlc_device *dev, int64_t device_memory_bytes,
+                              mpk_problem_fn on_problem, void *problem_ctx, mpk_error *err);
+
+typedef struct mpk_mlc_fit_options {
+  const char *lib_path;            /**< compiled library or _metadata JSON; NULL: parameters from
+                                        the package's tensor cache only (fit not complete) */
+  int64_t context;                 /**< > 0: size the KV cache for this many tokens; 0: default */
+  const mpk_mlc_named_dim *dims;   /**< named dimension values that win over model_config; each
+                                        must be one the library's parameters use (else MPK_EINVAL) */
+  size_t n_dims;
+  const mpk_mlc_device *device;    /**< NULL: features and binding size not checked */
+  int has_device_memory;           /**< 1: check total_bytes against device_memory_bytes */
+  int64_t device_memory_bytes;
+} mpk_mlc_fit_options;
+
+/** What `modelpkg fit` found. Read-only; freed with mpk_mlc_fit_report_free(). */
+typedef struct mpk_mlc_fit_report {
+  const char *dir;
+  const char *lib_path;           /**< NULL without a library */
+  const char *chat_config_path;   /**< the chat config read (named dimensions, context), or NULL */
+  const char *weights_path;       /**< the tensor cache counted, or NULL (the library's params were) */
+  mpk_mlc_fit fit;
+  int device_checked;             /**< 1: a device memory, binding size or feature list was given */
+  const mpk_error *problems;      /**< why it does not fit (empty when it fits) */
+  size_t n_problems;
+  const char *const *notes;       /**< informational lines */
+  size_t n_notes;
+  struct mpk_mlc_fit_report_priv *priv_;
+} mpk_mlc_fit_report;
+
+/**
+ * Everything `modelpkg fit` does for a package directory: named dimensions from the chat config's
+ * model_config (the manifest's chat_config, else mlc-chat-config.json) under `opts->dims`; the
+ * library's _metadata (or, without one, the tensor cache: the manifest's weights_manifest, else
+ * tensor-cache.json or ndarray-cache.json); the context from `opts->context`, the library, or else
+ * the chat config; then mpk_mlc_fit_compute() and mpk_mlc_fit_check() (the library's artifact, if
+ * any). Returns 0 when the needs were computed — `n_problems == 0` then means it fits — or a
+ * negative code when they could not be (errors name the file, with the library's path).
+ */
+MPK_API int mpk_mlc_fit_package(const char *dir, const mpk_mlc_fit_options *opts,
+                                mpk_mlc_fit_report **out, mpk_error *err);
+MPK_API void mpk_mlc_fit_report_free(mpk_mlc_fit_report *report);
 
 /* ============================================================================================
  * mlc: checking a package directory (what `modelpkg check` runs)

@@ -64,7 +64,8 @@ def write(path, data):
 
 
 def write_json(path, value):
-    write(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    # As MLC's Python writer: indent 2, ASCII escapes, a trailing newline.
+    write(path, json.dumps(value, indent=2) + "\n")
 
 
 def tensor_cache(pkg_dir, params, seed):
@@ -136,7 +137,11 @@ def gemma4_audio(out):
                 "resources": dict(required_features=["shader-f16"], **resources(params))}
     metadata = {"model_type": "gemma4", "quantization": "q0f16", "context_window_size": 4096,
                 "prefill_chunk_size": 1024, "kv_state_kind": "kv_cache",
-                "params": [dict(p, preprocs=[]) for p in params], "artifact": artifact}
+                "params": [dict(p, preprocs=[]) for p in params],
+                "kv_cache": {"num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
+                             "head_dim": 4},
+                "memory_usage": {"prefill": 2048, "decode": 256, "embed": 512, "audio_embed": 1024},
+                "artifact": artifact}
     library(os.path.join(d, "lib", "gemma4-audio-webgpu.wasm"), metadata, 2)
     # A library compiled for other weights (a larger vocabulary): the check must refuse it.
     other_params = [dict(params[0], shape=[64, 8])] + params[1:]
@@ -175,8 +180,12 @@ def llava_image(out):
                     "create_kv_cache": "create_tir_paged_kv_cache"},
                     "adapters": {"image": "image_embed"}, "adapter_dtypes": {"image": "uint32"}}},
                 "resources": dict(required_features=["shader-f16"], **resources(params))}
-    metadata = {"model_type": "llava", "quantization": "q0f16", "kv_state_kind": "kv_cache",
-                "params": [dict(p, preprocs=[]) for p in params], "artifact": artifact}
+    metadata = {"model_type": "llava", "quantization": "q0f16", "context_window_size": 4096,
+                "kv_state_kind": "kv_cache", "params": [dict(p, preprocs=[]) for p in params],
+                "kv_cache": {"num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 2,
+                             "head_dim": 4},
+                "memory_usage": {"prefill": 4096, "decode": 512, "embed": 640, "image_embed": 2048},
+                "artifact": artifact}
     library(os.path.join(d, "lib", "llava-image-webgpu.wasm"), metadata, 5)
 
 

@@ -32,8 +32,6 @@ static const char help[] =
     "Each problem is one line: FILE: JSON-POINTER: RULE.\n"
     "exit status: 0 all checks hold, 1 a check failed, 2 usage error\n";
 
-#define MAX_FEATURES 64
-
 int mpk_cmd_check(int argc, char **argv) {
   const char *dir = NULL, *lib = NULL, *features = NULL;
   bool json = false, no_weights = false;
@@ -76,28 +74,16 @@ int mpk_cmd_check(int argc, char **argv) {
   }
   if (!dir) return mpk_cli_usage_error("check", "missing the package directory");
 
-  /* Split the feature list in place of a copy; "f16" is shorthand for "shader-f16". */
-  const char *feat[MAX_FEATURES];
-  char *copy = NULL;
-  mpk_mlc_device dev = {.features = feat, .max_storage_buffer_binding_size = binding};
-  if (features) {
-    dev.has_features = 1;
-    copy = strdup(features);
-    if (!copy) return MPK_EXIT_FAIL;
-    for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-      while (*tok == ' ') tok++;
-      if (!*tok) continue;
-      if (dev.n_features == MAX_FEATURES) {
-        free(copy);
-        return mpk_cli_usage_error("check", "more than %d device features", MAX_FEATURES);
-      }
-      feat[dev.n_features++] = strcmp(tok, "f16") == 0 ? "shader-f16" : tok;
-    }
+  mpk_cli_device dev;
+  int st = mpk_cli_device_init(&dev, "check", features, binding);
+  if (st) {
+    mpk_cli_device_free(&dev);
+    return st;
   }
   mpk_cli_bar bar;
   mpk_cli_bar_init(&bar, "hashing shards");
   mpk_mlc_check_options opts = {.lib_path = lib,
-                                .device = (features || binding >= 0) ? &dev : NULL,
+                                .device = dev.given ? &dev.dev : NULL,
                                 .no_weights = no_weights,
                                 .workers = (unsigned)jobs,
                                 .progress = bar.enabled ? mpk_cli_progress : NULL,
@@ -109,13 +95,13 @@ int mpk_cmd_check(int argc, char **argv) {
   mpk_cli_bar_done(&bar);
   if (rc) {
     mpk_cli_error(&err);
-    free(copy);
+    mpk_cli_device_free(&dev);
     return MPK_EXIT_FAIL;
   }
   if (json) mpk_cli_report_json(stdout, r);
   else mpk_cli_report_text(stdout, r);
   int status = r->n_problems ? MPK_EXIT_FAIL : MPK_EXIT_OK;
   mpk_mlc_report_free(r);
-  free(copy);
+  mpk_cli_device_free(&dev);
   return status;
 }

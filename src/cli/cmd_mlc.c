@@ -14,6 +14,9 @@ static const char help[] =
     "                        exit 1 when it differs from the declared one (noted on stderr)\n"
     "  mlc metadata LIB      print the _metadata JSON embedded in a compiled model library\n"
     "                        (.wasm, .so, .dylib, .dll, .tar), byte-exact\n"
+    "  mlc build DIR --tasks TASKS.json [--lib FILE | --params FILE] [...]\n"
+    "                        write DIR/mlc-model-manifest.json and print the artifact to embed\n"
+    "                        (see modelpkg mlc build --help)\n"
     "  -h, --help            show this help\n";
 
 static int cmd_id(const char *arg) {
@@ -68,6 +71,7 @@ int mpk_cmd_mlc(int argc, char **argv) {
     return argc < 2 ? MPK_EXIT_USAGE : MPK_EXIT_OK;
   }
   const char *sub = argv[1];
+  if (strcmp(sub, "build") == 0) return mpk_cmd_mlc_build(argc, argv);
   if (strcmp(sub, "id") != 0 && strcmp(sub, "metadata") != 0)
     return mpk_cli_usage_error("mlc", "unknown subcommand '%s'", sub);
   const char *arg = NULL;

@@ -12,9 +12,15 @@ static const char usage[] =
     "commands:\n"
     "  check DIR [--lib FILE] [--device-features F,...] [--max-binding-size N] [--json]\n"
     "                 check an MLC package directory, and bind it to a compiled model library\n"
+    "  fit DIR [--lib FILE] [--context N] [--device-memory BYTES] [--max-binding-size N]\n"
+    "      [--device-features F,...] [--set NAME=VALUE ...] [--json]\n"
+    "                 report the memory a model needs (parameters + KV cache + workspace) and\n"
+    "                 whether it fits a device\n"
     "  mlc id DIR     print the interface_id recomputed from the package's tasks\n"
     "  mlc metadata LIB\n"
     "                 print the _metadata JSON embedded in a compiled model library\n"
+    "  mlc build DIR --tasks TASKS.json [--lib FILE | --params FILE]\n"
+    "                 write the package sidecar and print the artifact for the library\n"
     "\n"
     "options:\n"
     "  -h, --help     show help (also after a command: modelpkg check --help)\n"
@@ -55,6 +61,7 @@ int main(int argc, char **argv) {
     return MPK_EXIT_OK;
   }
   if (strcmp(cmd, "check") == 0) return mpk_cmd_check(argc - 1, argv + 1);
+  if (strcmp(cmd, "fit") == 0) return mpk_cmd_fit(argc - 1, argv + 1);
   if (strcmp(cmd, "mlc") == 0) return mpk_cmd_mlc(argc - 1, argv + 1);
   fprintf(stderr, "modelpkg: unknown command '%s'\n\n%s", cmd, usage);
   return MPK_EXIT_USAGE;

@@ -40,9 +40,12 @@ void mpk_cli_report_text(FILE *out, const mpk_mlc_report *r) {
     fprintf(out, "  contract:  none declared\n");
   if (r->metadata) {
     const mpk_mlc_metadata *md = r->metadata;
-    fprintf(out, "  library:   %s (model_type %s, kv_state_kind %s, %s)\n", r->lib_path,
-            md->model_type ? md->model_type : "?", md->kv_state_kind ? md->kv_state_kind : "kv_cache (default)",
-            md->artifact ? "declares _metadata.artifact" : "no _metadata.artifact");
+    if (md->artifact_only)
+      fprintf(out, "  library:   %s (an artifact object alone: no parameters to compare)\n", r->lib_path);
+    else
+      fprintf(out, "  library:   %s (model_type %s, kv_state_kind %s, %s)\n", r->lib_path,
+              md->model_type ? md->model_type : "?", md->kv_state_kind ? md->kv_state_kind : "kv_cache (default)",
+              md->artifact ? "declares _metadata.artifact" : "no _metadata.artifact");
     if (md->artifact) {
       const mpk_mlc_artifact *a = md->artifact;
       fprintf(out, "  resources: required_features [");

@@ -121,6 +121,13 @@ bool mpk_is_sha256_id(const char *s);
 /* Serialize `value` canonically (see mpk_canonical_json in modelpkg.h). */
 int mpk_canonical_dump(const json_t *value, char **out, size_t *out_len, mpk_error *err);
 
+/* ---------------------------------------------------------------- Python-style JSON (json_write.c) */
+
+/* What Python's json.dumps(value, indent=indent, ensure_ascii=...) writes, keys in insertion
+   order (no trailing newline). Reals are refused. Caller frees *out with mpk_free. */
+int mpk_json_dumps_python(const json_t *value, int indent, bool ensure_ascii, char **out, size_t *len,
+                          mpk_error *err);
+
 /* ---------------------------------------------------------------- digests (digest.c) */
 
 #define MPK_SHA256_LEN 32

@@ -19,6 +19,7 @@ struct mpk_mlc_report_priv {
   mpk_mlc_named_dim *dims;     /* model_config of the chat config */
   size_t n_dims;
   char *dir, *lib_path, *tensor_cache_path, *chat_config_path;
+  bool lib_params_checked;     /* the weights were compared through the library's params */
 };
 
 static void add_problem(mpk_mlc_report *r, const mpk_error *e) {
@@ -216,6 +217,7 @@ static void check_library_params(mpk_mlc_report *r) {
                r->lib_path);
   }
   mpk_error_clear(&e);
+  p->lib_params_checked = true;
   if (p->weights && mpk_mlc_params_compare(lp, p->weights, p->dims, p->n_dims, r->lib_path,
                                            r->tensor_cache_path, &e)) {
     if (!e.file[0]) snprintf(e.file, sizeof e.file, "%s", p->chat_config_path); /* an unknown dimension name */
@@ -235,11 +237,7 @@ static void check_library(mpk_mlc_report *r, const mpk_mlc_device *dev) {
   }
   r->metadata = p->metadata;
   const mpk_mlc_artifact *art = p->metadata->artifact;
-  if (!art && p->metadata->model_type == NULL) {
-    /* A bare artifact file: nothing to say about parameters. */
-  } else {
-    check_library_params(r);
-  }
+  if (!p->metadata->artifact_only) check_library_params(r); /* a bare artifact has no params */
   if (!r->package) {
     if (!r->has_manifest && art)
       add_note(r, "the library declares _metadata.artifact, but the package has no "
@@ -295,16 +293,17 @@ int mpk_mlc_check(const char *dir, const mpk_mlc_check_options *opts, mpk_mlc_re
     load_dims(r);
   }
   check_weights(r, opts);
-  if (r->lib_path) {
-    check_library(r, opts->device);
-  } else if (r->package) {
-    add_note(r, "no library given (--lib): the package was not bound to a compiled program");
+  if (r->lib_path) check_library(r, opts->device);
+  else if (r->package) add_note(r, "no library given (--lib): the package was not bound to a compiled program");
+  if (r->package && !p->lib_params_checked) {
+    /* Without the library's parameters, the weights themselves must carry the declared id. */
     mpk_error e;
     if (r->weights_parameter_schema_id[0] &&
         strcmp(r->weights_parameter_schema_id, r->package->parameter_schema_id) != 0) {
       mpk_fail(&e, MPK_EMISMATCH, r->tensor_cache_path, NULL,
                "the weights have parameter_schema_id %s, but the package declares %s (when the "
-               "library names dimensions such as vocab_size, pass --lib to compare through it)",
+               "library names dimensions such as vocab_size, compare through its parameters: pass "
+               "the compiled library or its whole _metadata with --lib)",
                r->weights_parameter_schema_id, r->package->parameter_schema_id);
       add_problem(r, &e);
     }

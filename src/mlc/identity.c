@@ -1,6 +1,7 @@
 /* interface_id: "sha256:" + hex SHA-256 of the canonical JSON of {"tasks": <normalized tasks>}.
    The tasks are rebuilt from the parsed structs, so defaults (min_samples 1, empty prefix and
    suffix) are filled and absent adapter/prompt are omitted, as the reference parsers do. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "mlc.h"
@@ -46,16 +47,40 @@ static json_t *input_json(const mpk_mlc_input *in) {
   return o;
 }
 
+static int cmp_task_name(const void *a, const void *b) {
+  return strcmp((*(const mpk_mlc_task *const *)a)->name, (*(const mpk_mlc_task *const *)b)->name);
+}
+
+static int cmp_position(const void *a, const void *b) {
+  size_t x = (*(const mpk_mlc_input *const *)a)->position, y = (*(const mpk_mlc_input *const *)b)->position;
+  return x < y ? -1 : x > y;
+}
+
+/* Tasks sorted by name (code point order), inputs in declaration order, each object's fields in
+   the spec's order: what MLC's producer writes. (Order does not matter to the identity, which
+   hashes the canonical form.) */
 json_t *mpk_mlc_tasks_json(const mpk_mlc_task *tasks, size_t n) {
-  json_t *all = json_object();
+  const mpk_mlc_task **order = malloc((n ? n : 1) * sizeof *order);
+  json_t *all = order ? json_object() : NULL;
+  for (size_t t = 0; all && t < n; t++) order[t] = &tasks[t];
+  if (all) qsort(order, n, sizeof *order, cmp_task_name);
   for (size_t t = 0; all && t < n; t++) {
-    json_t *inputs = json_object();
-    for (size_t i = 0; inputs && i < tasks[t].n_inputs; i++)
-      json_object_set_new(inputs, tasks[t].inputs[i].name, input_json(&tasks[t].inputs[i]));
-    json_object_set_new(all, tasks[t].name,
-                        json_pack("{s:s, s:o, s:s}", "executor", tasks[t].executor, "inputs", inputs,
-                                  "output", tasks[t].output));
+    const mpk_mlc_task *task = order[t];
+    const mpk_mlc_input **in = malloc((task->n_inputs ? task->n_inputs : 1) * sizeof *in);
+    json_t *inputs = in ? json_object() : NULL;
+    for (size_t i = 0; inputs && i < task->n_inputs; i++) in[i] = &task->inputs[i];
+    if (inputs) qsort(in, task->n_inputs, sizeof *in, cmp_position);
+    for (size_t i = 0; inputs && i < task->n_inputs; i++) json_object_set_new(inputs, in[i]->name, input_json(in[i]));
+    free(in);
+    json_t *tj = inputs ? json_pack("{s:s, s:o, s:s}", "executor", task->executor, "inputs", inputs, "output",
+                                    task->output)
+                        : NULL;
+    if (!tj || json_object_set_new(all, task->name, tj)) {
+      json_decref(all);
+      all = NULL;
+    }
   }
+  free(order);
   return all;
 }
 

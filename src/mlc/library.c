@@ -166,6 +166,7 @@ static int build(const uint8_t *d, size_t start, size_t len, json_t *root, bool 
   md->json_len = len;
   md->source_offset = (int64_t)start;
   int rc = 0;
+  md->artifact_only = artifact_only;
   if (artifact_only) {
     rc = mpk_mlc_artifact_from_json(root, file, &priv->artifact, err);
   } else {

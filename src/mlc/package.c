@@ -163,6 +163,14 @@ static int parse_task(mpk_jv *v, const json_t *obj, mpk_arena *a, mpk_mlc_task *
   if (!rc) rc = mpk_jv_each_member(v, inputs, input_member, &m);
   mpk_path_pop(&v->path, prev);
   if (rc) return rc;
+  /* Remember the declaration order (jansson iterates in it): the producer writes inputs so. */
+  json_t *order = json_object();
+  size_t pos = 0;
+  const char *key;
+  json_t *val;
+  json_object_foreach((json_t *)inputs, key, val) json_object_set_new(order, key, json_integer((json_int_t)pos++));
+  for (size_t i = 0; i < n; i++) list[i].position = (size_t)json_integer_value(json_object_get(order, list[i].name));
+  json_decref(order);
   t->inputs = list;
   t->n_inputs = n;
   const char *s = NULL;

@@ -73,3 +73,24 @@ write("fuzz_mlc_metadata", dumps(art))
 text = dumps(meta).encode()
 write("fuzz_mlc_metadata", struct.pack("<Q", len(text) + 9) + text + struct.pack("<Q", len(text)) + text)
 write("fuzz_mlc_metadata", b"\0asm\x01\0\0\0" + struct.pack("<Q", 3) + b"{}}")
+
+# Device fit seeds: the real libraries' _metadata (kv_cache, memory_usage, quantization), and
+# small variants around the rules (no kv_cache, an unknown kv_cache member, kv_state_kind none,
+# a sliding window, a huge head_dim, a named dimension).
+META_DIR = os.path.join(SHARED, "realdata", "mlc-lib-metadata")
+for name in sorted(os.listdir(META_DIR)):
+    if name.endswith(".metadata.json"):
+        with open(os.path.join(META_DIR, name), "rb") as f:
+            write("fuzz_mlc_fit", f.read())
+fit = {"model_type": "llama", "quantization": "q4f16_1", "context_window_size": 64,
+       "sliding_window_size": -1, "kv_state_kind": "kv_cache",
+       "params": [{"name": "embed", "shape": ["vocab_size", 8], "dtype": "float16", "preprocs": []},
+                  {"name": "w", "shape": [8, 8], "dtype": "uint32", "preprocs": []}],
+       "kv_cache": {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 4},
+       "memory_usage": {"prefill": 4096, "decode": 512, "batch_prefill": 4096}}
+for m in (fit, dict(fit, quantization="q0f32"), dict(fit, quantization="q4bf16_0"),
+          {k: v for k, v in fit.items() if k != "kv_cache"},
+          dict(fit, kv_cache=dict(fit["kv_cache"], kv_lora_rank=512)),
+          dict(fit, kv_state_kind="none"), dict(fit, context_window_size=-1, sliding_window_size=32),
+          dict(fit, kv_cache=dict(fit["kv_cache"], head_dim=2**40)), dict(fit, tensor_parallel_shards=2)):
+    write("fuzz_mlc_fit", dumps(m))

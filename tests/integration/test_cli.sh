@@ -105,6 +105,89 @@ expect two_metadata 1 'different _metadata' -- "$MPK" mlc metadata "$TMP/two.so"
 head -c 5000 /dev/zero > "$TMP/empty.so"
 expect no_metadata 1 'no _metadata' -- "$MPK" mlc metadata "$TMP/empty.so"
 
+# The producer: rebuild the audio example's sidecar from its tasks and library, byte for byte.
+mkdir -p "$TMP/b"
+cp "$G/mlc-chat-config.json" "$G/tensor-cache.json" "$G/params_shard_0.bin" "$TMP/b/"
+python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["tasks"]))' "$G/mlc-model-manifest.json" > "$TMP/tasks.json"
+expect build_help 0 'usage: modelpkg mlc build DIR --tasks' -- "$MPK" mlc build --help
+expect build_runs 0 'wrote .*mlc-model-manifest.json \(interface_id sha256:6453d39d' \
+  -- "$MPK" mlc build "$TMP/b" --tasks "$TMP/tasks.json" --lib "$GLIB" --required-features shader-f16 -o "$TMP/b/artifact.json"
+expect build_byte_exact 0 '^same$' -- sh -c "cmp '$TMP/b/mlc-model-manifest.json' '$G/mlc-model-manifest.json' && echo same"
+expect build_roundtrip_artifact 0 'OK: all checks hold' -- "$MPK" check "$TMP/b" --lib "$TMP/b/artifact.json"
+expect build_roundtrip_lib 0 'OK: all checks hold' -- "$MPK" check "$TMP/b" --lib "$GLIB"
+cat > "$TMP/programs.json" <<'P'
+{"generation": {"kind": "token_generation", "exports": {"embed_tokens": "e", "prefill_tokens": "p",
+ "decode_tokens": "d", "create_kv_cache": "k"}, "adapters": {"audio": "a"}}}
+P
+expect build_from_weights 0 '"max_storage_buffer_binding_size": 512' \
+  -- "$MPK" mlc build "$TMP/b" --tasks "$TMP/tasks.json" --programs "$TMP/programs.json"
+sed 's/"adapter": "audio"/"adapter": "speech"/' "$TMP/tasks.json" > "$TMP/tasks-bad.json"
+expect build_refuses_adapter 1 'tasks-bad.json: /chat.completions/inputs/audio/adapter: input "audio" of task "chat.completions" names adapter "speech"' \
+  -- "$MPK" mlc build "$TMP/b" --tasks "$TMP/tasks-bad.json" --lib "$GLIB"
+expect build_kept_manifest 0 '^same$' -- sh -c "cmp '$TMP/b/mlc-model-manifest.json' '$G/mlc-model-manifest.json' && echo same"
+expect build_usage 2 'give --lib or --params, not both' -- "$MPK" mlc build "$TMP/b" --tasks "$TMP/tasks.json" --lib "$GLIB" --params x
+
+# fit: parameters + KV cache + workspace against a device.
+RGEMMA="$SHARED/realdata/mlc-lib-metadata/gemma-2-2b-it-q4f16_1-ctx4k_cs1k-webgpu.metadata.json"
+mkdir -p "$TMP/fitempty"
+expect fit_help 0 'usage: modelpkg fit DIR' -- "$MPK" fit --help
+expect fit_in_usage 0 'fit DIR \[--lib FILE\]' -- "$MPK" --help
+expect fit_missing_dir 2 'missing the package directory' -- "$MPK" fit
+expect fit_bad_context 2 '--context needs a positive integer' -- "$MPK" fit "$G" --context 0
+expect fit_bad_memory 2 '--device-memory needs a number of bytes' -- "$MPK" fit "$G" --device-memory 4GB
+expect fit_bad_set 2 '--set needs NAME=VALUE' -- "$MPK" fit "$G" --set vocab_size
+expect fit_set_twice 2 '--set vocab_size is given twice' -- "$MPK" fit "$G" --set vocab_size=1 --set vocab_size=2
+expect fit_no_dir 1 'not a directory' -- "$MPK" fit "$TMP/nope"
+expect fit_example_lib 0 'total: +68288 bytes' -- "$MPK" fit "$G" --lib "$GLIB"
+expect fit_example_lib_too_small 1 'the model needs 68288 bytes \(parameters 704 \+ KV cache 65536 \+ workspace 2048\), but the device has 60000' \
+  -- "$MPK" fit "$G" --lib "$GLIB" --device-memory 60000
+# A library without _metadata.kv_cache cannot be sized: named, not guessed.
+python3 - "$GLIB" "$TMP/nokv.wasm" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "wb").write(data.replace(b'"kv_cache": {', b'"kv_cachX": {'))
+PY
+expect fit_no_kv_cache 1 'nokv.wasm: /kv_cache: missing: the KV cache size needs _metadata.kv_cache' \
+  -- "$MPK" fit "$G" --lib "$TMP/nokv.wasm"
+expect fit_example_weights 0 'parameters: +704 bytes .* from .*tensor-cache.json; largest 512 bytes \(embed.weight\)' -- "$MPK" fit "$G"
+expect fit_example_needs_only 0 '^NEEDS ONLY' -- "$MPK" fit "$G"
+expect fit_example_too_small 1 'the parameters alone need 704 bytes, but the device has 100' -- "$MPK" fit "$G" --device-memory 100
+expect fit_example_cannot_tell 1 'cannot tell whether 1048576 bytes suffice' -- "$MPK" fit "$G" --device-memory 1MiB
+expect fit_example_set_no_lib 2 'named dimension "vocab_size" was set, but the tensor cache' -- "$MPK" fit "$G" --set vocab_size=32
+# A real library (gemma-2 2B q4f16_1): WebLLM lists 1895.3 MB for it.
+expect fit_real_total 0 'total: +1987707392 bytes +1895.63 MiB' -- "$MPK" fit "$TMP/fitempty" --lib "$RGEMMA" --set vocab_size=256000
+expect fit_real_kv 0 'KV cache: +436207616 bytes .* 26 layers x 2 x 4 KV heads x head_dim 256 x 4096 tokens x 2 bytes \(float16\)' \
+  -- "$MPK" fit "$TMP/fitempty" --lib "$RGEMMA" --set vocab_size=256000
+expect fit_real_context 0 'KV cache: +109051904 bytes .*context from --context' \
+  -- "$MPK" fit "$TMP/fitempty" --lib "$RGEMMA" --set vocab_size=256000 --context 1024
+expect fit_real_fits 0 '^FITS$' -- "$MPK" fit "$TMP/fitempty" --lib "$RGEMMA" --set vocab_size=256000 --device-memory 2GiB \
+  --max-binding-size 1073741824 --device-features f16
+expect fit_real_too_small 1 'DOES NOT FIT: 3 reasons' -- "$MPK" fit "$TMP/fitempty" --lib "$RGEMMA" --set vocab_size=256000 \
+  --device-memory 1GiB --max-binding-size 134217728 --device-features ""
+expect fit_real_memory 1 'device memory: the model needs 1987707392 bytes \(parameters 1470915072 \+ KV cache 436207616 \+ workspace 80584704\), but the device has 1073741824' \
+  -- "$MPK" fit "$TMP/fitempty" --lib "$RGEMMA" --set vocab_size=256000 --device-memory 1GiB
+expect fit_real_binding 1 'parameter model.embed_tokens.q_weight is 294912000 bytes, but the device.s maxStorageBufferBindingSize is 134217728' \
+  -- "$MPK" fit "$TMP/fitempty" --lib "$RGEMMA" --set vocab_size=256000 --max-binding-size 134217728
+expect fit_unknown_dim 1 'named dimension "vocab_size" has no value' -- "$MPK" fit "$TMP/fitempty" --lib "$RGEMMA"
+expect fit_set_unused 2 'no parameter of the library uses a named dimension "vocab_sise"' \
+  -- "$MPK" fit "$TMP/fitempty" --lib "$RGEMMA" --set vocab_sise=256000
+printf '{"model_config": {"vocab_size": 256000}, "context_window_size": 2048}' > "$TMP/fitempty/mlc-chat-config.json"
+expect fit_chat_config_dims 0 'total: +1987707392 bytes' -- "$MPK" fit "$TMP/fitempty" --lib "$RGEMMA"
+expect fit_chat_config_note 0 "note: the chat config's context_window_size is 2048" -- "$MPK" fit "$TMP/fitempty" --lib "$RGEMMA"
+"$MPK" fit "$TMP/fitempty" --lib "$RGEMMA" --device-memory 1GiB --json > "$TMP/fit.json"
+expect fit_json 0 '^ok$' -- python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["fits"] is False, r
+n = r["needs"]
+assert n["total_bytes"] == n["parameter_bytes"] + n["kv_cache_bytes"] + n["workspace_bytes"] == 1987707392, n
+assert n["kv_dtype"] == "float16" and n["context"] == 4096 and n["context_source"] == "library", n
+assert n["kv_cache"] == {"num_hidden_layers": 26, "num_key_value_heads": 4, "head_dim": 256}, n
+assert n["workspace_function"] == "batch_prefill" and n["quantization"] == "q4f16_1", n
+assert r["device"] == {"memory_bytes": 1073741824, "max_storage_buffer_binding_size": None, "features": None}, r
+assert [p["code"] for p in r["problems"]] == ["mismatch"], r["problems"]
+print("ok")' "$TMP/fit.json"
+
 # The committed examples are exactly what the generator writes.
 python3 "$SRC/scripts/gen_examples.py" "$TMP/examples" >/dev/null
 expect examples_deterministic 0 '^same$' -- sh -c "diff -r '$TMP/examples' '$EX' >/dev/null && echo same"
