@@ -60,6 +60,8 @@ typedef struct mpk_json_opts {
    "invalid JSON". */
 int mpk_json_parse(const void *data, size_t len, const mpk_json_opts *opts, const char *file,
                    json_t **out, mpk_error *err);
+/* Map `path` and parse it strictly (errors name the path). */
+int mpk_json_load_file(const char *path, const mpk_json_opts *opts, json_t **out, mpk_error *err);
 
 /* Object keys in the order ECMAScript's Object.keys() gives them: canonical array-index keys
    ("0".."4294967294") ascending, then the rest in document order. Caller frees *keys. */
@@ -133,6 +135,21 @@ int mpk_json_dumps_python(const json_t *value, int indent, bool ensure_ascii, ch
 #define MPK_SHA256_LEN 32
 int mpk_sha256(const void *data, size_t len, uint8_t out[MPK_SHA256_LEN]);
 void mpk_hex(const uint8_t *bytes, size_t n, char *out); /* writes 2n chars + NUL */
+
+/* ---------------------------------------------------------------- findings (findings.c) */
+
+/* Problems (copies of mpk_error) and notes, collected by a check that goes on after a failure. */
+typedef struct mpk_findings {
+  mpk_error *problems;
+  size_t n_problems, cap_problems;
+  char **notes;
+  size_t n_notes;
+  bool oom; /* a problem could not be stored */
+} mpk_findings;
+
+void mpk_findings_problem(mpk_findings *f, const mpk_error *e);
+void mpk_findings_note(mpk_findings *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mpk_findings_free(mpk_findings *f);
 
 /* ---------------------------------------------------------------- files (fs.c) */
 

@@ -57,6 +57,17 @@ int mpk_json_parse(const void *data, size_t len, const mpk_json_opts *opts, cons
   return 0;
 }
 
+int mpk_json_load_file(const char *path, const mpk_json_opts *opts, json_t **out, mpk_error *err) {
+  *out = NULL;
+  size_t max = opts && opts->max_bytes ? opts->max_bytes : MPK_JSON_DEFAULT_MAX_BYTES;
+  mpk_mapped m;
+  int rc = mpk_map_file(path, max, &m, err);
+  if (rc) return rc;
+  rc = mpk_json_parse(m.data, m.size, opts, path, out, err);
+  mpk_unmap_file(&m);
+  return rc;
+}
+
 /* ECMAScript array index: "0" or [1-9][0-9]* with value <= 2^32 - 2. */
 static bool array_index(const char *k, uint64_t *out) {
   if (!*k) return false;

@@ -8,10 +8,7 @@
 #include "mlc.h"
 
 struct mpk_mlc_report_priv {
-  mpk_error *problems;
-  size_t n_problems, cap_problems;
-  char **notes;
-  size_t n_notes;
+  mpk_findings found;
   mpk_mlc_package *package;
   mpk_mlc_metadata *metadata;
   mpk_mlc_tensor_cache *tensor_cache;
@@ -22,38 +19,23 @@ struct mpk_mlc_report_priv {
   bool lib_params_checked;     /* the weights were compared through the library's params */
 };
 
+/* Keep the report's public view of the findings current. */
+static void sync(mpk_mlc_report *r) {
+  mpk_findings *f = &r->priv_->found;
+  r->problems = f->problems;
+  r->n_problems = f->n_problems;
+  r->notes = (const char *const *)f->notes;
+  r->n_notes = f->n_notes;
+}
+
 static void add_problem(mpk_mlc_report *r, const mpk_error *e) {
-  struct mpk_mlc_report_priv *p = r->priv_;
-  if (p->n_problems == p->cap_problems) {
-    size_t cap = p->cap_problems ? p->cap_problems * 2 : 8;
-    mpk_error *np = realloc(p->problems, cap * sizeof *np);
-    if (!np) return; /* the report stays failed through the problems already kept */
-    p->problems = np;
-    p->cap_problems = cap;
-  }
-  p->problems[p->n_problems++] = *e;
-  r->problems = p->problems;
-  r->n_problems = p->n_problems;
+  mpk_findings_problem(&r->priv_->found, e);
+  sync(r);
 }
 
 static void problem_cb(void *ctx, const mpk_error *e) { add_problem(ctx, e); }
 
-static void add_note(mpk_mlc_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_note(mpk_mlc_report *r, const char *fmt, ...) {
-  struct mpk_mlc_report_priv *p = r->priv_;
-  char line[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  char **nn = realloc(p->notes, (p->n_notes + 1) * sizeof *nn);
-  if (!nn) return;
-  p->notes = nn;
-  if (!(nn[p->n_notes] = strdup(line))) return;
-  p->n_notes++;
-  r->notes = (const char *const *)p->notes;
-  r->n_notes = p->n_notes;
-}
+#define add_note(r, ...) (mpk_findings_note(&(r)->priv_->found, __VA_ARGS__), sync(r))
 
 /* Errors from the binding name logical documents; point them at the real files. */
 static void relocate(const mpk_mlc_report *r, mpk_error *e) {
@@ -73,19 +55,11 @@ static void relocate(const mpk_mlc_report *r, mpk_error *e) {
 static void check_json_file(mpk_mlc_report *r, const char *path, bool required) {
   mpk_error e;
   mpk_error_clear(&e);
-  if (!mpk_file_exists(path)) {
-    if (required) {
-      mpk_fail(&e, MPK_ENOTFOUND, path, NULL, "required file is missing");
-      add_problem(r, &e);
-    }
-    return;
-  }
-  mpk_mapped m;
   json_t *v = NULL;
-  if (mpk_map_file(path, MPK_JSON_DEFAULT_MAX_BYTES, &m, &e) == 0) {
-    if (mpk_json_parse(m.data, m.size, NULL, path, &v, &e) == 0 && !json_is_object(v))
-      mpk_fail(&e, MPK_EMALFORMED, path, "", "expected a JSON object");
-    mpk_unmap_file(&m);
+  if (!mpk_file_exists(path)) {
+    if (required) mpk_fail(&e, MPK_ENOTFOUND, path, NULL, "required file is missing");
+  } else if (mpk_json_load_file(path, NULL, &v, &e) == 0 && !json_is_object(v)) {
+    mpk_fail(&e, MPK_EMALFORMED, path, "", "expected a JSON object");
   }
   if (e.code) add_problem(r, &e);
   json_decref(v);
@@ -308,6 +282,10 @@ int mpk_mlc_check(const char *dir, const mpk_mlc_check_options *opts, mpk_mlc_re
       add_problem(r, &e);
     }
   }
+  if (r->priv_->found.oom) { /* a problem was found but could not be kept: never report "all hold" */
+    mpk_mlc_report_free(r);
+    return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
+  }
   *out = r;
   return 0;
 }
@@ -316,9 +294,7 @@ void mpk_mlc_report_free(mpk_mlc_report *r) {
   if (!r) return;
   struct mpk_mlc_report_priv *p = r->priv_;
   if (p) {
-    free(p->problems);
-    for (size_t i = 0; i < p->n_notes; i++) free(p->notes[i]);
-    free(p->notes);
+    mpk_findings_free(&p->found);
     mpk_mlc_package_free(p->package);
     mpk_mlc_metadata_free(p->metadata);
     mpk_mlc_tensor_cache_free(p->tensor_cache);

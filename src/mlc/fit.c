@@ -389,60 +389,40 @@ int mpk_mlc_fit_check(const mpk_mlc_fit *fit, const mpk_mlc_artifact *art, const
 /* ---------------------------------------------------------------- a package directory */
 
 struct mpk_mlc_fit_report_priv {
-  mpk_error *problems;
-  size_t n_problems, cap_problems;
-  char **notes;
-  size_t n_notes;
+  mpk_findings found;
   char *dir, *lib_path, *chat_config_path, *weights_path;
 };
 
-static void add_problem(void *ctx, const mpk_error *e) {
-  mpk_mlc_fit_report *r = ctx;
-  struct mpk_mlc_fit_report_priv *p = r->priv_;
-  if (p->n_problems == p->cap_problems) {
-    size_t cap = p->cap_problems ? p->cap_problems * 2 : 4;
-    mpk_error *np = realloc(p->problems, cap * sizeof *np);
-    if (!np) return;
-    p->problems = np;
-    p->cap_problems = cap;
-  }
-  mpk_error *dst = &p->problems[p->n_problems++];
-  *dst = *e;
-  /* Errors about the artifact name the library file, pointing into its _metadata. */
-  if (r->lib_path && strcmp(dst->file, "_metadata.artifact") == 0) {
-    char ptr[sizeof dst->pointer + 16];
-    snprintf(ptr, sizeof ptr, "/artifact%s", dst->pointer);
-    snprintf(dst->pointer, sizeof dst->pointer, "%.*s", (int)sizeof dst->pointer - 1, ptr);
-    snprintf(dst->file, sizeof dst->file, "%s", r->lib_path);
-  }
-  r->problems = p->problems;
-  r->n_problems = p->n_problems;
+/* Keep the report's public view of the findings current. */
+static void sync(mpk_mlc_fit_report *r) {
+  mpk_findings *f = &r->priv_->found;
+  r->problems = f->problems;
+  r->n_problems = f->n_problems;
+  r->notes = (const char *const *)f->notes;
+  r->n_notes = f->n_notes;
 }
 
-static void add_note(mpk_mlc_fit_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_note(mpk_mlc_fit_report *r, const char *fmt, ...) {
-  struct mpk_mlc_fit_report_priv *p = r->priv_;
-  char line[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  char **nn = realloc(p->notes, (p->n_notes + 1) * sizeof *nn);
-  if (!nn) return;
-  p->notes = nn;
-  if (!(nn[p->n_notes] = strdup(line))) return;
-  p->n_notes++;
-  r->notes = (const char *const *)p->notes;
-  r->n_notes = p->n_notes;
+static void add_problem(void *ctx, const mpk_error *e) {
+  mpk_mlc_fit_report *r = ctx;
+  mpk_error copy = *e;
+  /* Errors about the artifact name the library file, pointing into its _metadata. */
+  if (r->lib_path && strcmp(copy.file, "_metadata.artifact") == 0) {
+    char ptr[sizeof copy.pointer + 16];
+    snprintf(ptr, sizeof ptr, "/artifact%s", copy.pointer);
+    snprintf(copy.pointer, sizeof copy.pointer, "%.*s", (int)sizeof copy.pointer - 1, ptr);
+    snprintf(copy.file, sizeof copy.file, "%s", r->lib_path);
+  }
+  mpk_findings_problem(&r->priv_->found, &copy);
+  sync(r);
 }
+
+#define add_note(r, ...) (mpk_findings_note(&(r)->priv_->found, __VA_ARGS__), sync(r))
 
 void mpk_mlc_fit_report_free(mpk_mlc_fit_report *r) {
   if (!r) return;
   struct mpk_mlc_fit_report_priv *p = r->priv_;
   if (p) {
-    free(p->problems);
-    for (size_t i = 0; i < p->n_notes; i++) free(p->notes[i]);
-    free(p->notes);
+    mpk_findings_free(&p->found);
     free(p->dir);
     free(p->lib_path);
     free(p->chat_config_path);
@@ -464,12 +444,8 @@ static int at_library(const mpk_mlc_fit_report *r, int rc, mpk_error *err) {
 static int chat_config_context(const char *path, int64_t *ctx, const char **field, mpk_error *err) {
   *ctx = 0;
   *field = NULL;
-  mpk_mapped m;
-  int rc = mpk_map_file(path, MPK_JSON_DEFAULT_MAX_BYTES, &m, err);
-  if (rc) return rc;
   json_t *root = NULL;
-  rc = mpk_json_parse(m.data, m.size, NULL, path, &root, err);
-  mpk_unmap_file(&m);
+  int rc = mpk_json_load_file(path, NULL, &root, err);
   if (rc) return rc;
   int64_t cw = -1, sw = -1;
   const json_t *v;
@@ -687,6 +663,10 @@ int mpk_mlc_fit_package(const char *dir, const mpk_mlc_fit_options *opts, mpk_ml
   if (rc) {
     mpk_mlc_fit_report_free(r);
     return rc;
+  }
+  if (r->priv_->found.oom) { /* a problem was found but could not be kept: never report "all hold" */
+    mpk_mlc_fit_report_free(r);
+    return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
   }
   *out = r;
   return 0;

@@ -310,12 +310,8 @@ int mpk_mlc_named_dims_from_chat_config(const char *path, mpk_mlc_named_dim **di
   if (!path || !dims || !n_dims) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
   *dims = NULL;
   *n_dims = 0;
-  mpk_mapped m;
-  int rc = mpk_map_file(path, MPK_JSON_DEFAULT_MAX_BYTES, &m, err);
-  if (rc) return rc;
   json_t *root = NULL;
-  rc = mpk_json_parse(m.data, m.size, NULL, path, &root, err);
-  mpk_unmap_file(&m);
+  int rc = mpk_json_load_file(path, NULL, &root, err);
   if (rc) return rc;
   const json_t *mc = json_object_get(root, "model_config");
   if (!json_is_object(mc)) {

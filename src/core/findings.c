@@ -1,0 +1,40 @@
+/* The problems and notes a check collects instead of stopping at the first failure. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+void mpk_findings_problem(mpk_findings *f, const mpk_error *e) {
+  if (f->n_problems == f->cap_problems) {
+    size_t cap = f->cap_problems ? f->cap_problems * 2 : 8;
+    mpk_error *np = realloc(f->problems, cap * sizeof *np);
+    if (!np) {
+      f->oom = true; /* the caller still fails: oom counts as a problem */
+      return;
+    }
+    f->problems = np;
+    f->cap_problems = cap;
+  }
+  f->problems[f->n_problems++] = *e;
+}
+
+void mpk_findings_note(mpk_findings *f, const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  char **nn = realloc(f->notes, (f->n_notes + 1) * sizeof *nn);
+  if (!nn) return;
+  f->notes = nn;
+  if ((nn[f->n_notes] = strdup(line))) f->n_notes++;
+}
+
+void mpk_findings_free(mpk_findings *f) {
+  free(f->problems);
+  for (size_t i = 0; i < f->n_notes; i++) free(f->notes[i]);
+  free(f->notes);
+  memset(f, 0, sizeof *f);
+}
