@@ -155,6 +155,36 @@ MPK_API int mpk_digest_files(mpk_digest_job *jobs, size_t n, unsigned workers,
                              mpk_progress_fn progress, void *progress_ctx, mpk_error *err);
 
 /* ============================================================================================
+ * core: document versions ("MAJOR.MINOR", MobileTransformers' schemaVersion / minReaderVersion)
+ * ========================================================================================== */
+
+typedef struct mpk_doc_version {
+  unsigned major, minor;
+} mpk_doc_version;
+
+/**
+ * Parse a version: exactly two non-negative decimal integers separated by one '.'. "1", "1.x",
+ * " 1.0", "+1.0", "1.0.0" are malformed (MPK_EMALFORMED) — stricter than MobileTransformers'
+ * Python reader, which lets int() strip spaces and signs.
+ */
+MPK_API int mpk_doc_version_parse(const char *s, mpk_doc_version *out);
+
+/**
+ * The shared version gate: a document is readable when its schemaVersion's major is not above the
+ * reader's and its minReaderVersion is not newer than the reader. Unknown fields and minor bumps
+ * are fine. NULL doc/min_reader (a missing field) is malformed. MPK_EVERSION when refused.
+ */
+MPK_API int mpk_doc_version_check(const char *doc, const char *min_reader, const char *reader,
+                                  mpk_error *err);
+
+/** A package-relative download pattern matches a path: equal, or DIR followed by a slash and two
+    stars, matching every file under DIR and its slash (the slash is part of the prefix, so
+    "x/inference" never matches "x/inference_extra/..."). No other glob form matches. */
+MPK_API int mpk_pattern_matches(const char *pattern, const char *path);
+/** 1 when the pattern is a valid package-relative path, or a valid directory + slash + two stars. */
+MPK_API int mpk_pattern_valid(const char *pattern);
+
+/* ============================================================================================
  * mlc: the package sidecar mlc-model-manifest.json
  * ========================================================================================== */
 
@@ -760,6 +790,127 @@ typedef struct mpk_mlc_report {
 MPK_API int mpk_mlc_check(const char *dir, const mpk_mlc_check_options *opts,
                           mpk_mlc_report **out, mpk_error *err);
 MPK_API void mpk_mlc_report_free(mpk_mlc_report *report);
+
+/* ============================================================================================
+ * mt: the MobileTransformers package manifest (mobiletransformers_manifest.json)
+ * ========================================================================================== */
+
+#define MPK_MT_MANIFEST_FILENAME "mobiletransformers_manifest.json"
+#define MPK_MT_MANIFEST_READER_VERSION "1.0"
+#define MPK_MT_HANDOFF_READER_VERSION "1.1"
+
+/** A nullable integer: `present` 0 means absent or JSON null. */
+typedef struct mpk_opt_int {
+  int present;
+  int64_t value;
+} mpk_opt_int;
+
+/** A key → string pair (a variant's `paths`: feature → package-relative directory). */
+typedef struct mpk_mt_pair {
+  const char *key;
+  const char *value;
+} mpk_mt_pair;
+
+typedef struct mpk_mt_variant {
+  const char *id;
+  const char *execution_provider;      /**< "cpu", "xnnpack", "nnapi", ... */
+  const char *quantization;            /**< NULL when null */
+  const char *const *supported_engines;/**< "native", "genai" */
+  size_t n_supported_engines;
+  int abi_any;                         /**< 1: "abi" is null — the variant runs on any ABI */
+  const char *const *abi;              /**< an empty list runs nowhere */
+  size_t n_abi;
+  const char *const *features;
+  size_t n_features;
+  mpk_opt_int minimum_android_api;
+  mpk_opt_int recommended_device_memory_mb;
+  const char *weight_handoff;          /**< NULL when absent or null */
+  const mpk_mt_pair *paths;            /**< sorted by key */
+  size_t n_paths;
+} mpk_mt_variant;
+
+/** One download group of a variant's plan ("core", "inference", "train", "rag", "genai",
+    "checksums", or others the writer adds). */
+typedef struct mpk_mt_group {
+  const char *name;
+  const char *const *patterns;
+  size_t n_patterns;
+} mpk_mt_group;
+
+typedef struct mpk_mt_plan {
+  const char *variant;
+  const mpk_mt_group *groups;          /**< sorted by name */
+  size_t n_groups;
+} mpk_mt_plan;
+
+/** A file the manifest lists, in fileSizes and/or sha256. */
+typedef struct mpk_mt_file {
+  const char *path;
+  int has_size;
+  uint64_t size;
+  const char *sha256;                  /**< 64 lowercase hex digits, or NULL when not listed */
+} mpk_mt_file;
+
+/** A parsed manifest. Read-only; freed with mpk_mt_manifest_free(). */
+typedef struct mpk_mt_manifest {
+  const char *schema_version;
+  const char *min_reader_version;
+  const char *base_model_id;           /**< strings below: NULL when absent or null */
+  const char *exported_at;
+  const char *mobiletransformers_version;
+  mpk_opt_int artifact_format_version;
+  const char *selected_task;
+  int trust_remote_code;               /**< -1 absent/null, else 0/1 */
+  const char *optimum_onnx_version;
+  const char *transformers_version;
+  const char *onnx_runtime_training_version;
+  const char *onnx_runtime_genai_version;
+  mpk_opt_int trainable_parameter_count;
+  mpk_opt_int training_parameter_count;
+  const char *default_variant;
+  const mpk_mt_variant *variants;      /**< in document order */
+  size_t n_variants;
+  const mpk_mt_plan *plans;            /**< downloadPlan, sorted by variant id */
+  size_t n_plans;
+  const char *const *required_files;
+  size_t n_required_files;
+  const mpk_mt_file *files;            /**< fileSizes and sha256 keys, sorted by path */
+  size_t n_files;
+  const char *weight_handoff;
+  mpk_opt_int android_minimum_api;     /**< androidRuntime */
+  mpk_opt_int android_recommended_memory_mb;
+  const char *const *android_required_abis;
+  size_t n_android_required_abis;
+  const char *license_framework;       /**< license */
+  const char *license_base_model_weights;
+  const char *license_notice_file;
+  struct mpk_mt_manifest_priv *priv_;
+} mpk_mt_manifest;
+
+/**
+ * Read a manifest: the version gate (reader 1.0), then every field of the spec and the reference
+ * exporter with its JSON type checked (nullable where the exporter writes null; unknown fields
+ * tolerated and kept for mpk_mt_manifest_json()). Variant ids, defaultVariant, weightHandoff,
+ * paths, requiredFiles and fileSizes/sha256 keys must be package-relative POSIX paths (no
+ * absolute path, "..", ".", empty component, backslash); download patterns must be a path or a
+ * directory followed by slash-star-star; sha256 values 64 lowercase hex digits; sizes
+ * non-negative integers; variant ids unique. `file` names the document in errors.
+ */
+MPK_API int mpk_mt_manifest_parse(const void *data, size_t len, const char *file,
+                                  mpk_mt_manifest **out, mpk_error *err);
+/** Read DIR/mobiletransformers_manifest.json (or a manifest file path). */
+MPK_API int mpk_mt_manifest_load(const char *path, mpk_mt_manifest **out, mpk_error *err);
+MPK_API void mpk_mt_manifest_free(mpk_mt_manifest *m);
+
+MPK_API const mpk_mt_variant *mpk_mt_manifest_variant(const mpk_mt_manifest *m, const char *id);
+MPK_API const mpk_mt_plan *mpk_mt_manifest_plan(const mpk_mt_manifest *m, const char *variant);
+MPK_API const mpk_mt_file *mpk_mt_manifest_file(const mpk_mt_manifest *m, const char *path);
+
+/**
+ * The manifest as the reference exporter writes it (Python json.dumps(indent=2, sort_keys=True,
+ * ASCII escapes) + "\n"), unknown fields included. Malloc'ed; free with mpk_free().
+ */
+MPK_API int mpk_mt_manifest_json(const mpk_mt_manifest *m, char **out, size_t *len, mpk_error *err);
 
 #ifdef __cplusplus
 }

@@ -70,6 +70,8 @@ int mpk_json_keys_js_order(const json_t *obj, const char ***keys, size_t *n);
    UTF-8 order) when `codepoint`. Caller frees *keys. */
 int mpk_json_keys_sorted(const json_t *obj, bool codepoint, const char ***keys, size_t *n);
 int mpk_utf16_cmp(const char *a, const char *b);
+/* Object keys in insertion (document) order. Caller frees *keys. */
+int mpk_json_keys_insertion(const json_t *obj, const char ***keys, size_t *n);
 
 /* ---------------------------------------------------------------- strict document checks (jsonv.c) */
 
@@ -125,10 +127,10 @@ int mpk_canonical_dump(const json_t *value, char **out, size_t *out_len, mpk_err
 
 /* ---------------------------------------------------------------- Python-style JSON (json_write.c) */
 
-/* What Python's json.dumps(value, indent=indent, ensure_ascii=...) writes, keys in insertion
-   order (no trailing newline). Reals are refused. Caller frees *out with mpk_free. */
-int mpk_json_dumps_python(const json_t *value, int indent, bool ensure_ascii, char **out, size_t *len,
-                          mpk_error *err);
+/* What Python's json.dumps(value, indent=indent, ensure_ascii=..., sort_keys=...) writes (no
+   trailing newline); unsorted keys keep insertion order. Reals are refused. Free *out with mpk_free. */
+int mpk_json_dumps_python(const json_t *value, int indent, bool ensure_ascii, bool sort_keys, char **out,
+                          size_t *len, mpk_error *err);
 
 /* ---------------------------------------------------------------- digests (digest.c) */
 

@@ -124,6 +124,12 @@ static int finish(keyed *items, size_t n, const char ***keys) {
   return 0;
 }
 
+int mpk_json_keys_insertion(const json_t *obj, const char ***keys, size_t *n) {
+  keyed *items;
+  if (collect(obj, &items, n)) return MPK_ENOMEM;
+  return finish(items, *n, keys);
+}
+
 int mpk_json_keys_js_order(const json_t *obj, const char ***keys, size_t *n) {
   keyed *items;
   if (collect(obj, &items, n)) return MPK_ENOMEM;

@@ -1,6 +1,7 @@
 /* A JSON writer that produces exactly what Python's json.dumps(value, indent=N,
    ensure_ascii=...) writes, keys in the object's insertion order: the bytes MLC's producer
    writes, so files modelpkg produces are byte-identical to the reference's. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
@@ -55,7 +56,7 @@ static void newline(mpk_buf *b, int indent, int depth) {
   for (int i = 0; i < indent * depth; i++) mpk_buf_putc(b, ' ');
 }
 
-static int write_value(mpk_buf *b, const json_t *v, int indent, int depth, bool ascii, mpk_error *err) {
+static int write_value(mpk_buf *b, const json_t *v, int indent, int depth, bool ascii, bool sort, mpk_error *err) {
   switch (json_typeof(v)) {
     case JSON_OBJECT: {
       if (json_object_size(v) == 0) {
@@ -63,18 +64,23 @@ static int write_value(mpk_buf *b, const json_t *v, int indent, int depth, bool 
         return 0;
       }
       mpk_buf_putc(b, '{');
-      const char *k;
-      json_t *x;
-      bool first = true;
-      json_object_foreach((json_t *)v, k, x) {
-        if (!first) mpk_buf_putc(b, ',');
-        first = false;
+      const char **keys;
+      size_t n;
+      /* sort_keys: Python sorts str keys by code point, which is bytewise UTF-8 order. */
+      if ((sort ? mpk_json_keys_sorted(v, true, &keys, &n) : mpk_json_keys_insertion(v, &keys, &n)))
+        return mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
+      for (size_t i = 0; i < n; i++) {
+        if (i) mpk_buf_putc(b, ',');
         newline(b, indent, depth + 1);
-        put_string(b, k, strlen(k), ascii);
+        put_string(b, keys[i], strlen(keys[i]), ascii);
         mpk_buf_puts(b, ": ");
-        int rc = write_value(b, x, indent, depth + 1, ascii, err);
-        if (rc) return rc;
+        int rc = write_value(b, json_object_get(v, keys[i]), indent, depth + 1, ascii, sort, err);
+        if (rc) {
+          free(keys);
+          return rc;
+        }
       }
+      free(keys);
       newline(b, indent, depth);
       mpk_buf_putc(b, '}');
       return 0;
@@ -88,7 +94,7 @@ static int write_value(mpk_buf *b, const json_t *v, int indent, int depth, bool 
       for (size_t i = 0; i < json_array_size(v); i++) {
         if (i) mpk_buf_putc(b, ',');
         newline(b, indent, depth + 1);
-        int rc = write_value(b, json_array_get(v, i), indent, depth + 1, ascii, err);
+        int rc = write_value(b, json_array_get(v, i), indent, depth + 1, ascii, sort, err);
         if (rc) return rc;
       }
       newline(b, indent, depth);
@@ -110,11 +116,11 @@ static int write_value(mpk_buf *b, const json_t *v, int indent, int depth, bool 
   return mpk_fail(err, MPK_EUNSUPPORTED, NULL, NULL, "cannot write a real number in Python's format");
 }
 
-int mpk_json_dumps_python(const json_t *value, int indent, bool ensure_ascii, char **out, size_t *len,
-                          mpk_error *err) {
+int mpk_json_dumps_python(const json_t *value, int indent, bool ensure_ascii, bool sort_keys, char **out,
+                          size_t *len, mpk_error *err) {
   mpk_buf b = {0};
   *out = NULL;
-  int rc = write_value(&b, value, indent, 0, ensure_ascii, err);
+  int rc = write_value(&b, value, indent, 0, ensure_ascii, sort_keys, err);
   if (rc) {
     mpk_buf_free(&b);
     return rc;

@@ -103,7 +103,7 @@ static int check_references(const mpk_mlc_task *tasks, size_t n, const mpk_mlc_a
 }
 
 static int dump(const json_t *doc, bool newline, char **out, size_t *len, mpk_error *err) {
-  int rc = mpk_json_dumps_python(doc, 2, true, out, len, err);
+  int rc = mpk_json_dumps_python(doc, 2, true, false, out, len, err);
   if (rc || !newline) return rc;
   char *p = realloc(*out, *len + 2);
   if (!p) {
