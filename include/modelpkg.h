@@ -2,8 +2,10 @@
  * modelpkg — on-device ML model packages, checked fail-closed.
  *
  * The whole public API of libmodelpkg, sectioned:
- *   core  — version, errors, canonical JSON and identities
- *   mlc   — the MLC model artifact manifest (mlc-model-manifest.json, _metadata.artifact)
+ *   core  — version, errors, canonical JSON and identities, digests, document versions, atomic writes
+ *   mlc   — the MLC model artifact manifest (mlc-model-manifest.json, _metadata.artifact), weights,
+ *           device fit, the producer
+ *   mt    — the MobileTransformers package format (manifest, validation, builder)
  *
  * Conventions
  *   - Every function returns 0 on success or a negative MPK_E* code. Details of a failure go into
@@ -911,6 +913,137 @@ MPK_API const mpk_mt_file *mpk_mt_manifest_file(const mpk_mt_manifest *m, const 
  * ASCII escapes) + "\n"), unknown fields included. Malloc'ed; free with mpk_free().
  */
 MPK_API int mpk_mt_manifest_json(const mpk_mt_manifest *m, char **out, size_t *len, mpk_error *err);
+
+/**
+ * The files a variant's download plan selects: every file the manifest lists (fileSizes/sha256)
+ * that a pattern of one of `groups` matches (mpk_pattern_matches), once each, sorted by path.
+ * `groups` NULL or `n_groups` 0: every group of the plan. The manifest itself is never listed, so
+ * it is never among them. `*out` is a malloc'ed array of pointers borrowed from `m` (free the array
+ * with mpk_free()). MPK_ENOTFOUND when the variant, its plan or a named group does not exist.
+ */
+MPK_API int mpk_mt_plan_files(const mpk_mt_manifest *m, const char *variant, const char *const *groups,
+                              size_t n_groups, const mpk_mt_file ***out, size_t *n, mpk_error *err);
+
+/* ============================================================================================
+ * mt: checking a package directory (what `modelpkg check` runs on a MobileTransformers package)
+ * ========================================================================================== */
+
+typedef struct mpk_mt_check_options {
+  const char *variant;      /**< the variant to check; NULL: the manifest's defaultVariant */
+  int all_variants;         /**< 1: every variant, and every file the manifest lists (not with variant) */
+  int no_hash;              /**< 1: presence, confinement and sizes only; no digest is computed */
+  unsigned workers;         /**< threads hashing files; 0: one per CPU, at most 8 */
+  mpk_progress_fn progress; /**< hashing progress (bytes); may be NULL; non-zero return cancels */
+  void *progress_ctx;
+} mpk_mt_check_options;
+
+/** Everything the check found. Read-only; freed with mpk_mt_report_free(). */
+typedef struct mpk_mt_report {
+  const char *dir;
+  const mpk_mt_manifest *manifest;     /**< NULL when it could not be read (the problem says why) */
+  const char *const *variants;         /**< ids of the variants checked, in manifest order; none
+                                            when no variant could be selected */
+  size_t n_variants;
+  int all_variants;
+  int hashed;                          /**< 1 when digests were computed (not no_hash) */
+  size_t n_files;                      /**< listed files in scope (the variants' plans + package-wide) */
+  size_t n_files_sized;                /**< of those: present, inside the package, of their listed size */
+  size_t n_files_hashed;               /**< of those: whose SHA-256 equals the listed digest */
+  uint64_t bytes_hashed;
+  const char *const *unlisted;         /**< files on disk the manifest does not list, sorted (warnings) */
+  size_t n_unlisted;
+  const mpk_error *problems;           /**< every check that failed, in check order */
+  size_t n_problems;
+  const char *const *notes;            /**< informational lines; warnings start with "warning: " */
+  size_t n_notes;
+  struct mpk_mt_report_priv *priv_;
+} mpk_mt_report;
+
+/**
+ * Check a MobileTransformers package directory, fail-closed (rules: docs/mt.md). The manifest is
+ * read (version gate, typed fields, confined paths, download patterns); it must declare a variant
+ * and a defaultVariant among them. For the selected variant(s): every claimed feature has its path
+ * (inference, train, rag → embedding), every declared path is a directory inside the package, the
+ * plan has an "inference" group, and weightHandoff names a weight_handoff_map.json (version gate
+ * MPK_MT_HANDOFF_READER_VERSION) whose every externalDataLocation file exists in inference/.
+ * Every requiredFiles entry exists. Integrity: every listed file in scope exists inside the package
+ * (symbolic links resolved), has exactly its fileSizes size — all sizes are checked before any
+ * hashing — and its sha256 digest (hashed streaming on a pool of `workers` threads). Files on disk
+ * the manifest does not list are warnings, not problems.
+ * Returns 0 when the checks ran (`n_problems == 0` then means all hold), MPK_ECANCELLED when
+ * `progress` asked to stop, or another negative code when they could not run (no such directory,
+ * variant together with all_variants, no memory).
+ */
+MPK_API int mpk_mt_check(const char *dir, const mpk_mt_check_options *opts, mpk_mt_report **out,
+                         mpk_error *err);
+MPK_API void mpk_mt_report_free(mpk_mt_report *report);
+
+/* ============================================================================================
+ * mt: sealing a package — the manifest and checksums (what `modelpkg mt build` / `mt reseal` run)
+ * ========================================================================================== */
+
+#define MPK_MT_CHECKSUMS_FILENAME "checksums.json"
+
+typedef struct mpk_mt_build_input {
+  /** The descriptive inputs as BUILD.json text (docs/mt-build.md). NULL: re-seal — they are taken
+      from the package's existing mobiletransformers_manifest.json, which must then be readable. */
+  const char *describe;
+  size_t describe_len;
+  const char *describe_file;   /**< names BUILD.json in errors; NULL: "BUILD.json" */
+  unsigned workers;            /**< threads hashing files; 0: one per CPU, at most 8 */
+  mpk_progress_fn progress;    /**< hashing progress (bytes); may be NULL; non-zero return cancels */
+  void *progress_ctx;
+  int dry_run;                 /**< 1: compute everything, write nothing */
+} mpk_mt_build_input;
+
+typedef enum mpk_mt_change_kind {
+  MPK_MT_FILE_ADDED = 0,  /**< listed now, not by the previous manifest */
+  MPK_MT_FILE_REMOVED,    /**< listed by the previous manifest, gone from the tree */
+  MPK_MT_FILE_CHANGED     /**< listed by both, with another size or digest */
+} mpk_mt_change_kind;
+
+typedef struct mpk_mt_change {
+  const char *path;
+  mpk_mt_change_kind kind;
+} mpk_mt_change;
+
+/** What mpk_mt_build() did. Caller-owned; release with mpk_mt_build_result_free(). */
+typedef struct mpk_mt_build_result {
+  int had_manifest;              /**< 1: DIR held a readable manifest, and `changes` compare with it */
+  size_t n_files;                /**< files listed (fileSizes / sha256) */
+  uint64_t total_bytes;          /**< their sizes added up */
+  const mpk_mt_change *changes;  /**< entries of fileSizes/sha256 that differ from the previous
+                                      manifest, sorted by path (none without a previous manifest) */
+  size_t n_changes;
+  const char *const *written;    /**< package-relative paths of the documents whose bytes changed on
+                                      disk (with dry_run: would change): the variants'
+                                      checksums.json in variant order, then the manifest last */
+  size_t n_written;
+  char *manifest;                /**< the manifest's bytes (NUL-terminated) */
+  size_t manifest_len;
+  struct mpk_mt_build_result_priv *priv_;
+} mpk_mt_build_result;
+
+/**
+ * Seal a MobileTransformers package directory the way the reference exporter does, byte for byte
+ * (docs/mt-build.md): the descriptive inputs (provenance and the variant descriptors, in order)
+ * from `in->describe` or the existing manifest; everything else derived from the tree — every
+ * regular file except any named mobiletransformers_manifest.json is listed with its size and
+ * SHA-256 (hashed once, streaming, on `workers` threads), each variant's `paths`, weightHandoff,
+ * the six downloadPlan groups, requiredFiles, and each variants/<id>/checksums.json (the digests
+ * under variants/<id>/, then listed in the manifest itself: the exporter's two passes, where only
+ * the checksums files are hashed again). Documents are Python json.dumps(indent=2, sort_keys=True)
+ * with ASCII escapes plus "\n", every key present (null where unknown); each is replaced
+ * atomically and only when its bytes change, checksums files first, the manifest last.
+ * Refused (nothing written): invalid inputs (errors name the BUILD.json field, or the manifest's);
+ * a variant without its variants/<id>/ directory; a symbolic link, special file or non-UTF-8 name
+ * in the tree; a missing required file or license noticeFile. The result is read back with
+ * mpk_mt_manifest_parse() before anything is written.
+ */
+MPK_API int mpk_mt_build(const char *dir, const mpk_mt_build_input *in, mpk_mt_build_result *out,
+                         mpk_error *err);
+/** Release what a result holds (accepts NULL and a zeroed result); the struct itself is the caller's. */
+MPK_API void mpk_mt_build_result_free(mpk_mt_build_result *r);
 
 #ifdef __cplusplus
 }

@@ -14,10 +14,17 @@ int mpk_cmd_check(int argc, char **argv);
 int mpk_cmd_fit(int argc, char **argv);
 int mpk_cmd_mlc(int argc, char **argv);
 int mpk_cmd_mlc_build(int argc, char **argv);
+int mpk_cmd_mt(int argc, char **argv); /* mt build / mt reseal (cmd_mt.c) */
 
 /* Print a report for people / as one JSON document. */
 void mpk_cli_report_text(FILE *out, const mpk_mlc_report *r);
 int mpk_cli_report_json(FILE *out, const mpk_mlc_report *r);
+
+/* `modelpkg check` on a MobileTransformers package (cmd_check_mt.c): run first by mpk_cmd_check,
+   it returns -1 when DIR is not one (the MLC check runs), else the exit status. */
+int mpk_cmd_check_mt_dispatch(int argc, char **argv);
+void mpk_cli_mt_report_text(FILE *out, const mpk_mt_report *r);
+int mpk_cli_mt_report_json(FILE *out, const mpk_mt_report *r);
 
 /* Progress bar on stderr, drawn only when stderr is a terminal. */
 typedef struct mpk_cli_bar {
@@ -40,6 +47,14 @@ typedef struct mpk_cli_device {
 } mpk_cli_device;
 int mpk_cli_device_init(mpk_cli_device *d, const char *cmd, const char *features, long long max_binding);
 void mpk_cli_device_free(mpk_cli_device *d);
+
+/* --json building blocks (json_out.c): a string or null, a list of strings, the problems list
+   ({code, file, pointer, message, offset}), and printing (indent 2; frees root). */
+#include <jansson.h>
+json_t *mpk_cli_json_str(const char *s);
+json_t *mpk_cli_json_strings(const char *const *list, size_t n);
+json_t *mpk_cli_json_problems(const mpk_error *problems, size_t n);
+int mpk_cli_json_print(FILE *out, json_t *root);
 
 /* "modelpkg: FILE: POINTER: MESSAGE" on stderr. */
 void mpk_cli_error(const mpk_error *err);

@@ -8,6 +8,10 @@
 static const char help[] =
     "usage: modelpkg check DIR [--lib FILE] [--device-features F,...] [--max-binding-size N]\n"
     "                      [--no-weights] [--jobs N] [--json]\n"
+    "       modelpkg check DIR [--variant ID | --all-variants] [--no-hash] [--jobs N] [--json]\n"
+    "\n"
+    "DIR holding mobiletransformers_manifest.json is checked as a MobileTransformers package (second\n"
+    "form, see below); otherwise as an MLC package. A directory holding both manifests is refused.\n"
     "\n"
     "Check an MLC model package directory: its mlc-model-manifest.json (WebLLM 0.2.86's rules and\n"
     "the interface_id self-check), the files it names, and - with --lib - the compiled model\n"
@@ -29,10 +33,23 @@ static const char help[] =
     "  --json                   print one JSON report (schema: docs/check-report.md)\n"
     "  -h, --help               show this help\n"
     "\n"
+    "A MobileTransformers package: the manifest's version gate and fields, a defaultVariant among\n"
+    "its variants; for the variant checked, its feature paths, the inference/ group, its\n"
+    "weight_handoff_map.json and every externalDataLocation file; every requiredFiles entry; then\n"
+    "every file of the variant's download groups and the package-wide files must be inside the\n"
+    "package with its fileSizes size (all sizes first) and its sha256 digest (hashed in parallel).\n"
+    "Files on disk the manifest does not list are warnings. Rules: docs/mt.md.\n"
+    "  --variant ID             check this variant (default: the manifest's defaultVariant)\n"
+    "  --all-variants           check every variant and every file the manifest lists\n"
+    "  --no-hash                presence, confinement and sizes only; no digests\n"
+    "  --jobs N, --json         as above\n"
+    "\n"
     "Each problem is one line: FILE: JSON-POINTER: RULE.\n"
     "exit status: 0 all checks hold, 1 a check failed, 2 usage error\n";
 
 int mpk_cmd_check(int argc, char **argv) {
+  int mt_status = mpk_cmd_check_mt_dispatch(argc, argv); /* a MobileTransformers package: cmd_check_mt.c */
+  if (mt_status >= 0) return mt_status;
   const char *dir = NULL, *lib = NULL, *features = NULL;
   bool json = false, no_weights = false;
   long long binding = -1, jobs = 0;

@@ -151,7 +151,8 @@ static void print_text(const mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o
 }
 
 static json_t *int_or_null(bool known, int64_t v) { return known ? json_integer(v) : json_null(); }
-static json_t *str_or_null(const char *s) { return s && *s ? json_string(s) : json_null(); }
+/* Empty strings (unknown fields of the fit) are null too. */
+static json_t *nonempty_or_null(const char *s) { return s && *s ? json_string(s) : json_null(); }
 
 static void print_json(const mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o) {
   const mpk_mlc_fit *f = &r->fit;
@@ -159,9 +160,9 @@ static void print_json(const mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o
   json_t *root = json_object();
   json_object_set_new(root, "modelpkg_version", json_string(mpk_version()));
   json_object_set_new(root, "dir", json_string(r->dir));
-  json_object_set_new(root, "library", str_or_null(r->lib_path));
-  json_object_set_new(root, "chat_config", str_or_null(r->chat_config_path));
-  json_object_set_new(root, "tensor_cache", str_or_null(r->weights_path));
+  json_object_set_new(root, "library", nonempty_or_null(r->lib_path));
+  json_object_set_new(root, "chat_config", nonempty_or_null(r->chat_config_path));
+  json_object_set_new(root, "tensor_cache", nonempty_or_null(r->weights_path));
   json_object_set_new(root, "fits", r->device_checked ? json_boolean(r->n_problems == 0) : json_null());
   json_t *needs = json_object();
   json_object_set_new(needs, "complete", json_boolean(c));
@@ -170,10 +171,10 @@ static void print_json(const mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o
   json_object_set_new(needs, "workspace_bytes", int_or_null(c, f->workspace_bytes));
   json_object_set_new(needs, "total_bytes", int_or_null(c, f->total_bytes));
   json_object_set_new(needs, "max_binding_bytes", json_integer(f->max_binding_bytes));
-  json_object_set_new(needs, "max_binding_parameter", str_or_null(f->max_binding_parameter));
-  json_object_set_new(needs, "workspace_function", str_or_null(c ? f->workspace_function : NULL));
-  json_object_set_new(needs, "quantization", str_or_null(f->quantization));
-  json_object_set_new(needs, "kv_dtype", str_or_null(kv ? f->kv_dtype : NULL));
+  json_object_set_new(needs, "max_binding_parameter", nonempty_or_null(f->max_binding_parameter));
+  json_object_set_new(needs, "workspace_function", nonempty_or_null(c ? f->workspace_function : NULL));
+  json_object_set_new(needs, "quantization", nonempty_or_null(f->quantization));
+  json_object_set_new(needs, "kv_dtype", nonempty_or_null(kv ? f->kv_dtype : NULL));
   json_object_set_new(needs, "kv_bytes_per_token", int_or_null(kv, f->kv_bytes_per_token));
   json_object_set_new(needs, "kv_cache",
                       kv ? json_pack("{s:I, s:I, s:I}", "num_hidden_layers", (json_int_t)f->kv_layers,
@@ -181,8 +182,8 @@ static void print_json(const mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o
                                      (json_int_t)f->kv_head_dim)
                          : json_null());
   json_object_set_new(needs, "context", int_or_null(kv, f->context));
-  json_object_set_new(needs, "context_source", str_or_null(kv ? context_from(f) : NULL));
-  json_object_set_new(needs, "context_field", str_or_null(kv ? f->context_field : NULL));
+  json_object_set_new(needs, "context_source", nonempty_or_null(kv ? context_from(f) : NULL));
+  json_object_set_new(needs, "context_field", nonempty_or_null(kv ? f->context_field : NULL));
   json_object_set_new(needs, "uses_float16", json_boolean(f->uses_float16));
   json_object_set_new(root, "needs", needs);
   json_t *dev = json_object();
@@ -197,20 +198,9 @@ static void print_json(const mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o
   }
   json_object_set_new(dev, "features", feats);
   json_object_set_new(root, "device", dev);
-  json_t *problems = json_array();
-  for (size_t i = 0; i < r->n_problems; i++) {
-    const mpk_error *e = &r->problems[i];
-    json_t *p = json_pack("{s:s, s:s, s:s, s:s}", "code", mpk_code_name(e->code), "file", e->file, "pointer",
-                          e->pointer, "message", e->message);
-    json_array_append_new(problems, p);
-  }
-  json_object_set_new(root, "problems", problems);
-  json_t *notes = json_array();
-  for (size_t i = 0; i < r->n_notes; i++) json_array_append_new(notes, json_string(r->notes[i]));
-  json_object_set_new(root, "notes", notes);
-  json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-  fputc('\n', stdout);
-  json_decref(root);
+  json_object_set_new(root, "problems", mpk_cli_json_problems(r->problems, r->n_problems));
+  json_object_set_new(root, "notes", mpk_cli_json_strings(r->notes, r->n_notes));
+  mpk_cli_json_print(stdout, root);
 }
 
 int mpk_cmd_fit(int argc, char **argv) {

@@ -12,6 +12,8 @@ static const char usage[] =
     "commands:\n"
     "  check DIR [--lib FILE] [--device-features F,...] [--max-binding-size N] [--json]\n"
     "                 check an MLC package directory, and bind it to a compiled model library\n"
+    "  check DIR [--variant ID | --all-variants] [--no-hash] [--json]\n"
+    "                 check a MobileTransformers package directory (mobiletransformers_manifest.json)\n"
     "  fit DIR [--lib FILE] [--context N] [--device-memory BYTES] [--max-binding-size N]\n"
     "      [--device-features F,...] [--set NAME=VALUE ...] [--json]\n"
     "                 report the memory a model needs (parameters + KV cache + workspace) and\n"
@@ -21,6 +23,8 @@ static const char usage[] =
     "                 print the _metadata JSON embedded in a compiled model library\n"
     "  mlc build DIR --tasks TASKS.json [--lib FILE | --params FILE]\n"
     "                 write the package sidecar and print the artifact for the library\n"
+    "  mt build DIR --describe BUILD.json | mt reseal DIR\n"
+    "                 seal a MobileTransformers package: its manifest and checksums files\n"
     "\n"
     "options:\n"
     "  -h, --help     show help (also after a command: modelpkg check --help)\n"
@@ -63,6 +67,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "check") == 0) return mpk_cmd_check(argc - 1, argv + 1);
   if (strcmp(cmd, "fit") == 0) return mpk_cmd_fit(argc - 1, argv + 1);
   if (strcmp(cmd, "mlc") == 0) return mpk_cmd_mlc(argc - 1, argv + 1);
+  if (strcmp(cmd, "mt") == 0) return mpk_cmd_mt(argc - 1, argv + 1);
   fprintf(stderr, "modelpkg: unknown command '%s'\n\n%s", cmd, usage);
   return MPK_EXIT_USAGE;
 }

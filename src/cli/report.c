@@ -77,8 +77,6 @@ void mpk_cli_report_text(FILE *out, const mpk_mlc_report *r) {
   else fprintf(out, "OK: all checks hold\n");
 }
 
-static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
-
 static json_t *bound_json(const mpk_mlc_bound_input *b) {
   return json_pack("{s:s, s:s, s:s, s:s}", "input", b->input->name, "adapter", b->adapter,
                    "adapter_function", b->adapter_function, "dtype", b->dtype);
@@ -89,7 +87,7 @@ static json_t *binding_json(const mpk_mlc_binding *b) {
                         "executor", b->executor, "generation_inputs", gen_name(b->generation_inputs),
                         "embed_tokens", b->embed_tokens, "create_kv_cache", b->create_kv_cache,
                         "prefill", b->prefill, "decode", b->decode, "create_rnn_state",
-                        str_or_null(b->create_rnn_state), "kv_state_kind_implied",
+                        mpk_cli_json_str(b->create_rnn_state), "kv_state_kind_implied",
                         mpk_mlc_kv_state_kind_name(b->kv_state_kind_implied));
   json_object_set_new(o, "audio", b->has_audio ? bound_json(&b->audio) : json_null());
   json_object_set_new(o, "image", b->has_image ? bound_json(&b->image) : json_null());
@@ -103,14 +101,14 @@ int mpk_cli_report_json(FILE *out, const mpk_mlc_report *r) {
   json_object_set_new(root, "ok", json_boolean(r->n_problems == 0));
   json_object_set_new(root, "contract", json_string(r->package ? "declared" : r->has_manifest ? "unloadable" : "none"));
   json_object_set_new(root, "interface_id",
-                      json_pack("{s:o, s:o}", "declared", str_or_null(r->package ? r->package->interface_id : NULL),
-                                "computed", str_or_null(r->computed_interface_id[0] ? r->computed_interface_id : NULL)));
+                      json_pack("{s:o, s:o}", "declared", mpk_cli_json_str(r->package ? r->package->interface_id : NULL),
+                                "computed", mpk_cli_json_str(r->computed_interface_id[0] ? r->computed_interface_id : NULL)));
   json_t *lib = json_null();
   if (r->lib_path) {
     const mpk_mlc_metadata *md = r->metadata;
     lib = json_pack("{s:s, s:b, s:o, s:o, s:b}", "path", r->lib_path, "loaded", md != NULL, "model_type",
-                    str_or_null(md ? md->model_type : NULL), "kv_state_kind",
-                    str_or_null(md ? md->kv_state_kind : NULL), "has_artifact", md && md->artifact);
+                    mpk_cli_json_str(md ? md->model_type : NULL), "kv_state_kind",
+                    mpk_cli_json_str(md ? md->kv_state_kind : NULL), "has_artifact", md && md->artifact);
     if (md && md->artifact) {
       const mpk_mlc_artifact *a = md->artifact;
       json_t *feats = json_array();
@@ -127,7 +125,7 @@ int mpk_cli_report_json(FILE *out, const mpk_mlc_report *r) {
     weights = json_pack("{s:s, s:I, s:I, s:o, s:b}", "tensor_cache", r->tensor_cache_path, "parameters",
                         (json_int_t)r->tensor_cache->n_records, "shards", (json_int_t)r->tensor_cache->n_shards,
                         "parameter_schema_id",
-                        str_or_null(r->weights_parameter_schema_id[0] ? r->weights_parameter_schema_id : NULL),
+                        mpk_cli_json_str(r->weights_parameter_schema_id[0] ? r->weights_parameter_schema_id : NULL),
                         "verified", r->weights_verified);
     json_object_set_new(weights, "resources",
                         r->has_weights_resources
@@ -139,20 +137,7 @@ int mpk_cli_report_json(FILE *out, const mpk_mlc_report *r) {
   }
   json_object_set_new(root, "weights", weights);
   json_object_set_new(root, "binding", r->resolved ? binding_json(&r->binding) : json_null());
-  json_t *problems = json_array();
-  for (size_t i = 0; i < r->n_problems; i++) {
-    const mpk_error *e = &r->problems[i];
-    json_t *p = json_pack("{s:s, s:s, s:s, s:s}", "code", mpk_code_name(e->code), "file", e->file, "pointer",
-                          e->pointer, "message", e->message);
-    json_object_set_new(p, "offset", e->offset >= 0 ? json_integer(e->offset) : json_null());
-    json_array_append_new(problems, p);
-  }
-  json_object_set_new(root, "problems", problems);
-  json_t *notes = json_array();
-  for (size_t i = 0; i < r->n_notes; i++) json_array_append_new(notes, json_string(r->notes[i]));
-  json_object_set_new(root, "notes", notes);
-  int rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-  fputc('\n', out);
-  json_decref(root);
-  return rc;
+  json_object_set_new(root, "problems", mpk_cli_json_problems(r->problems, r->n_problems));
+  json_object_set_new(root, "notes", mpk_cli_json_strings(r->notes, r->n_notes));
+  return mpk_cli_json_print(out, root);
 }

@@ -131,6 +131,9 @@ int mpk_canonical_dump(const json_t *value, char **out, size_t *out_len, mpk_err
    trailing newline); unsorted keys keep insertion order. Reals are refused. Free *out with mpk_free. */
 int mpk_json_dumps_python(const json_t *value, int indent, bool ensure_ascii, bool sort_keys, char **out,
                           size_t *len, mpk_error *err);
+/* A document as the Python producers write it: json.dumps(value, indent=2, sort_keys=...) with
+   ASCII escapes, plus "\n". */
+int mpk_json_write_document(const json_t *value, bool sort_keys, char **out, size_t *len, mpk_error *err);
 
 /* ---------------------------------------------------------------- digests (digest.c) */
 
@@ -174,5 +177,17 @@ bool mpk_path_is_confined(const char *rel, const char **why);
 bool mpk_path_resolves_inside(const char *dir, const char *path);
 /* dir + "/" + name into a fresh malloc'ed string. */
 char *mpk_path_join(const char *dir, const char *name);
+
+/* ---------------------------------------------------------------- tree walk (walk.c) */
+
+enum { MPK_WALK_FILE = 1, MPK_WALK_LINK = 2, MPK_WALK_OTHER = 3 };
+#define MPK_WALK_MAX_DEPTH 64
+/* Called for each entry that is not a directory: `rel` is its POSIX path relative to the walked
+   directory (borrowed for the call), `type` MPK_WALK_*, `size` the size of a regular file (else 0).
+   A non-zero return stops the walk and is returned by mpk_walk_files (which then sets no error). */
+typedef int (*mpk_walk_fn)(void *ctx, const char *rel, int type, uint64_t size);
+/* Walk `dir` depth first, each directory's names in bytewise order; symbolic links are reported
+   (MPK_WALK_LINK), never followed. Depth and path length are limited (MPK_ELIMIT). */
+int mpk_walk_files(const char *dir, mpk_walk_fn fn, void *ctx, mpk_error *err);
 
 #endif

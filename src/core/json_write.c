@@ -128,3 +128,16 @@ int mpk_json_dumps_python(const json_t *value, int indent, bool ensure_ascii, bo
   *out = mpk_buf_take(&b, len);
   return *out ? 0 : mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
 }
+
+int mpk_json_write_document(const json_t *value, bool sort_keys, char **out, size_t *len, mpk_error *err) {
+  mpk_buf b = {0};
+  *out = NULL;
+  int rc = write_value(&b, value, 2, 0, true, sort_keys, err);
+  if (rc) {
+    mpk_buf_free(&b);
+    return rc;
+  }
+  mpk_buf_putc(&b, '\n');
+  *out = mpk_buf_take(&b, len);
+  return *out ? 0 : mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
+}

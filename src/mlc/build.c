@@ -102,21 +102,6 @@ static int check_references(const mpk_mlc_task *tasks, size_t n, const mpk_mlc_a
   return 0;
 }
 
-static int dump(const json_t *doc, bool newline, char **out, size_t *len, mpk_error *err) {
-  int rc = mpk_json_dumps_python(doc, 2, true, false, out, len, err);
-  if (rc || !newline) return rc;
-  char *p = realloc(*out, *len + 2);
-  if (!p) {
-    mpk_free(*out);
-    *out = NULL;
-    return mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
-  }
-  p[(*len)++] = '\n';
-  p[*len] = '\0';
-  *out = p;
-  return 0;
-}
-
 int mpk_mlc_build(const mpk_mlc_build_input *in, mpk_mlc_build_output *out, mpk_error *err) {
   if (!in || !out || !in->tasks_json || !in->params) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   memset(out, 0, sizeof *out);
@@ -176,8 +161,8 @@ int mpk_mlc_build(const mpk_mlc_build_input *in, mpk_mlc_build_output *out, mpk_
     rc = mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
     goto out;
   }
-  if ((rc = dump(sidecar, true, &out->manifest, &out->manifest_len, err))) goto out;
-  if ((rc = dump(art_json, true, &out->artifact, &out->artifact_len, err))) goto out;
+  if ((rc = mpk_json_write_document(sidecar, false, &out->manifest, &out->manifest_len, err))) goto out;
+  if ((rc = mpk_json_write_document(art_json, false, &out->artifact, &out->artifact_len, err))) goto out;
 
   /* Read back what was written, as a consumer will. */
   if ((rc = mpk_mlc_package_parse(out->manifest, out->manifest_len, MPK_MLC_MANIFEST_FILENAME, 0, &pkg, err))) goto out;

@@ -414,16 +414,5 @@ const mpk_mt_file *mpk_mt_manifest_file(const mpk_mt_manifest *m, const char *pa
 
 int mpk_mt_manifest_json(const mpk_mt_manifest *m, char **out, size_t *len, mpk_error *err) {
   if (!m || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
-  int rc = mpk_json_dumps_python(m->priv_->root, 2, true, true, out, len, err);
-  if (rc) return rc;
-  char *p = realloc(*out, *len + 2); /* the exporter's trailing newline */
-  if (!p) {
-    mpk_free(*out);
-    *out = NULL;
-    return mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
-  }
-  p[(*len)++] = '\n';
-  p[*len] = '\0';
-  *out = p;
-  return 0;
+  return mpk_json_write_document(m->priv_->root, true, out, len, err);
 }

@@ -94,3 +94,38 @@ for m in (fit, dict(fit, quantization="q0f32"), dict(fit, quantization="q4bf16_0
           dict(fit, kv_state_kind="none"), dict(fit, context_window_size=-1, sliding_window_size=32),
           dict(fit, kv_cache=dict(fit["kv_cache"], head_dim=2**40)), dict(fit, tensor_parallel_shards=2)):
     write("fuzz_mlc_fit", dumps(m))
+
+# MobileTransformers manifests: the fixture's, as committed and compact, and variants around the
+# reader's rules (version gate, nulls, unknown fields, paths, patterns, digests, sizes, ids).
+TINY_MANIFEST = os.path.join(SHARED, "conformance", "mobiletransformers", "tiny_package",
+                             "mobiletransformers_manifest.json")
+with open(TINY_MANIFEST, "rb") as f:
+    raw = f.read()
+write("fuzz_mt_manifest", raw)
+mt = json.loads(raw)
+write("fuzz_mt_manifest", dumps(mt))
+
+
+def mt_variant(**changes):
+    m = json.loads(raw)
+    m["variants"][0].update(changes)
+    return m
+
+
+first_file = sorted(mt["fileSizes"])[0]
+for m in (dict(mt, schemaVersion="1.7", futureField={"x": [1, None]}), dict(mt, schemaVersion="2.0"),
+          dict(mt, minReaderVersion="1.5"), dict(mt, schemaVersion=" 1.0"),
+          dict(mt, trainableParameterCount=34, trainingParameterCount=80), dict(mt, trainableParameterCount=-1),
+          dict(mt, androidRuntime=None, license=None, trustRemoteCode=None, exportedAt=None),
+          dict(mt, license=dict(mt["license"], noticeFile="../NOTICE")),
+          {k: v for k, v in mt.items() if k != "sha256"},
+          dict(mt, fileSizes=dict(mt["fileSizes"], **{"../escape": 1})),
+          dict(mt, sha256=dict(mt["sha256"], **{first_file: mt["sha256"][first_file].upper()})),
+          dict(mt, fileSizes=dict(mt["fileSizes"], **{first_file: 2 ** 60})),
+          dict(mt, requiredFiles=["/abs/path"]), dict(mt, weightHandoff="a\\b"),
+          dict(mt, downloadPlan={"cpu-int4": dict(mt["downloadPlan"]["cpu-int4"], core=["shared/*.json"])}),
+          dict(mt, variants=mt["variants"] + [mt["variants"][0]]), dict(mt, variants=[]),
+          mt_variant(abi=None, quantization=None, colour="blue"), mt_variant(id="a/../b"),
+          mt_variant(supportedEngines="native"), mt_variant(paths={"tokenizer": "shared/tok\u00e9nizer"}),
+          dict(mt, baseModelId="org/Mod\u00e8le-\U0001f680")):
+    write("fuzz_mt_manifest", dumps(m))

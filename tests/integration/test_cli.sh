@@ -188,6 +188,130 @@ assert r["device"] == {"memory_bytes": 1073741824, "max_storage_buffer_binding_s
 assert [p["code"] for p in r["problems"]] == ["mismatch"], r["problems"]
 print("ok")' "$TMP/fit.json"
 
+# check on a MobileTransformers package: dispatched on mobiletransformers_manifest.json.
+T="$SHARED/conformance/mobiletransformers/tiny_package"
+expect mt_ok 0 'OK: all checks hold$' -- "$MPK" check "$T"
+expect mt_default_variant 0 'checked: +variant cpu-int4$' -- "$MPK" check "$T"
+expect mt_variant 0 'files: +19 listed files in scope, 19 present with their listed size, 19 SHA-256 verified' \
+  -- "$MPK" check "$T" --variant cpu-fp16
+expect mt_all_variants 0 'files: +31 listed files in scope, 31 present with their listed size, 31 SHA-256 verified' \
+  -- "$MPK" check "$T" --all-variants --jobs 2
+expect mt_no_hash 0 'digests not computed' -- "$MPK" check "$T" --no-hash
+expect mt_unknown_variant 1 'mobiletransformers_manifest.json: /variants: the requested variant "cpu-int8" is not among the variants \(cpu-int4, cpu-fp16\)' \
+  -- "$MPK" check "$T" --variant cpu-int8
+expect mt_variant_and_all 2 'give --variant ID or --all-variants, not both' -- "$MPK" check "$T" --variant cpu-int4 --all-variants
+expect mt_mlc_option 2 '--lib applies to an MLC package; .*tiny_package is a MobileTransformers package' -- "$MPK" check --lib x "$T"
+expect mt_option_on_mlc 2 '--variant applies to a MobileTransformers package; .*gemma4-audio has no mobiletransformers_manifest.json' \
+  -- "$MPK" check "$G" --variant cpu-int4
+expect mt_missing_dir_arg 2 'missing the package directory' -- "$MPK" check --all-variants
+expect mt_help 0 '--all-variants +check every variant' -- "$MPK" check --help
+expect mt_progress_tty 0 'hashing files \[#+\] 100%' -- script -qec "'$MPK' check '$T'" /dev/null
+cp -r "$T" "$TMP/mt" && chmod -R u+w "$TMP/mt"
+printf '\x01' | dd of="$TMP/mt/variants/cpu-int4/inference/model.onnx" bs=1 seek=3 conv=notrunc status=none
+expect mt_flipped_byte 1 'mt/variants/cpu-int4/inference/model.onnx: SHA-256 [0-9a-f]{64} does not equal the manifest.s sha256 f41027621d84' \
+  -- "$MPK" check "$TMP/mt"
+expect mt_flipped_no_hash 0 'OK: all checks hold' -- "$MPK" check "$TMP/mt" --no-hash
+expect mt_flipped_other_variant 0 'OK: all checks hold' -- "$MPK" check "$TMP/mt" --variant cpu-fp16
+head -c 10 "$T/variants/cpu-int4/inference/frozen_base.onnx.data" > "$TMP/mt/variants/cpu-int4/inference/frozen_base.onnx.data"
+expect mt_truncated 1 'inference/frozen_base.onnx.data: file is 10 bytes, fileSizes says 24 \(truncated\) \[mismatch\]' \
+  -- "$MPK" check "$TMP/mt" --jobs 1
+echo extra > "$TMP/mt/stray.txt"
+expect mt_unlisted_warns 0 '^warning: .*/mt/stray.txt is on disk but the manifest does not list it' -- "$MPK" check "$TMP/mt" --variant cpu-fp16
+expect mt_unlisted_ok 0 'OK: all checks hold \(1 warning\)' -- "$MPK" check "$TMP/mt" --variant cpu-fp16
+"$MPK" check "$TMP/mt" --json > "$TMP/mt.json"
+expect mt_json 0 '^ok$' -- python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["format"] == "mobiletransformers" and r["ok"] is False, r
+assert r["manifest"]["defaultVariant"] == "cpu-int4" and r["manifest"]["variants"] == ["cpu-int4", "cpu-fp16"], r
+assert r["checked"] == {"variants": ["cpu-int4"], "all_variants": False, "hashed": True}, r["checked"]
+assert r["files"] == {"in_scope": 22, "sized": 21, "hashed": 20, "bytes_hashed": 4006 - 24 - 17}, r["files"]
+assert r["unlisted"] == ["stray.txt"], r["unlisted"]
+assert [(p["code"], p["file"].split("/mt/")[1], p["pointer"]) for p in r["problems"]] == [
+    ("mismatch", "variants/cpu-int4/inference/frozen_base.onnx.data", ""),
+    ("mismatch", "variants/cpu-int4/inference/model.onnx", "")], r["problems"]
+assert any(n.startswith("warning: ") and "stray.txt" in n for n in r["notes"]), r["notes"]
+print("ok")' "$TMP/mt.json"
+rm "$TMP/mt/variants/cpu-int4/inference/weight_handoff_map.json"
+expect mt_missing_handoff 1 'inference/weight_handoff_map.json: the weight handoff map of variant "cpu-int4" \(weightHandoff\) is missing' \
+  -- "$MPK" check "$TMP/mt" --no-hash
+rm "$TMP/mt/variants/cpu-int4/inference/model.onnx" && ln -s /etc/hostname "$TMP/mt/variants/cpu-int4/inference/model.onnx"
+expect mt_symlink_outside 1 'inference/model.onnx: listed file resolves outside the package directory' -- "$MPK" check "$TMP/mt" --no-hash
+sed -i 's/"schemaVersion": "1.0"/"schemaVersion": "2.0"/' "$TMP/mt/mobiletransformers_manifest.json"
+expect mt_future_major 1 'mobiletransformers_manifest.json: /schemaVersion: schemaVersion 2.0 is a newer major version than this reader supports \(1.0\)' \
+  -- "$MPK" check "$TMP/mt"
+sed -i 's/"README.md": 42/"..\/README.md": 42/; s/"schemaVersion": "2.0"/"schemaVersion": "1.0"/' "$TMP/mt/mobiletransformers_manifest.json"
+expect mt_dotdot 1 'mobiletransformers_manifest.json: /fileSizes/..~1README.md: file "../README.md" leaves the package' -- "$MPK" check "$TMP/mt"
+touch "$TMP/mt/mlc-model-manifest.json"
+expect mt_and_mlc 1 'holds both mlc-model-manifest.json and mobiletransformers_manifest.json' -- "$MPK" check "$TMP/mt"
+
+# Sealing MobileTransformers packages (mt build / mt reseal): the committed example and the
+# fixture re-sealed byte for byte, cross-checked against the generator's restatement of the
+# reference exporter's rules.
+MT="$EX/mt-tiny"
+expect seal_help 0 'usage: modelpkg mt build DIR --describe BUILD.json' -- "$MPK" mt --help
+expect seal_no_sub 2 'usage: modelpkg mt build' -- "$MPK" mt
+expect seal_unknown_sub 2 "unknown subcommand 'seal'" -- "$MPK" mt seal "$MT"
+expect seal_build_no_describe 2 'missing --describe BUILD.json' -- "$MPK" mt build "$MT"
+expect seal_reseal_describe 2 '--describe is for mt build' -- "$MPK" mt reseal "$MT" --describe x.json
+expect seal_bad_jobs 2 '--jobs needs an integer from 1 to 256' -- "$MPK" mt reseal "$MT" --jobs 0
+expect seal_no_dir 2 "'$TMP/nope' is not a directory" -- "$MPK" mt reseal "$TMP/nope"
+expect seal_example_dry 0 'OK: already sealed, nothing written' -- "$MPK" mt reseal "$MT" --dry-run
+cp -r "$MT" "$TMP/seal"
+expect seal_example_reseal 0 'changes: none since the previous manifest' -- "$MPK" mt reseal "$TMP/seal" --jobs 2
+expect seal_example_bytes 0 '^same$' -- sh -c "diff -r '$TMP/seal' '$MT' >/dev/null && echo same"
+rm "$TMP/seal/mobiletransformers_manifest.json" "$TMP/seal"/variants/*/checksums.json
+expect seal_example_build 0 'OK: sealed \(3 documents written\)' -- "$MPK" mt build "$TMP/seal" --describe "$EX/mt-tiny.build.json"
+expect seal_example_build_bytes 0 '^same$' -- sh -c "diff -r '$TMP/seal' '$MT' >/dev/null && echo same"
+W="variants/cpu-int4/inference/model.layers.0.attn.q_proj.MatMul.weight.bin"
+printf '\x01' | dd of="$TMP/seal/$W" bs=1 seek=3 conv=notrunc status=none
+expect seal_changed_dry 0 "would write +variants/cpu-int4/checksums.json" -- "$MPK" mt reseal "$TMP/seal" --dry-run
+expect seal_changed 0 "changed +$W" -- "$MPK" mt reseal "$TMP/seal"
+expect seal_changed_only 0 '^ok$' -- python3 -c '
+import json, sys
+a, b = (json.load(open(p + "/mobiletransformers_manifest.json")) for p in sys.argv[1:3])
+diff = sorted(k + "/" + f for k in ("fileSizes", "sha256") for f in a[k] if a[k][f] != b[k].get(f))
+assert diff == ["sha256/variants/cpu-int4/checksums.json", "sha256/" + sys.argv[3]], diff
+print("ok")' "$MT" "$TMP/seal" "$W"
+expect seal_progress_tty 0 'hashing files \[#+\] 100%' -- script -qec "'$MPK' mt reseal '$TMP/seal'" /dev/null
+T="$SHARED/conformance/mobiletransformers/tiny_package"
+cp -r "$T" "$TMP/sealtiny" && chmod -R u+w "$TMP/sealtiny"
+expect seal_tiny 0 'wrote +mobiletransformers_manifest.json' -- "$MPK" mt reseal "$TMP/sealtiny"
+# The only difference: the two keys the fixture predates, written null.
+expect seal_tiny_two_keys 0 '^[<>]' -- sh -c "diff -r '$T' '$TMP/sealtiny' | grep -E '^[<>]' | tr -d ' ' | tr '\n' '|' \
+  | grep -qx '>\"trainableParameterCount\":null,|>\"trainingParameterCount\":null,|' && echo '> two keys'"
+ln -s ../config.json "$TMP/sealtiny/shared/tokenizer/link.json"
+expect seal_symlink 1 'link.json: "shared/tokenizer/link.json" is a symbolic link: a package holds regular files and directories only' \
+  -- "$MPK" mt reseal "$TMP/sealtiny"
+rm "$TMP/sealtiny/shared/tokenizer/link.json"
+printf '{"baseModelId": "m", "variants": [{"id": "cpu-int4", "executionProvider": "cpu"}]}' > "$TMP/bad-build.json"
+expect seal_bad_describe 1 'bad-build.json: /variants/0: missing field "quantization"' \
+  -- "$MPK" mt build "$TMP/sealtiny" --describe "$TMP/bad-build.json"
+printf '{"baseModelId": "m", "variants": [{"id": "gpu", "executionProvider": "gpu", "quantization": null}]}' > "$TMP/bad-build.json"
+expect seal_no_variant_dir 1 'bad-build.json: /variants/0/id: variant "gpu" has no directory variants/gpu/ in the package' \
+  -- "$MPK" mt build "$TMP/sealtiny" --describe "$TMP/bad-build.json"
+# An unusual tree (non-ASCII and hidden names, '-' sorting before '/', an empty feature directory,
+# a nested file named like the manifest, an undeclared variant's stale checksums.json), sealed by
+# modelpkg and by the generator's Python restatement: the same bytes.
+cp -r "$MT" "$TMP/odd"
+mkdir -p "$TMP/odd/a" "$TMP/odd/variants/cpu-int4/embedding" "$TMP/odd/variants/old" "$TMP/odd/variants/cpu-fp16/inference-extra"
+printf 'x' > "$TMP/odd/a-b"; printf 'y' > "$TMP/odd/a/b"; printf '' > "$TMP/odd/.hidden"
+printf 'caf\xc3\xa9' > "$TMP/odd/shared/tokenizer/"$'caf\xc3\xa9 \xf0\x9f\x9a\x80.txt'
+printf '{}' > "$TMP/odd/variants/old/checksums.json"; printf '{}' > "$TMP/odd/a/mobiletransformers_manifest.json"
+printf 'z' > "$TMP/odd/variants/cpu-fp16/inference-extra/x.bin"
+python3 -c '
+import json, sys
+b = json.load(open(sys.argv[1]))
+b.update(baseModelId="org/Mod\u00e8le-\U0001f680", exportedAt="2026-08-20T00:00:00+02:00 \u2014 \"quoted\"\t")
+b["variants"][1]["features"] = ["core", "inference", "rag"]
+json.dump(b, open(sys.argv[2], "w"), ensure_ascii=False)' "$EX/mt-tiny.build.json" "$TMP/odd-build.json"
+cp -r "$TMP/odd" "$TMP/odd-py"
+python3 -c 'import json, sys; sys.path.insert(0, sys.argv[1]); import gen_examples as g
+g.mt_seal(sys.argv[2], json.load(open(sys.argv[3], encoding="utf-8")))' "$SRC/scripts" "$TMP/odd-py" "$TMP/odd-build.json"
+expect seal_odd_build 0 'OK: sealed' -- "$MPK" mt build "$TMP/odd" --describe "$TMP/odd-build.json"
+expect seal_odd_same_as_python 0 '^same$' -- sh -c "diff -r '$TMP/odd' '$TMP/odd-py' && echo same"
+expect seal_odd_escapes 0 'Mod\\u00e8le-\\ud83d\\ude80' -- cat "$TMP/odd/mobiletransformers_manifest.json"
+
 # The committed examples are exactly what the generator writes.
 python3 "$SRC/scripts/gen_examples.py" "$TMP/examples" >/dev/null
 expect examples_deterministic 0 '^same$' -- sh -c "diff -r '$TMP/examples' '$EX' >/dev/null && echo same"

@@ -112,3 +112,12 @@ const char *tu_tmpdir(void) {
   if (!mkdtemp(buf)) fail_msg("mkdtemp failed");
   return buf;
 }
+
+void tu_sh(const char *fmt, ...) {
+  char cmd[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  if (system(cmd) != 0) fail_msg("command failed: %s", cmd);
+}

@@ -30,6 +30,8 @@ uint8_t *tu_b64decode(const char *s, size_t *len);
 void tu_webllm_location(const mpk_error *err, char *out, size_t size);
 /* "file: message" of an error, for failure output. */
 const char *tu_err(const mpk_error *err);
+/* Run a shell command (printf-style); fails the test when it does not exit 0. */
+void tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Make a fresh temporary directory; static buffer. */
 const char *tu_tmpdir(void);
 

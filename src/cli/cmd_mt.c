@@ -1,0 +1,130 @@
+/* modelpkg mt build DIR --describe BUILD.json [--jobs N] [--dry-run]
+   modelpkg mt reseal DIR [--jobs N] [--dry-run] */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "core/core.h"
+
+static const char help[] =
+    "usage: modelpkg mt build DIR --describe BUILD.json [--jobs N] [--dry-run]\n"
+    "       modelpkg mt reseal DIR [--jobs N] [--dry-run]\n"
+    "\n"
+    "Seal a MobileTransformers package: write DIR/mobiletransformers_manifest.json and each\n"
+    "variants/<id>/checksums.json, byte-identical to the reference exporter for the same tree and\n"
+    "the same descriptive inputs (docs/mt-build.md).\n"
+    "\n"
+    "  build    a new package: the descriptive inputs (provenance and the variant descriptors, in\n"
+    "           order) come from BUILD.json\n"
+    "  reseal   an existing package whose files changed: the descriptive inputs come from its\n"
+    "           manifest\n"
+    "\n"
+    "Everything else is derived from the tree: every regular file (but any named\n"
+    "mobiletransformers_manifest.json) with its size and SHA-256, hashed once in parallel; each\n"
+    "variant's paths, weightHandoff and download plan; requiredFiles; the checksums files. Each\n"
+    "document is replaced atomically, and only when its bytes change: checksums first, the manifest\n"
+    "last. Refused: a symbolic link or special file in the tree, a variant without its\n"
+    "variants/<id>/ directory, a missing required file, invalid BUILD.json fields.\n"
+    "\n"
+    "options:\n"
+    "  --describe FILE   BUILD.json (build only)\n"
+    "  --jobs N          threads hashing files (default: one per CPU, at most 8)\n"
+    "  --dry-run         compute everything and tell what would change; write nothing\n"
+    "  -h, --help        show this help\n"
+    "\n"
+    "exit status: 0 sealed (or nothing to change), 1 refused or failed, 2 usage error\n";
+
+static const char *const kind_names[] = {"added", "removed", "changed"};
+
+static int run(const char *verb, const char *dir, const char *describe, long long jobs, bool dry_run) {
+  mpk_error err;
+  mpk_error_clear(&err);
+  mpk_mapped desc = {0};
+  int rc = describe ? mpk_map_file(describe, MPK_JSON_DEFAULT_MAX_BYTES, &desc, &err) : 0;
+  if (rc) {
+    mpk_cli_error(&err);
+    return MPK_EXIT_FAIL;
+  }
+  mpk_cli_bar bar;
+  mpk_cli_bar_init(&bar, "hashing files");
+  mpk_mt_build_input in = {.describe = describe ? (const char *)desc.data : NULL,
+                           .describe_len = desc.size,
+                           .describe_file = describe,
+                           .workers = (unsigned)jobs,
+                           .progress = bar.enabled ? mpk_cli_progress : NULL,
+                           .progress_ctx = &bar,
+                           .dry_run = dry_run};
+  mpk_mt_build_result res;
+  rc = mpk_mt_build(dir, &in, &res, &err);
+  mpk_cli_bar_done(&bar);
+  mpk_unmap_file(&desc);
+  if (rc) {
+    mpk_cli_error(&err);
+    return MPK_EXIT_FAIL;
+  }
+  printf("modelpkg mt %s %s\n", verb, dir);
+  printf("  files:   %zu listed, %llu bytes\n", res.n_files, (unsigned long long)res.total_bytes);
+  if (!res.had_manifest) {
+    printf("  changes: no previous manifest\n");
+  } else if (res.n_changes == 0) {
+    printf("  changes: none since the previous manifest\n");
+  } else {
+    for (size_t i = 0; i < res.n_changes; i++)
+      printf("  %-8s %s\n", kind_names[res.changes[i].kind], res.changes[i].path);
+  }
+  for (size_t i = 0; i < res.n_written; i++) printf("  %-8s %s\n", dry_run ? "would write" : "wrote", res.written[i]);
+  if (res.n_written == 0) printf("OK: already sealed, nothing written\n");
+  else if (dry_run) printf("DRY RUN: %zu document%s would be written\n", res.n_written, res.n_written == 1 ? "" : "s");
+  else printf("OK: sealed (%zu document%s written)\n", res.n_written, res.n_written == 1 ? "" : "s");
+  mpk_mt_build_result_free(&res);
+  return MPK_EXIT_OK;
+}
+
+int mpk_cmd_mt(int argc, char **argv) {
+  if (argc < 2 || mpk_cli_is_help(argv[1])) {
+    fputs(help, argc < 2 ? stderr : stdout);
+    return argc < 2 ? MPK_EXIT_USAGE : MPK_EXIT_OK;
+  }
+  const char *verb = argv[1];
+  bool build = strcmp(verb, "build") == 0;
+  if (!build && strcmp(verb, "reseal") != 0) return mpk_cli_usage_error("mt", "unknown subcommand '%s'", verb);
+  char cmd[32];
+  snprintf(cmd, sizeof cmd, "mt %s", verb);
+  const char *dir = NULL, *describe = NULL;
+  long long jobs = 0;
+  bool dry_run = false;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (mpk_cli_is_help(a)) {
+      fputs(help, stdout);
+      return MPK_EXIT_OK;
+    } else if (strcmp(a, "--dry-run") == 0) {
+      dry_run = true;
+    } else if (strcmp(a, "--describe") == 0 || strcmp(a, "--jobs") == 0) {
+      if (i + 1 >= argc) return mpk_cli_usage_error(cmd, "%s needs a value", a);
+      const char *val = argv[++i];
+      if (strcmp(a, "--describe") == 0) {
+        if (!build) return mpk_cli_usage_error(cmd, "--describe is for mt build: reseal reads the manifest");
+        describe = val;
+        continue;
+      }
+      char *end;
+      errno = 0;
+      long long n = strtoll(val, &end, 10);
+      if (errno || *end || end == val || n < 1 || n > 256)
+        return mpk_cli_usage_error(cmd, "--jobs needs an integer from 1 to 256, not '%s'", val);
+      jobs = n;
+    } else if (a[0] == '-' && a[1]) {
+      return mpk_cli_usage_error(cmd, "unknown option '%s'", a);
+    } else if (!dir) {
+      dir = a;
+    } else {
+      return mpk_cli_usage_error(cmd, "unexpected argument '%s'", a);
+    }
+  }
+  if (!dir) return mpk_cli_usage_error(cmd, "missing the package directory");
+  if (build && !describe) return mpk_cli_usage_error(cmd, "missing --describe BUILD.json");
+  if (!mpk_is_dir(dir)) return mpk_cli_usage_error(cmd, "'%s' is not a directory", dir);
+  return run(verb, dir, describe, jobs, dry_run);
+}

@@ -1,0 +1,29 @@
+/* Pieces every --json report shares. */
+#include "cli.h"
+
+json_t *mpk_cli_json_str(const char *s) { return s ? json_string(s) : json_null(); }
+
+json_t *mpk_cli_json_strings(const char *const *list, size_t n) {
+  json_t *a = json_array();
+  for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_string(list[i]));
+  return a;
+}
+
+json_t *mpk_cli_json_problems(const mpk_error *problems, size_t n) {
+  json_t *a = json_array();
+  for (size_t i = 0; a && i < n; i++) {
+    const mpk_error *e = &problems[i];
+    json_t *p = json_pack("{s:s, s:s, s:s, s:s}", "code", mpk_code_name(e->code), "file", e->file, "pointer",
+                          e->pointer, "message", e->message);
+    if (p) json_object_set_new(p, "offset", e->offset >= 0 ? json_integer(e->offset) : json_null());
+    json_array_append_new(a, p);
+  }
+  return a;
+}
+
+int mpk_cli_json_print(FILE *out, json_t *root) {
+  int rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  fputc('\n', out);
+  json_decref(root);
+  return rc;
+}

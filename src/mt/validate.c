@@ -1,0 +1,655 @@
+/* Checking a MobileTransformers package directory, fail-closed: the manifest and its version gate,
+   the selected variant's structure (feature paths, the inference/ group, the weight handoff map and
+   the external data files it names), requiredFiles, then integrity — every listed file in scope
+   present, inside the package, of its listed size (all sizes before any hashing, so a truncated
+   file fails fast), and of its listed SHA-256 (hashed streaming on a bounded pool). Every problem is
+   collected; files on disk that the manifest does not list are warnings. Rules: docs/mt.md. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mt.h"
+
+#define MAX_UNLISTED_LINES 20 /* warnings naming unlisted files; the rest are counted */
+
+struct mpk_mt_report_priv {
+  mpk_findings found;
+  mpk_mt_manifest *manifest;
+  char *dir;
+  char *manifest_path;
+  const char **variants; /* borrowed from the manifest */
+  char **unlisted;
+  size_t n_unlisted, cap_unlisted;
+};
+
+typedef struct check {
+  mpk_mt_report *r;
+  struct mpk_mt_report_priv *p;
+  const mpk_mt_manifest *m; /* NULL until loaded */
+  const mpk_mt_check_options *o;
+} check;
+
+/* ---------------------------------------------------------------- findings */
+
+static void sync(mpk_mt_report *r) {
+  mpk_findings *f = &r->priv_->found;
+  r->problems = f->problems;
+  r->n_problems = f->n_problems;
+  r->notes = (const char *const *)f->notes;
+  r->n_notes = f->n_notes;
+}
+
+static void add_error(check *c, const mpk_error *e) {
+  mpk_findings_problem(&c->p->found, e);
+  sync(c->r);
+}
+
+static void problem(check *c, int code, const char *file, const char *pointer, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void problem(check *c, int code, const char *file, const char *pointer, const char *fmt, ...) {
+  char msg[sizeof((mpk_error *)0)->message];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  mpk_error e;
+  mpk_error_clear(&e);
+  mpk_fail(&e, code, file, pointer, "%s", msg);
+  add_error(c, &e);
+}
+
+#define note(c, ...) (mpk_findings_note(&(c)->p->found, __VA_ARGS__), sync((c)->r))
+
+/* JSON pointers: "/k1/k2/k3" (NULL ends the keys), and "/variants/N" + "/key" when given. */
+static const char *keys_ptr(mpk_path *pp, const char *k1, const char *k2, const char *k3) {
+  const char *keys[3] = {k1, k2, k3};
+  mpk_path_init(pp);
+  for (int i = 0; i < 3 && keys[i]; i++) mpk_path_push_key(pp, keys[i]);
+  return pp->buf;
+}
+
+static const char *variant_ptr(mpk_path *pp, size_t vi, const char *key) {
+  mpk_path_init(pp);
+  mpk_path_push_key(pp, "variants");
+  mpk_path_push_index(pp, vi);
+  if (key) mpk_path_push_key(pp, key);
+  return pp->buf;
+}
+
+/* "/entries/N" + "/externalDataLocation" + "/role" of a handoff map, as far as given. */
+static const char *entry_ptr(mpk_path *pp, size_t i, bool edl, const char *role) {
+  mpk_path_init(pp);
+  mpk_path_push_key(pp, "entries");
+  mpk_path_push_index(pp, i);
+  if (edl) mpk_path_push_key(pp, "externalDataLocation");
+  if (role) mpk_path_push_key(pp, role);
+  return pp->buf;
+}
+
+/* ---------------------------------------------------------------- files on disk */
+
+/* Whether DIR/rel exists inside the package (symbolic links resolved) as a regular file, or a
+   directory when `want_dir`. When not, *e names the path and says why ("<what> is missing"). */
+static bool probe(check *c, const char *rel, bool want_dir, const char *what, struct stat *st, mpk_error *e) {
+  mpk_error_clear(e);
+  char *abs = mpk_path_join(c->r->dir, rel);
+  if (!abs) {
+    mpk_fail(e, MPK_ENOMEM, rel, NULL, "out of memory");
+    return false;
+  }
+  struct stat lst;
+  bool ok = false;
+  if (stat(abs, st) != 0) {
+    int en = errno;
+    if (en == ENOENT && lstat(abs, &lst) == 0 && S_ISLNK(lst.st_mode))
+      mpk_fail(e, MPK_ENOTFOUND, abs, NULL, "%s is missing (a symbolic link to nothing)", what);
+    else if (en == ENOENT || en == ENOTDIR)
+      mpk_fail(e, MPK_ENOTFOUND, abs, NULL, "%s is missing", what);
+    else
+      mpk_fail(e, MPK_EIO, abs, NULL, "%s cannot be examined: %s", what, strerror(en));
+  } else if (!mpk_path_resolves_inside(c->r->dir, abs)) {
+    mpk_fail(e, MPK_EMALFORMED, abs, NULL, "%s resolves outside the package directory (through a symbolic link)", what);
+  } else if (want_dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode)) {
+    mpk_fail(e, MPK_EMALFORMED, abs, NULL, "%s is not a %s", what, want_dir ? "directory" : "regular file");
+  } else {
+    ok = true;
+  }
+  free(abs);
+  return ok;
+}
+
+/* ---------------------------------------------------------------- manifest and variants */
+
+static bool has_feature(const mpk_mt_variant *v, const char *feature) {
+  for (size_t i = 0; i < v->n_features; i++)
+    if (strcmp(v->features[i], feature) == 0) return true;
+  return false;
+}
+
+static const char *path_of(const mpk_mt_variant *v, const char *key) {
+  for (size_t i = 0; i < v->n_paths; i++)
+    if (strcmp(v->paths[i].key, key) == 0) return v->paths[i].value;
+  return NULL;
+}
+
+/* "a, b, c" (cut with "..." when long). */
+static const char *variant_ids(const mpk_mt_manifest *m, char *buf, size_t size) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < m->n_variants; i++) {
+    size_t need = strlen(m->variants[i].id) + (i ? 2 : 0);
+    if (len + need + 4 >= size) {
+      snprintf(buf + len, size - len, "%s...", i ? ", " : "");
+      break;
+    }
+    len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? ", " : "", m->variants[i].id);
+  }
+  return buf;
+}
+
+static bool load_manifest(check *c) {
+  struct mpk_mt_report_priv *p = c->p;
+  p->manifest_path = mpk_path_join(c->r->dir, MPK_MT_MANIFEST_FILENAME);
+  if (!p->manifest_path) return false;
+  struct stat st;
+  mpk_error e;
+  if (!probe(c, MPK_MT_MANIFEST_FILENAME, false, "the MobileTransformers manifest", &st, &e)) {
+    add_error(c, &e);
+    return false;
+  }
+  mpk_error_clear(&e);
+  if (mpk_mt_manifest_load(p->manifest_path, &p->manifest, &e)) {
+    add_error(c, &e);
+    return false;
+  }
+  c->m = c->r->manifest = p->manifest;
+  return true;
+}
+
+/* At least one variant, a defaultVariant among them; then which variants this check covers. */
+static int select_variants(check *c) {
+  const mpk_mt_manifest *m = c->m;
+  const char *mf = c->p->manifest_path;
+  char ids[400];
+  if (m->n_variants == 0)
+    problem(c, MPK_EMALFORMED, mf, "/variants", "the manifest declares no variants: a package needs at least one");
+  else if (!mpk_mt_manifest_variant(m, m->default_variant))
+    problem(c, MPK_EMALFORMED, mf, "/defaultVariant", "defaultVariant \"%s\" is not among the variants (%s)",
+            m->default_variant, variant_ids(m, ids, sizeof ids));
+  c->p->variants = calloc(m->n_variants ? m->n_variants : 1, sizeof *c->p->variants);
+  if (!c->p->variants) return MPK_ENOMEM;
+  size_t n = 0;
+  if (c->o->all_variants) {
+    for (size_t i = 0; i < m->n_variants; i++) c->p->variants[n++] = m->variants[i].id;
+  } else {
+    const char *want = c->o->variant ? c->o->variant : m->default_variant;
+    const mpk_mt_variant *v = mpk_mt_manifest_variant(m, want);
+    if (v) c->p->variants[n++] = v->id;
+    else if (c->o->variant)
+      problem(c, MPK_ENOTFOUND, mf, "/variants", "the requested variant \"%s\" is not among the variants (%s)", want,
+              variant_ids(m, ids, sizeof ids));
+  }
+  c->r->variants = c->p->variants;
+  c->r->n_variants = n;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- the weight handoff map */
+
+/* externalDataLocation names one flat file in inference/ (externalDataLayout one_file_per_tensor). */
+static const char *bad_location(const char *s) {
+  if (!*s) return "is empty";
+  if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0) return "is a \".\" or \"..\" segment";
+  if (strchr(s, '/')) return s[0] == '/' ? "is absolute" : "names a subdirectory";
+  if (strchr(s, '\\')) return "contains a backslash";
+  return NULL;
+}
+
+typedef struct location {
+  const char *name;
+  size_t entry;
+  const char *role;
+} location;
+
+static int cmp_location(const void *a, const void *b) {
+  const location *x = a, *y = b;
+  int d = strcmp(x->name, y->name);
+  return d ? d : x->entry < y->entry ? -1 : x->entry > y->entry;
+}
+
+static void check_locations(check *c, const char *map_rel, const char *map_abs,
+                            const json_t *entries, const char *inference_rel) {
+  size_t cap = 0, n = 0;
+  location *locs = NULL;
+  mpk_path pp;
+  for (size_t i = 0; i < json_array_size(entries); i++) {
+    const json_t *entry = json_array_get(entries, i);
+    if (!json_is_object(entry)) {
+      problem(c, MPK_EMALFORMED, map_abs, entry_ptr(&pp, i, false, NULL), "expected an object");
+      continue;
+    }
+    const json_t *edl = json_object_get(entry, "externalDataLocation");
+    if (!edl || json_is_null(edl)) continue;
+    if (!json_is_object(edl)) {
+      problem(c, MPK_EMALFORMED, map_abs, entry_ptr(&pp, i, true, NULL),
+              "expected an object (role -> file name)");
+      continue;
+    }
+    const json_t *tbl = json_object_get(entry, "trainingBaseLayerName");
+    const char *layer = json_is_string(tbl) ? json_string_value(tbl) : "?";
+    const char *role;
+    const json_t *val;
+    json_object_foreach((json_t *)edl, role, val) {
+      const char *ptr = entry_ptr(&pp, i, true, role);
+      const char *why = json_is_string(val) ? bad_location(json_string_value(val)) : "is not a string";
+      if (why) {
+        problem(c, MPK_EMALFORMED, map_abs, ptr,
+                "externalDataLocation %s: it must be the name of a file in the variant's inference/ directory "
+                "(one_file_per_tensor: no directories, no \"..\")",
+                why);
+        continue;
+      }
+      const char *name = json_string_value(val);
+      if (n == cap) {
+        size_t nc = cap ? cap * 2 : 16;
+        location *nl = realloc(locs, nc * sizeof *nl);
+        if (!nl) {
+          c->p->found.oom = true;
+          break;
+        }
+        locs = nl;
+        cap = nc;
+      }
+      locs[n++] = (location){.name = name, .entry = i, .role = role};
+      char *rel = inference_rel[0] ? mpk_path_join(inference_rel, name) : strdup(name);
+      char what[400];
+      snprintf(what, sizeof what, "the external data file of %s entry %zu (%.120s) role \"%.40s\"", map_rel, i, layer,
+               role);
+      struct stat st;
+      mpk_error e;
+      if (!rel) c->p->found.oom = true;
+      else if (!probe(c, rel, false, what, &st, &e)) add_error(c, &e);
+      free(rel);
+    }
+  }
+  /* No two entries may claim the same file (HandoffMap.validate). */
+  if (n > 1) qsort(locs, n, sizeof *locs, cmp_location);
+  for (size_t k = 1; k < n; k++)
+    if (strcmp(locs[k].name, locs[k - 1].name) == 0 &&
+        (locs[k].entry != locs[k - 1].entry || strcmp(locs[k].role, locs[k - 1].role) != 0)) {
+      problem(c, MPK_EMALFORMED, map_abs, entry_ptr(&pp, locs[k].entry, true, locs[k].role),
+              "externalDataLocation \"%s\" is claimed twice (entry %zu role \"%s\" and entry %zu role \"%s\")",
+              locs[k].name, locs[k - 1].entry, locs[k - 1].role, locs[k].entry, locs[k].role);
+    }
+  free(locs);
+}
+
+/* The variant's weight_handoff_map.json: present, a JSON object, readable by this reader (version
+   gate), and every externalDataLocation file present in inference/. The full handoff-map reader
+   (names, dtypes, shapes, invariants) is not this check's business. */
+static void check_handoff(check *c, const mpk_mt_variant *v, size_t vi) {
+  const char *mf = c->p->manifest_path;
+  mpk_path pp;
+  if (!v->weight_handoff) {
+    problem(c, MPK_EMALFORMED, mf, variant_ptr(&pp, vi, NULL),
+            "variant \"%s\" has no weightHandoff: its weight_handoff_map.json cannot be found", v->id);
+    return;
+  }
+  char what[300];
+  snprintf(what, sizeof what, "the weight handoff map of variant \"%s\" (weightHandoff)", v->id);
+  struct stat st;
+  mpk_error e;
+  if (!probe(c, v->weight_handoff, false, what, &st, &e)) {
+    add_error(c, &e);
+    return;
+  }
+  char *abs = mpk_path_join(c->r->dir, v->weight_handoff);
+  json_t *doc = NULL;
+  mpk_error_clear(&e);
+  if (!abs) {
+    c->p->found.oom = true;
+    return;
+  }
+  if (mpk_json_load_file(abs, NULL, &doc, &e)) {
+    add_error(c, &e);
+  } else if (!json_is_object(doc)) {
+    problem(c, MPK_EMALFORMED, abs, "", "expected a JSON object");
+  } else {
+    const json_t *sv = json_object_get(doc, "schemaVersion"), *mr = json_object_get(doc, "minReaderVersion");
+    const json_t *entries = json_object_get(doc, "entries");
+    if (sv && !json_is_string(sv)) {
+      problem(c, MPK_EMALFORMED, abs, "/schemaVersion", "expected a \"MAJOR.MINOR\" string");
+    } else if (mr && !json_is_string(mr)) {
+      problem(c, MPK_EMALFORMED, abs, "/minReaderVersion", "expected a \"MAJOR.MINOR\" string");
+    } else if (mpk_doc_version_check(json_string_value(sv), json_string_value(mr), MPK_MT_HANDOFF_READER_VERSION,
+                                     &e)) {
+      problem(c, e.code, abs, e.pointer, "%s", e.message);
+    } else if (!json_is_array(entries)) {
+      problem(c, MPK_EMALFORMED, abs, "/entries", entries ? "expected an array" : "missing field \"entries\"");
+    } else {
+      /* The files live in the variant's inference path, else beside the map (as the reference does). */
+      const char *inf = path_of(v, "inference");
+      char *dir = NULL;
+      if (!inf) {
+        const char *slash = strrchr(v->weight_handoff, '/');
+        dir = strndup(v->weight_handoff, slash ? (size_t)(slash - v->weight_handoff) : 0);
+        inf = dir;
+      }
+      if (inf) check_locations(c, v->weight_handoff, abs, entries, inf);
+      else c->p->found.oom = true;
+      free(dir);
+    }
+  }
+  json_decref(doc);
+  free(abs);
+}
+
+/* ---------------------------------------------------------------- one variant's structure */
+
+static void check_variant(check *c, size_t vi) {
+  const mpk_mt_manifest *m = c->m;
+  const mpk_mt_variant *v = &m->variants[vi];
+  const char *mf = c->p->manifest_path;
+  mpk_path pp;
+  /* Every claimed feature that needs a subtree has its path (MobileTransformersManifest.validate);
+     "embedding" is this reader's addition, the subtree "rag" names. */
+  static const struct {
+    const char *feature, *path;
+  } needs[] = {{"inference", "inference"}, {"train", "train"}, {"rag", "embedding"}, {"embedding", "embedding"}};
+  for (size_t i = 0; i < sizeof needs / sizeof needs[0]; i++)
+    if (has_feature(v, needs[i].feature) && !path_of(v, needs[i].path))
+      problem(c, MPK_EMALFORMED, mf, variant_ptr(&pp, vi, "paths"),
+              "variant \"%s\" claims feature \"%s\" but has no \"%s\" path", v->id, needs[i].feature, needs[i].path);
+  if (!has_feature(v, "inference") && !path_of(v, "inference"))
+    problem(c, MPK_EMALFORMED, mf, variant_ptr(&pp, vi, "paths"),
+            "variant \"%s\" has no \"inference\" path: every variant needs its inference/ group", v->id);
+  for (size_t i = 0; i < v->n_paths; i++) {
+    char what[300];
+    snprintf(what, sizeof what, "the \"%s\" directory of variant \"%s\" (paths)", v->paths[i].key, v->id);
+    struct stat st;
+    mpk_error e;
+    if (!probe(c, v->paths[i].value, true, what, &st, &e)) add_error(c, &e);
+  }
+  /* The plan's inference group: it must exist and select files the manifest lists. */
+  const mpk_mt_plan *plan = mpk_mt_manifest_plan(m, v->id);
+  if (!plan) {
+    problem(c, MPK_EMALFORMED, mf, "/downloadPlan", "variant \"%s\" has no download plan", v->id);
+  } else {
+    const mpk_mt_group *g = mpk_mt_plan_group(plan, "inference");
+    const char *ptr = keys_ptr(&pp, "downloadPlan", v->id, g ? "inference" : NULL);
+    if (!g || g->n_patterns == 0) {
+      problem(c, MPK_EMALFORMED, mf, ptr, "the download plan of variant \"%s\" has %s \"inference\" group", v->id,
+              g ? "an empty" : "no");
+    } else {
+      bool any = false;
+      for (size_t f = 0; f < m->n_files && !any; f++) any = mpk_mt_group_selects(g, m->files[f].path);
+      if (!any)
+        problem(c, MPK_EMALFORMED, mf, ptr,
+                "the \"inference\" group of variant \"%s\" selects no file the manifest lists", v->id);
+    }
+  }
+  check_handoff(c, v, vi);
+}
+
+static void check_required(check *c) {
+  for (size_t i = 0; i < c->m->n_required_files; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "required file (requiredFiles/%zu)", i);
+    struct stat st;
+    mpk_error e;
+    if (!probe(c, c->m->required_files[i], false, what, &st, &e)) add_error(c, &e);
+  }
+}
+
+/* ---------------------------------------------------------------- plans and scope */
+
+static bool checked(const check *c, const char *id) {
+  for (size_t i = 0; i < c->r->n_variants; i++)
+    if (strcmp(c->r->variants[i], id) == 0) return true;
+  return false;
+}
+
+static bool under_variant(const char *path, const char *id) {
+  size_t n = strlen(id);
+  return strncmp(path, "variants/", 9) == 0 && strncmp(path + 9, id, n) == 0 && path[9 + n] == '/';
+}
+
+static bool plan_selects(const mpk_mt_plan *plan, const char *path) {
+  for (size_t g = 0; plan && g < plan->n_groups; g++)
+    if (mpk_mt_group_selects(&plan->groups[g], path)) return true;
+  return false;
+}
+
+/* In scope: what the checked variants' plans select or hold under variants/<id>/, and package-wide
+   files (selected by no plan, under no variant's directory: README, licenses, ...). */
+static bool in_scope(const check *c, const char *path) {
+  const mpk_mt_manifest *m = c->m;
+  if (c->o->all_variants) return true;
+  for (size_t i = 0; i < c->r->n_variants; i++)
+    if (under_variant(path, c->r->variants[i]) || plan_selects(mpk_mt_manifest_plan(m, c->r->variants[i]), path))
+      return true;
+  for (size_t i = 0; i < m->n_plans; i++)
+    if (plan_selects(&m->plans[i], path)) return false;
+  for (size_t i = 0; i < m->n_variants; i++)
+    if (under_variant(path, m->variants[i].id)) return false;
+  return true;
+}
+
+/* Patterns that select nothing are warnings: the exporter writes the core patterns whether or not
+   the model has, e.g., a chat template. */
+static void check_patterns(check *c) {
+  const mpk_mt_manifest *m = c->m;
+  for (size_t i = 0; i < m->n_plans; i++) {
+    const mpk_mt_plan *plan = &m->plans[i];
+    if (!mpk_mt_manifest_variant(m, plan->variant)) {
+      note(c, "warning: downloadPlan has a plan for \"%s\", which is not among the variants", plan->variant);
+      continue;
+    }
+    if (!checked(c, plan->variant)) continue;
+    for (size_t g = 0; g < plan->n_groups; g++)
+      for (size_t k = 0; k < plan->groups[g].n_patterns; k++) {
+        const char *pat = plan->groups[g].patterns[k];
+        size_t n = strlen(pat);
+        bool any = strcmp(pat, MPK_MT_MANIFEST_FILENAME) == 0;
+        for (size_t f = 0; f < m->n_files && !any; f++) any = mpk_pattern_matches(pat, m->files[f].path);
+        if (any) continue;
+        bool glob = n > 3 && strcmp(pat + n - 3, "/**") == 0;
+        note(c, "warning: download pattern \"%s\" (variant \"%s\", group \"%s\") %s", pat, plan->variant,
+             plan->groups[g].name,
+             glob ? "selects no file the manifest lists" : "names a file the manifest does not list");
+      }
+  }
+}
+
+/* ---------------------------------------------------------------- integrity */
+
+static void check_listing(check *c) {
+  const mpk_mt_manifest *m = c->m;
+  mpk_path pp;
+  for (size_t i = 0; i < m->n_files; i++) {
+    const mpk_mt_file *f = &m->files[i];
+    if (!f->has_size)
+      problem(c, MPK_EMALFORMED, c->p->manifest_path, keys_ptr(&pp, "sha256", f->path, NULL),
+              "file \"%s\" has a sha256 digest but no fileSizes entry", f->path);
+    if (!f->sha256)
+      problem(c, MPK_EMALFORMED, c->p->manifest_path, keys_ptr(&pp, "fileSizes", f->path, NULL),
+              "file \"%s\" has a size but no sha256 digest", f->path);
+  }
+}
+
+static int check_integrity(check *c) {
+  const mpk_mt_manifest *m = c->m;
+  mpk_mt_report *r = c->r;
+  mpk_digest_job *jobs = calloc(m->n_files ? m->n_files : 1, sizeof *jobs);
+  const mpk_mt_file **of = calloc(m->n_files ? m->n_files : 1, sizeof *of);
+  if (!jobs || !of) {
+    free(jobs);
+    free(of);
+    return MPK_ENOMEM;
+  }
+  size_t nj = 0, skipped = 0;
+  int rc = 0;
+  /* Sizes first, for every file: a truncated file fails before anything is hashed. */
+  for (size_t i = 0; i < m->n_files && !rc; i++) {
+    const mpk_mt_file *f = &m->files[i];
+    if (!in_scope(c, f->path)) {
+      skipped++;
+      continue;
+    }
+    r->n_files++;
+    struct stat st;
+    mpk_error e;
+    if (!probe(c, f->path, false, "listed file", &st, &e)) {
+      add_error(c, &e);
+      continue;
+    }
+    if (f->has_size && (uint64_t)st.st_size != f->size) {
+      char *abs = mpk_path_join(r->dir, f->path);
+      problem(c, MPK_EMISMATCH, abs ? abs : f->path, NULL, "file is %lld bytes, fileSizes says %llu (%s)",
+              (long long)st.st_size, (unsigned long long)f->size,
+              (uint64_t)st.st_size < f->size ? "truncated" : "longer than listed");
+      free(abs);
+      continue;
+    }
+    if (f->has_size) r->n_files_sized++;
+    if (c->o->no_hash || !f->sha256) continue;
+    char *abs = mpk_path_join(r->dir, f->path);
+    if (!abs) {
+      rc = MPK_ENOMEM;
+      break;
+    }
+    jobs[nj] = (mpk_digest_job){.path = abs, .algo = MPK_DIGEST_SHA256, .expected_size = (uint64_t)st.st_size};
+    of[nj++] = f;
+  }
+  if (!rc) {
+    mpk_error e;
+    mpk_error_clear(&e);
+    rc = mpk_digest_files(jobs, nj, c->o->workers, c->o->progress, c->o->progress_ctx, &e);
+  }
+  for (size_t j = 0; !rc && j < nj; j++) {
+    if (jobs[j].code)
+      problem(c, jobs[j].code, jobs[j].path, NULL, "listed file could not be read to hash it");
+    else if (jobs[j].size != jobs[j].expected_size)
+      problem(c, MPK_EMISMATCH, jobs[j].path, NULL, "file changed size while it was hashed");
+    else if (strcmp(jobs[j].hex, of[j]->sha256) != 0)
+      problem(c, MPK_EMISMATCH, jobs[j].path, NULL, "SHA-256 %s does not equal the manifest's sha256 %s",
+              jobs[j].hex, of[j]->sha256);
+    else {
+      r->n_files_hashed++;
+      r->bytes_hashed += jobs[j].size;
+    }
+  }
+  for (size_t j = 0; j < nj; j++) free((char *)jobs[j].path);
+  free(jobs);
+  free(of);
+  if (rc) return rc;
+  if (skipped)
+    note(c, "%zu listed file%s of other variants not checked (check them all with --all-variants)", skipped,
+         skipped == 1 ? "" : "s");
+  if (c->o->no_hash) note(c, "digests not computed (--no-hash): presence, confinement and sizes only");
+  return 0;
+}
+
+/* ---------------------------------------------------------------- files the manifest does not list */
+
+static int unlisted_cb(void *ctx, const char *rel, int type, uint64_t size) {
+  (void)type;
+  (void)size;
+  check *c = ctx;
+  struct mpk_mt_report_priv *p = c->p;
+  if (strcmp(rel, MPK_MT_MANIFEST_FILENAME) == 0 || mpk_mt_manifest_file(c->m, rel)) return 0;
+  if (p->n_unlisted == p->cap_unlisted) {
+    size_t nc = p->cap_unlisted ? p->cap_unlisted * 2 : 16;
+    char **nu = realloc(p->unlisted, nc * sizeof *nu);
+    if (!nu) return MPK_ENOMEM;
+    p->unlisted = nu;
+    p->cap_unlisted = nc;
+  }
+  if (!(p->unlisted[p->n_unlisted] = strdup(rel))) return MPK_ENOMEM;
+  p->n_unlisted++;
+  return 0;
+}
+
+static int check_unlisted(check *c) {
+  struct mpk_mt_report_priv *p = c->p;
+  mpk_error e;
+  mpk_error_clear(&e);
+  int rc = mpk_walk_files(c->r->dir, unlisted_cb, c, &e);
+  c->r->unlisted = (const char *const *)p->unlisted;
+  c->r->n_unlisted = p->n_unlisted;
+  if (rc == MPK_ENOMEM) return rc;
+  if (rc) add_error(c, &e);
+  for (size_t i = 0; i < p->n_unlisted && i < MAX_UNLISTED_LINES; i++) {
+    char *abs = mpk_path_join(c->r->dir, p->unlisted[i]);
+    note(c, "warning: %s is on disk but the manifest does not list it: it is not verified", abs ? abs : p->unlisted[i]);
+    free(abs);
+  }
+  if (p->n_unlisted > MAX_UNLISTED_LINES)
+    note(c, "warning: %zu more files on disk are not listed by the manifest", p->n_unlisted - MAX_UNLISTED_LINES);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- the check */
+
+static int run(check *c) {
+  if (!load_manifest(c)) return c->p->manifest_path ? 0 : MPK_ENOMEM; /* nothing else can be checked */
+  int rc = select_variants(c);
+  if (rc) return rc;
+  for (size_t i = 0; i < c->m->n_variants; i++)
+    if (checked(c, c->m->variants[i].id)) check_variant(c, i);
+  check_required(c);
+  check_patterns(c);
+  check_listing(c);
+  if ((rc = check_integrity(c))) return rc;
+  return check_unlisted(c);
+}
+
+int mpk_mt_check(const char *dir, const mpk_mt_check_options *opts, mpk_mt_report **out, mpk_error *err) {
+  if (!dir || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
+  *out = NULL;
+  static const mpk_mt_check_options defaults = {0};
+  if (!opts) opts = &defaults;
+  if (opts->variant && opts->all_variants)
+    return mpk_fail(err, MPK_EINVAL, dir, NULL, "give one variant or all variants, not both");
+  if (!mpk_is_dir(dir)) return mpk_fail(err, MPK_ENOTFOUND, dir, NULL, "not a directory");
+  mpk_mt_report *r = calloc(1, sizeof *r);
+  struct mpk_mt_report_priv *p = r ? calloc(1, sizeof *p) : NULL;
+  if (!p || !(p->dir = strdup(dir))) {
+    free(p);
+    free(r);
+    return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
+  }
+  r->priv_ = p;
+  r->dir = p->dir;
+  r->all_variants = opts->all_variants ? 1 : 0;
+  check c = {.r = r, .p = p, .o = opts};
+  int rc = run(&c);
+  r->hashed = c.m && !opts->no_hash;
+  if (!rc && p->found.oom) rc = MPK_ENOMEM; /* a problem could not be kept: never report "all hold" */
+  if (rc) {
+    mpk_mt_report_free(r);
+    return rc == MPK_ECANCELLED ? mpk_fail(err, rc, dir, NULL, "cancelled")
+                                : mpk_fail(err, rc, dir, NULL, "out of memory");
+  }
+  *out = r;
+  return 0;
+}
+
+void mpk_mt_report_free(mpk_mt_report *r) {
+  if (!r) return;
+  struct mpk_mt_report_priv *p = r->priv_;
+  if (p) {
+    mpk_findings_free(&p->found);
+    mpk_mt_manifest_free(p->manifest);
+    for (size_t i = 0; i < p->n_unlisted; i++) free(p->unlisted[i]);
+    free(p->unlisted);
+    free((void *)p->variants);
+    free(p->manifest_path);
+    free(p->dir);
+    free(p);
+  }
+  free(r);
+}
