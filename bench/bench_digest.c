@@ -1,6 +1,6 @@
 /* bench_digest — time mpk_digest_files() over shard files and report throughput and peak RSS.
  *
- *   bench_digest [--algo md5|sha256] [--workers N] [--repeat R] [--quiet] FILE...
+ *   bench_digest [--algo md5|sha256] [--workers N] [--repeat R] [--sizes] [--quiet] FILE...
  *
  * Runs mpk_digest_files() R times (default 1) over all FILEs with N workers (default 1) and
  * prints, per run, the wall time and MB/s (MB = 10^6 bytes), then one machine-readable line:
@@ -12,6 +12,9 @@
  * close to the worker count when every worker had a core to itself. rss_before_kib is the
  * process's peak RSS before the first hash (program, libc, libcrypto); maxrss_kib is
  * getrusage(RUSAGE_SELF).ru_maxrss after the last one, so the difference is what hashing added.
+ * With --sizes each job's expected_size is set from stat(), as modelpkg's callers do, so the pool
+ * hands the files out largest first; without it every expected_size is 0 and the files go out in
+ * the order given (the pool's behaviour before largest-first; used by run_mt.sh to compare both).
  * Unless --quiet, each file's digest follows as "DIGEST <hex>  <path>" (the md5sum/sha256sum
  * layout) so a driver script can check the peers agree.
  *
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "modelpkg.h"
@@ -49,17 +53,18 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: bench_digest [--algo md5|sha256] [--workers N] [--repeat R] [--quiet] FILE...\n");
+  fprintf(stderr, "usage: bench_digest [--algo md5|sha256] [--workers N] [--repeat R] [--sizes] [--quiet] FILE...\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
   mpk_digest_algo algo = MPK_DIGEST_MD5;
   unsigned workers = 1;
-  int repeat = 1, quiet = 0, i = 1;
+  int repeat = 1, quiet = 0, sizes = 0, i = 1;
   for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
     if (strcmp(argv[i], "--") == 0) { i++; break; }
     if (strcmp(argv[i], "--quiet") == 0) { quiet = 1; continue; }
+    if (strcmp(argv[i], "--sizes") == 0) { sizes = 1; continue; }
     if (i + 1 >= argc) usage();
     if (strcmp(argv[i], "--algo") == 0) {
       const char *a = argv[++i];
@@ -90,6 +95,8 @@ int main(int argc, char **argv) {
     for (size_t k = 0; k < n; k++) {
       jobs[k].path = argv[i + (int)k];
       jobs[k].algo = algo;
+      struct stat st;
+      if (sizes && stat(jobs[k].path, &st) == 0) jobs[k].expected_size = (uint64_t)st.st_size;
     }
     mpk_error err;
     mpk_error_clear(&err);

@@ -140,7 +140,7 @@ typedef enum mpk_digest_algo { MPK_DIGEST_MD5 = 0, MPK_DIGEST_SHA256 } mpk_diges
 typedef struct mpk_digest_job {
   const char *path;
   mpk_digest_algo algo;
-  uint64_t expected_size;   /**< used for progress totals; the real size is measured */
+  uint64_t expected_size;   /**< progress totals and the order (largest first); the real size is measured */
   /* results */
   int code;                 /**< 0 or MPK_E* for this file */
   uint64_t size;            /**< bytes read */
