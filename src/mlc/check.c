@@ -72,15 +72,15 @@ static void check_manifest(mpk_mlc_report *r) {
   mpk_error e;
   mpk_error_clear(&e);
   if (r->has_manifest) {
-    /* Parse first without the self-check so the recomputed id can be reported either way. */
+    /* Parse without the self-check, then run it here: the recomputed id is reported either way. */
     mpk_mapped m;
     if (mpk_map_file(manifest, MPK_JSON_DEFAULT_MAX_BYTES, &m, &e) == 0) {
       mpk_mlc_package *pkg = NULL;
       if (mpk_mlc_package_parse(m.data, m.size, manifest, 1, &pkg, &e) == 0) {
-        mpk_mlc_package_interface_id(pkg, r->computed_interface_id, &e);
-        mpk_mlc_package_free(pkg);
-        if (mpk_mlc_package_parse(m.data, m.size, manifest, 0, &p->package, &e) == 0)
-          r->package = p->package;
+        if (mpk_mlc_package_verify_interface_id(pkg, manifest, r->computed_interface_id, &e) == 0)
+          r->package = p->package = pkg;
+        else
+          mpk_mlc_package_free(pkg);
       }
       mpk_unmap_file(&m);
     }

@@ -26,6 +26,10 @@ json_t *mpk_mlc_tasks_json(const mpk_mlc_task *tasks, size_t n);
 /* interface_id of parsed (normalized) tasks. */
 int mpk_mlc_tasks_interface_id(const mpk_mlc_task *tasks, size_t n, char out[MPK_SHA256_ID_SIZE],
                                mpk_error *err);
+/* The self-check: recompute the interface_id into `computed` and compare it with the declared one
+   (MPK_EMISMATCH naming `file` when they differ). */
+int mpk_mlc_package_verify_interface_id(const mpk_mlc_package *pkg, const char *file,
+                                        char computed[MPK_SHA256_ID_SIZE], mpk_error *err);
 /* Parse an artifact object already read as JSON. `file` names it in errors. */
 int mpk_mlc_artifact_from_json(const json_t *value, const char *file, mpk_mlc_artifact **out,
                                mpk_error *err);

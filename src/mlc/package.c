@@ -262,11 +262,7 @@ int mpk_mlc_package_parse(const void *data, size_t len, const char *file, int sk
   json_decref(root);
   if (!rc && !skip_interface_check) {
     char id[MPK_SHA256_ID_SIZE];
-    rc = mpk_mlc_tasks_interface_id(pkg->tasks, pkg->n_tasks, id, err);
-    if (!rc && strcmp(id, pkg->interface_id) != 0)
-      rc = mpk_fail(err, MPK_EMISMATCH, file, "",
-                    "interface_id does not match its tasks (declared %s, computed %s)",
-                    pkg->interface_id, id);
+    rc = mpk_mlc_package_verify_interface_id(pkg, file, id, err);
   }
   if (rc) {
     mpk_arena_free(a);
@@ -274,6 +270,15 @@ int mpk_mlc_package_parse(const void *data, size_t len, const char *file, int sk
   }
   *out = pkg;
   return 0;
+}
+
+int mpk_mlc_package_verify_interface_id(const mpk_mlc_package *pkg, const char *file,
+                                        char computed[MPK_SHA256_ID_SIZE], mpk_error *err) {
+  int rc = mpk_mlc_tasks_interface_id(pkg->tasks, pkg->n_tasks, computed, err);
+  if (!rc && strcmp(computed, pkg->interface_id) != 0)
+    rc = mpk_fail(err, MPK_EMISMATCH, file, "", "interface_id does not match its tasks (declared %s, computed %s)",
+                  pkg->interface_id, computed);
+  return rc;
 }
 
 int mpk_mlc_package_load(const char *path, mpk_mlc_package **out, mpk_error *err) {
