@@ -1,5 +1,6 @@
 /* Replacing a file so that a crash at any instant leaves the old bytes or the new bytes: write a
    temporary file in the same directory, fsync it, rename it over the target, fsync the directory. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -62,5 +63,53 @@ int mpk_write_file_atomic(const char *path, const void *data, size_t len, mpk_er
 out:
   free(tmp);
   free(dir_copy);
+  return rc;
+}
+
+/* mkstemp's suffix: six characters from [A-Za-z0-9]. */
+static bool is_temp_suffix(const char *s) {
+  for (int i = 0; i < 6; i++)
+    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9'))) return false;
+  return s[6] == '\0';
+}
+
+int mpk_atomic_cleanup(const char *path, size_t *removed, mpk_error *err) {
+  if (removed) *removed = 0;
+  char *dir_copy = strdup(path), *base_copy = strdup(path);
+  if (!dir_copy || !base_copy) {
+    free(dir_copy);
+    free(base_copy);
+    return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
+  }
+  const char *dir = dirname(dir_copy), *base = basename(base_copy);
+  size_t bl = strlen(base);
+  int rc = 0;
+  DIR *d = opendir(dir);
+  if (!d) {
+    if (errno != ENOENT) rc = mpk_fail(err, MPK_EIO, dir, NULL, "cannot list: %s", strerror(errno));
+    goto out;
+  }
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    /* Only our own leftovers: "<base>.tmp.XXXXXX", a regular file. */
+    if (strncmp(e->d_name, base, bl) != 0 || strncmp(e->d_name + bl, ".tmp.", 5) != 0 ||
+        !is_temp_suffix(e->d_name + bl + 5))
+      continue;
+    char *full = mpk_path_join(dir, e->d_name);
+    struct stat st;
+    if (full && lstat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+      if (unlink(full) == 0) {
+        if (removed) (*removed)++;
+      } else {
+        rc = mpk_fail(err, MPK_EIO, full, NULL, "cannot remove a stale temporary file: %s", strerror(errno));
+      }
+    }
+    free(full);
+    if (rc) break;
+  }
+  closedir(d);
+out:
+  free(dir_copy);
+  free(base_copy);
   return rc;
 }

@@ -175,6 +175,10 @@ bool mpk_is_dir(const char *path);
 bool mpk_path_is_confined(const char *rel, const char **why);
 /* `path` (which exists) resolves, through symbolic links, to a place inside `dir`. */
 bool mpk_path_resolves_inside(const char *dir, const char *path);
+/* Remove what an interrupted mpk_write_file_atomic(path) left: regular files named
+   "<basename>.tmp.XXXXXX" beside `path`. A writer that also lists the tree calls it first, so a
+   leftover is never taken for a package file. */
+int mpk_atomic_cleanup(const char *path, size_t *removed, mpk_error *err);
 /* dir + "/" + name into a fresh malloc'ed string. */
 char *mpk_path_join(const char *dir, const char *name);
 

@@ -682,6 +682,21 @@ int mpk_mt_build(const char *dir, const mpk_mt_build_input *in, mpk_mt_build_res
     }
   }
 
+  /* What an interrupted earlier run left beside the documents it writes is not package content. */
+  if (!in->dry_run) {
+    char *mp = mpk_path_join(dir, MPK_MT_MANIFEST_FILENAME);
+    rc = mp ? mpk_atomic_cleanup(mp, NULL, err) : mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
+    free(mp);
+    for (size_t i = 0; !rc && i < d.n; i++) {
+      char rel[600];
+      snprintf(rel, sizeof rel, "variants/%s/%s", d.variants[i].id, CHECKSUMS);
+      char *cp = mpk_path_join(dir, rel);
+      rc = cp ? mpk_atomic_cleanup(cp, NULL, err) : mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
+      free(cp);
+    }
+    if (rc) goto done;
+  }
+
   /* Pass 1: list and hash the tree (without the manifest and the declared variants' checksums). */
   if ((rc = mpk_walk_files(dir, on_file, &t, err))) goto done;
   if (t.n) qsort(t.e, t.n, sizeof *t.e, cmp_entry);
