@@ -965,8 +965,8 @@ typedef struct mpk_mt_report {
  * read (version gate, typed fields, confined paths, download patterns); it must declare a variant
  * and a defaultVariant among them. For the selected variant(s): every claimed feature has its path
  * (inference, train, rag → embedding), every declared path is a directory inside the package, the
- * plan has an "inference" group, and weightHandoff names a weight_handoff_map.json (version gate
- * MPK_MT_HANDOFF_READER_VERSION) whose every externalDataLocation file exists in inference/.
+ * plan has an "inference" group, and weightHandoff names a weight_handoff_map.json that
+ * mpk_mt_handoff_parse() accepts and whose every externalDataLocation file exists in inference/.
  * Every requiredFiles entry exists. Integrity: every listed file in scope exists inside the package
  * (symbolic links resolved), has exactly its fileSizes size — all sizes are checked before any
  * hashing — and its sha256 digest (hashed streaming on a pool of `workers` threads). Files on disk
@@ -1045,6 +1045,126 @@ MPK_API int mpk_mt_build(const char *dir, const mpk_mt_build_input *in, mpk_mt_b
                          mpk_error *err);
 /** Release what a result holds (accepts NULL and a zeroed result); the struct itself is the caller's. */
 MPK_API void mpk_mt_build_result_free(mpk_mt_build_result *r);
+
+/* ============================================================================================
+ * mt: the weight handoff map (weight_handoff_map.json, reader MPK_MT_HANDOFF_READER_VERSION)
+ * ========================================================================================== */
+
+#define MPK_MT_HANDOFF_FILENAME "weight_handoff_map.json"
+
+/** The fixed roles of an entry's tensors, in the reference's ROLE_ORDER. */
+typedef enum mpk_mt_role {
+  MPK_MT_ROLE_WEIGHT = 0,       /**< "weight" */
+  MPK_MT_ROLE_WEIGHT_QUANTIZED, /**< "weight_quantized" */
+  MPK_MT_ROLE_SCALE,            /**< "scale" */
+  MPK_MT_ROLE_ZERO_POINT,       /**< "zero_point" */
+  MPK_MT_ROLE_COUNT
+} mpk_mt_role;
+
+/** "weight", "weight_quantized", "scale", "zero_point"; NULL for anything else. */
+MPK_API const char *mpk_mt_role_name(mpk_mt_role role);
+
+typedef enum mpk_mt_transpose_policy {
+  MPK_MT_NO_TRANSPOSE = 0,              /**< "no_transpose" (also when absent) */
+  MPK_MT_ALREADY_TRANSPOSED_FOR_INFERENCE /**< "already_transposed_for_inference" */
+} mpk_mt_transpose_policy;
+
+/** A shape: every dimension a positive integer. `present` 0: not declared. */
+typedef struct mpk_mt_dims {
+  const int64_t *dims;
+  size_t ndim;
+  int present;
+} mpk_mt_dims;
+
+/** A named training-side factor's shape (adapterShapes). */
+typedef struct mpk_mt_named_dims {
+  const char *key;
+  mpk_mt_dims shape;
+} mpk_mt_named_dims;
+
+/**
+ * One entries[] element. The per-role maps are arrays indexed by mpk_mt_role; NULL (or a dims
+ * with `present` 0) where the role is absent. Adapter-keyed maps are sorted by key.
+ */
+typedef struct mpk_mt_handoff_entry {
+  size_t index;                         /**< position in the document's entries array */
+  const char *training_base_layer_name;
+  const char *dtype;                    /**< entry-level: the weight-like role's */
+  mpk_mt_dims shape;                    /**< entry-level; absent reads as [] (as the reference) */
+  const char *tensor_dtypes[MPK_MT_ROLE_COUNT];
+  mpk_mt_dims tensor_shapes[MPK_MT_ROLE_COUNT];
+  const char *merger_output_names[MPK_MT_ROLE_COUNT];
+  const char *merged_tensor_names[MPK_MT_ROLE_COUNT];
+  const char *inference_initializer_names[MPK_MT_ROLE_COUNT];
+  const char *external_data_location[MPK_MT_ROLE_COUNT]; /**< a file name in inference/ */
+  const char *sha256[MPK_MT_ROLE_COUNT];                 /**< 64 lowercase hex digits */
+  const char *genai_input_names[MPK_MT_ROLE_COUNT];
+  const mpk_mt_pair *checkpoint_names;  /**< role ("weight", "adapter_A", ...) → checkpoint name */
+  size_t n_checkpoint_names;
+  const mpk_mt_pair *adapter_dtypes;    /**< adapter role → dtype (1.1) */
+  size_t n_adapter_dtypes;
+  const mpk_mt_named_dims *adapter_shapes; /**< adapter role → shape (1.1) */
+  size_t n_adapter_shapes;
+  int quantized;                        /**< 1: a quantization object is present */
+  const char *weight_quantized_name;    /**< quantization.weightQuantizedName (when quantized) */
+  const char *scale_name;               /**< quantization.scaleName */
+  const char *zero_point_name;          /**< quantization.zeroPointName */
+  mpk_mt_transpose_policy transpose_policy;
+} mpk_mt_handoff_entry;
+
+/** A read and validated handoff map. Immutable; freed with mpk_mt_handoff_free(). */
+typedef struct mpk_mt_handoff {
+  const char *schema_version;
+  const char *min_reader_version;
+  const char *handoff_mode;             /**< always "external_initializer" once read */
+  const char *const *engines;           /**< default ["native", "genai"] */
+  size_t n_engines;
+  const char *external_data_layout;     /**< always "one_file_per_tensor" once read */
+  const char *frozen_base_blob;         /**< default "frozen_base.onnx.data" */
+  const mpk_mt_pair *merger_models;     /**< merger variant → ONNX file, sorted by key */
+  size_t n_merger_models;
+  const mpk_mt_handoff_entry *entries;  /**< in document order (the writer sorts them) */
+  size_t n_entries;
+  struct mpk_mt_handoff_priv *priv_;
+} mpk_mt_handoff;
+
+/**
+ * Read a weight_handoff_map.json, fail-closed (rules: docs/mt.md, "The weight handoff map"): the
+ * version gate first (reader MPK_MT_HANDOFF_READER_VERSION; unknown fields tolerated and kept for
+ * mpk_mt_handoff_json()), then every field typed: role maps keyed by the four roles only, names
+ * non-empty strings, dtypes from float32 float16 bfloat16 int8 uint8 int4 uint4 int32 int64, every
+ * dimension a positive integer, transposePolicy one of its two values, externalDataLocation (and
+ * frozenBaseBlob) a plain file name (no separator, not "." or ".."), sha256 64 lowercase hex
+ * digits. Then the invariants of HandoffMap.validate(): handoffMode external_initializer
+ * (model_input / adapter: MPK_EUNSUPPORTED), externalDataLayout one_file_per_tensor, merged name ==
+ * inference name for every role, a quantized entry's names equal its roles' inference names and it
+ * declares tensorDtypes/tensorShapes, a role with a file has both when either map is given, no
+ * externalDataLocation file, inference initializer name or trainingBaseLayerName claimed twice.
+ * Errors name the entry (its trainingBaseLayerName) and the rule, at the JSON pointer of the field.
+ */
+MPK_API int mpk_mt_handoff_parse(const void *data, size_t len, const char *file, mpk_mt_handoff **out,
+                                 mpk_error *err);
+/** Read a map file (or DIR/weight_handoff_map.json). */
+MPK_API int mpk_mt_handoff_load(const char *path, mpk_mt_handoff **out, mpk_error *err);
+MPK_API void mpk_mt_handoff_free(mpk_mt_handoff *map);
+
+/**
+ * The on-disk dtype and shape of an entry's role (its .bin has no header): tensorDtypes[role] and
+ * tensorShapes[role] when both are declared; else the entry-level dtype/shape, but only for an
+ * entry with a single role that is not quantized (a map written before the per-role fields).
+ * Borrowed pointers. MPK_ENOTFOUND when the role is not described.
+ */
+MPK_API int mpk_mt_handoff_role_layout(const mpk_mt_handoff_entry *entry, mpk_mt_role role, const char **dtype,
+                                       const int64_t **shape, size_t *ndim, mpk_error *err);
+
+/**
+ * The map in canonical form, byte-identical to the reference HandoffMap.to_json(): every field the
+ * reference writes (absent ones with its defaults, a null quantization left out), unknown fields
+ * kept, entries sorted by inferenceInitializerNames.weight (else trainingBaseLayerName), Python
+ * json.dumps(indent=2, sort_keys=True, ASCII escapes) + "\n". The same bytes whatever the order of
+ * the entries read. Malloc'ed; free with mpk_free(). Write it with mpk_write_file_atomic().
+ */
+MPK_API int mpk_mt_handoff_json(const mpk_mt_handoff *map, char **out, size_t *len, mpk_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
 /* modelpkg mt build DIR --describe BUILD.json [--jobs N] [--dry-run]
-   modelpkg mt reseal DIR [--jobs N] [--dry-run] */
+   modelpkg mt reseal DIR [--jobs N] [--dry-run]
+   modelpkg mt handoff fmt FILE */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 static const char help[] =
     "usage: modelpkg mt build DIR --describe BUILD.json [--jobs N] [--dry-run]\n"
     "       modelpkg mt reseal DIR [--jobs N] [--dry-run]\n"
+    "       modelpkg mt handoff fmt FILE\n"
     "\n"
     "Seal a MobileTransformers package: write DIR/mobiletransformers_manifest.json and each\n"
     "variants/<id>/checksums.json, byte-identical to the reference exporter for the same tree and\n"
@@ -33,7 +35,58 @@ static const char help[] =
     "  --dry-run         compute everything and tell what would change; write nothing\n"
     "  -h, --help        show this help\n"
     "\n"
+    "  handoff fmt FILE  read a weight_handoff_map.json (version gate, every invariant) and\n"
+    "           rewrite it atomically in canonical form: the reference to_json() bytes (sorted keys\n"
+    "           and entries, indent 2, ASCII escapes); unchanged bytes are not rewritten\n"
+    "\n"
     "exit status: 0 sealed (or nothing to change), 1 refused or failed, 2 usage error\n";
+
+/* modelpkg mt handoff fmt FILE */
+static int handoff_fmt(int argc, char **argv) {
+  if (argc < 3 || strcmp(argv[2], "fmt") != 0) {
+    if (argc >= 3 && mpk_cli_is_help(argv[2])) {
+      fputs(help, stdout);
+      return MPK_EXIT_OK;
+    }
+    if (argc < 3) return mpk_cli_usage_error("mt handoff", "missing the subcommand (fmt)");
+    return mpk_cli_usage_error("mt handoff", "unknown subcommand '%s'", argv[2]);
+  }
+  const char *file = NULL;
+  for (int i = 3; i < argc; i++) {
+    if (mpk_cli_is_help(argv[i])) {
+      fputs(help, stdout);
+      return MPK_EXIT_OK;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return mpk_cli_usage_error("mt handoff fmt", "unknown option '%s'", argv[i]);
+    } else if (!file) {
+      file = argv[i];
+    } else {
+      return mpk_cli_usage_error("mt handoff fmt", "unexpected argument '%s'", argv[i]);
+    }
+  }
+  if (!file) return mpk_cli_usage_error("mt handoff fmt", "missing the map FILE");
+  if (mpk_is_dir(file)) return mpk_cli_usage_error("mt handoff fmt", "'%s' is a directory, not a map file", file);
+  mpk_error err;
+  mpk_error_clear(&err);
+  mpk_mt_handoff *map = NULL;
+  char *text = NULL;
+  size_t len = 0;
+  mpk_mapped old = {0};
+  int rc = mpk_mt_handoff_load(file, &map, &err);
+  if (!rc) rc = mpk_mt_handoff_json(map, &text, &len, &err);
+  bool same = false;
+  if (!rc && mpk_map_file(file, MPK_JSON_DEFAULT_MAX_BYTES, &old, NULL) == 0) {
+    same = old.size == len && memcmp(old.data, text, len) == 0;
+    mpk_unmap_file(&old);
+  }
+  if (!rc && !same) rc = mpk_write_file_atomic(file, text, len, &err);
+  if (rc) mpk_cli_error(&err);
+  else if (same) printf("OK: %s is already canonical (%zu entries)\n", file, map->n_entries);
+  else printf("OK: rewrote %s in canonical form (%zu entries)\n", file, map->n_entries);
+  mpk_free(text);
+  mpk_mt_handoff_free(map);
+  return rc ? MPK_EXIT_FAIL : MPK_EXIT_OK;
+}
 
 static const char *const kind_names[] = {"added", "removed", "changed"};
 
@@ -87,6 +140,7 @@ int mpk_cmd_mt(int argc, char **argv) {
     return argc < 2 ? MPK_EXIT_USAGE : MPK_EXIT_OK;
   }
   const char *verb = argv[1];
+  if (strcmp(verb, "handoff") == 0) return handoff_fmt(argc, argv);
   bool build = strcmp(verb, "build") == 0;
   if (!build && strcmp(verb, "reseal") != 0) return mpk_cli_usage_error("mt", "unknown subcommand '%s'", verb);
   char cmd[32];

@@ -79,16 +79,6 @@ static const char *variant_ptr(mpk_path *pp, size_t vi, const char *key) {
   return pp->buf;
 }
 
-/* "/entries/N" + "/externalDataLocation" + "/role" of a handoff map, as far as given. */
-static const char *entry_ptr(mpk_path *pp, size_t i, bool edl, const char *role) {
-  mpk_path_init(pp);
-  mpk_path_push_key(pp, "entries");
-  mpk_path_push_index(pp, i);
-  if (edl) mpk_path_push_key(pp, "externalDataLocation");
-  if (role) mpk_path_push_key(pp, role);
-  return pp->buf;
-}
-
 /* ---------------------------------------------------------------- files on disk */
 
 /* Whether DIR/rel exists inside the package (symbolic links resolved) as a regular file, or a
@@ -199,97 +189,30 @@ static int select_variants(check *c) {
 
 /* ---------------------------------------------------------------- the weight handoff map */
 
-/* externalDataLocation names one flat file in inference/ (externalDataLayout one_file_per_tensor). */
-static const char *bad_location(const char *s) {
-  if (!*s) return "is empty";
-  if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0) return "is a \".\" or \"..\" segment";
-  if (strchr(s, '/')) return s[0] == '/' ? "is absolute" : "names a subdirectory";
-  if (strchr(s, '\\')) return "contains a backslash";
-  return NULL;
-}
-
-typedef struct location {
-  const char *name;
-  size_t entry;
-  const char *role;
-} location;
-
-static int cmp_location(const void *a, const void *b) {
-  const location *x = a, *y = b;
-  int d = strcmp(x->name, y->name);
-  return d ? d : x->entry < y->entry ? -1 : x->entry > y->entry;
-}
-
-static void check_locations(check *c, const char *map_rel, const char *map_abs,
-                            const json_t *entries, const char *inference_rel) {
-  size_t cap = 0, n = 0;
-  location *locs = NULL;
-  mpk_path pp;
-  for (size_t i = 0; i < json_array_size(entries); i++) {
-    const json_t *entry = json_array_get(entries, i);
-    if (!json_is_object(entry)) {
-      problem(c, MPK_EMALFORMED, map_abs, entry_ptr(&pp, i, false, NULL), "expected an object");
-      continue;
-    }
-    const json_t *edl = json_object_get(entry, "externalDataLocation");
-    if (!edl || json_is_null(edl)) continue;
-    if (!json_is_object(edl)) {
-      problem(c, MPK_EMALFORMED, map_abs, entry_ptr(&pp, i, true, NULL),
-              "expected an object (role -> file name)");
-      continue;
-    }
-    const json_t *tbl = json_object_get(entry, "trainingBaseLayerName");
-    const char *layer = json_is_string(tbl) ? json_string_value(tbl) : "?";
-    const char *role;
-    const json_t *val;
-    json_object_foreach((json_t *)edl, role, val) {
-      const char *ptr = entry_ptr(&pp, i, true, role);
-      const char *why = json_is_string(val) ? bad_location(json_string_value(val)) : "is not a string";
-      if (why) {
-        problem(c, MPK_EMALFORMED, map_abs, ptr,
-                "externalDataLocation %s: it must be the name of a file in the variant's inference/ directory "
-                "(one_file_per_tensor: no directories, no \"..\")",
-                why);
-        continue;
-      }
-      const char *name = json_string_value(val);
-      if (n == cap) {
-        size_t nc = cap ? cap * 2 : 16;
-        location *nl = realloc(locs, nc * sizeof *nl);
-        if (!nl) {
-          c->p->found.oom = true;
-          break;
-        }
-        locs = nl;
-        cap = nc;
-      }
-      locs[n++] = (location){.name = name, .entry = i, .role = role};
+/* Every externalDataLocation file of the map is present in the inference directory. The reader
+   (handoff.c) has already refused names that are not plain file names, and files claimed twice. */
+static void check_locations(check *c, const char *map_rel, const mpk_mt_handoff *map, const char *inference_rel) {
+  for (size_t i = 0; i < map->n_entries; i++) {
+    const mpk_mt_handoff_entry *e = &map->entries[i];
+    for (int role = 0; role < MPK_MT_ROLE_COUNT; role++) {
+      const char *name = e->external_data_location[role];
+      if (!name) continue;
       char *rel = inference_rel[0] ? mpk_path_join(inference_rel, name) : strdup(name);
       char what[400];
-      snprintf(what, sizeof what, "the external data file of %s entry %zu (%.120s) role \"%.40s\"", map_rel, i, layer,
-               role);
+      snprintf(what, sizeof what, "the external data file of %s entry %zu (%.120s) role \"%s\"", map_rel, i,
+               e->training_base_layer_name, mpk_mt_role_name((mpk_mt_role)role));
       struct stat st;
-      mpk_error e;
+      mpk_error err;
       if (!rel) c->p->found.oom = true;
-      else if (!probe(c, rel, false, what, &st, &e)) add_error(c, &e);
+      else if (!probe(c, rel, false, what, &st, &err)) add_error(c, &err);
       free(rel);
     }
   }
-  /* No two entries may claim the same file (HandoffMap.validate). */
-  if (n > 1) qsort(locs, n, sizeof *locs, cmp_location);
-  for (size_t k = 1; k < n; k++)
-    if (strcmp(locs[k].name, locs[k - 1].name) == 0 &&
-        (locs[k].entry != locs[k - 1].entry || strcmp(locs[k].role, locs[k - 1].role) != 0)) {
-      problem(c, MPK_EMALFORMED, map_abs, entry_ptr(&pp, locs[k].entry, true, locs[k].role),
-              "externalDataLocation \"%s\" is claimed twice (entry %zu role \"%s\" and entry %zu role \"%s\")",
-              locs[k].name, locs[k - 1].entry, locs[k - 1].role, locs[k].entry, locs[k].role);
-    }
-  free(locs);
 }
 
-/* The variant's weight_handoff_map.json: present, a JSON object, readable by this reader (version
-   gate), and every externalDataLocation file present in inference/. The full handoff-map reader
-   (names, dtypes, shapes, invariants) is not this check's business. */
+/* The variant's weight_handoff_map.json: present, read by the handoff-map reader (version gate,
+   typed fields, every invariant: mpk_mt_handoff_parse), and every externalDataLocation file present
+   in inference/. */
 static void check_handoff(check *c, const mpk_mt_variant *v, size_t vi) {
   const char *mf = c->p->manifest_path;
   mpk_path pp;
@@ -307,43 +230,28 @@ static void check_handoff(check *c, const mpk_mt_variant *v, size_t vi) {
     return;
   }
   char *abs = mpk_path_join(c->r->dir, v->weight_handoff);
-  json_t *doc = NULL;
-  mpk_error_clear(&e);
   if (!abs) {
     c->p->found.oom = true;
     return;
   }
-  if (mpk_json_load_file(abs, NULL, &doc, &e)) {
+  mpk_mt_handoff *map = NULL;
+  mpk_error_clear(&e);
+  if (mpk_mt_handoff_load(abs, &map, &e)) {
     add_error(c, &e);
-  } else if (!json_is_object(doc)) {
-    problem(c, MPK_EMALFORMED, abs, "", "expected a JSON object");
   } else {
-    const json_t *sv = json_object_get(doc, "schemaVersion"), *mr = json_object_get(doc, "minReaderVersion");
-    const json_t *entries = json_object_get(doc, "entries");
-    if (sv && !json_is_string(sv)) {
-      problem(c, MPK_EMALFORMED, abs, "/schemaVersion", "expected a \"MAJOR.MINOR\" string");
-    } else if (mr && !json_is_string(mr)) {
-      problem(c, MPK_EMALFORMED, abs, "/minReaderVersion", "expected a \"MAJOR.MINOR\" string");
-    } else if (mpk_doc_version_check(json_string_value(sv), json_string_value(mr), MPK_MT_HANDOFF_READER_VERSION,
-                                     &e)) {
-      problem(c, e.code, abs, e.pointer, "%s", e.message);
-    } else if (!json_is_array(entries)) {
-      problem(c, MPK_EMALFORMED, abs, "/entries", entries ? "expected an array" : "missing field \"entries\"");
-    } else {
-      /* The files live in the variant's inference path, else beside the map (as the reference does). */
-      const char *inf = path_of(v, "inference");
-      char *dir = NULL;
-      if (!inf) {
-        const char *slash = strrchr(v->weight_handoff, '/');
-        dir = strndup(v->weight_handoff, slash ? (size_t)(slash - v->weight_handoff) : 0);
-        inf = dir;
-      }
-      if (inf) check_locations(c, v->weight_handoff, abs, entries, inf);
-      else c->p->found.oom = true;
-      free(dir);
+    /* The files live in the variant's inference path, else beside the map (as the reference does). */
+    const char *inf = path_of(v, "inference");
+    char *dir = NULL;
+    if (!inf) {
+      const char *slash = strrchr(v->weight_handoff, '/');
+      dir = strndup(v->weight_handoff, slash ? (size_t)(slash - v->weight_handoff) : 0);
+      inf = dir;
     }
+    if (inf) check_locations(c, v->weight_handoff, map, inf);
+    else c->p->found.oom = true;
+    free(dir);
   }
-  json_decref(doc);
+  mpk_mt_handoff_free(map);
   free(abs);
 }
 

@@ -129,3 +129,47 @@ for m in (dict(mt, schemaVersion="1.7", futureField={"x": [1, None]}), dict(mt, 
           mt_variant(supportedEngines="native"), mt_variant(paths={"tokenizer": "shared/tok\u00e9nizer"}),
           dict(mt, baseModelId="org/Mod\u00e8le-\U0001f680")):
     write("fuzz_mt_manifest", dumps(m))
+
+# Weight handoff maps: the 1.1 conformance map (as committed, compact, entries reversed), the tiny
+# package's 1.0 maps, a quantized entry with per-role dtypes/shapes, and variants around each rule.
+MT_CONF = os.path.join(SHARED, "conformance", "mobiletransformers")
+with open(os.path.join(MT_CONF, "android_test_federated_handoff.json"), "rb") as f:
+    hraw = f.read()
+write("fuzz_mt_handoff", hraw)
+hm = json.loads(hraw)
+write("fuzz_mt_handoff", dumps(hm))
+write("fuzz_mt_handoff", dumps(dict(hm, entries=hm["entries"][::-1])))
+for v in ("cpu-int4", "cpu-fp16"):
+    with open(os.path.join(MT_CONF, "tiny_package", "variants", v, "inference", "weight_handoff_map.json"), "rb") as f:
+        write("fuzz_mt_handoff", f.read())
+
+
+def h_entry(i=0, **changes):
+    d = json.loads(hraw)
+    d["entries"][i].update(changes)
+    return d
+
+
+qn = {"weight_quantized": "l0.qweight", "scale": "l0.scales", "zero_point": "l0.qzeros"}
+quant = h_entry(inferenceInitializerNames=qn, mergedTensorNames=dict(qn), dtype="uint8",
+                externalDataLocation={r: n + ".bin" for r, n in qn.items()},
+                quantization={"weightQuantizedName": "l0.qweight", "scaleName": "l0.scales",
+                              "zeroPointName": "l0.qzeros"},
+                tensorDtypes={"weight_quantized": "uint8", "scale": "float16", "zero_point": "uint8"},
+                tensorShapes={"weight_quantized": [8, 2], "scale": [8, 1], "zero_point": [8, 1]})
+write("fuzz_mt_handoff", dumps(quant))
+q2 = json.loads(dumps(quant))
+q2["entries"][0]["quantization"]["scaleName"] = "derived"
+second = hm["entries"][1]
+for d in (dict(hm, schemaVersion="2.0"), dict(hm, schemaVersion="1.9", futureField=[1, None]),
+          dict(hm, handoffMode="model_input"), dict(hm, handoffMode="adapter"),
+          dict(hm, externalDataLayout="single_file"), dict(hm, frozenBaseBlob="../x"),
+          dict(hm, mergerModels={"lora": "merger_lora.onnx"}), {k: v for k, v in hm.items() if k != "engines"},
+          q2, dict(hm, entries=hm["entries"] + [second]),
+          h_entry(1, externalDataLocation=hm["entries"][0]["externalDataLocation"]),
+          h_entry(dtype="float64"), h_entry(shape=[4, 0]), h_entry(transposePolicy="already_transposed_for_inference"),
+          h_entry(transposePolicy="sideways"), h_entry(externalDataLocation={"weight": "sub/w.bin"}),
+          h_entry(sha256={"weight": "ab" * 32}), h_entry(sha256={"weight": "AB" * 32}),
+          h_entry(mergedTensorNames={"weight": "other"}), h_entry(inferenceInitializerNames={"bias": "x"}),
+          h_entry(quantization=None, genaiInputNames={"weight": "w"}, trainingBaseLayerName="caf\u00e9-\U0001f680")):
+    write("fuzz_mt_handoff", dumps(d))

@@ -312,6 +312,22 @@ expect seal_odd_build 0 'OK: sealed' -- "$MPK" mt build "$TMP/odd" --describe "$
 expect seal_odd_same_as_python 0 '^same$' -- sh -c "diff -r '$TMP/odd' '$TMP/odd-py' && echo same"
 expect seal_odd_escapes 0 'Mod\\u00e8le-\\ud83d\\ude80' -- cat "$TMP/odd/mobiletransformers_manifest.json"
 
+# The weight handoff map: canonical form (mt handoff fmt), the reference's bytes whatever the order.
+HF="$SHARED/conformance/mobiletransformers/android_test_federated_handoff.json"
+expect handoff_help 0 'mt handoff fmt FILE' -- "$MPK" mt handoff --help
+expect handoff_no_sub 2 'missing the subcommand' -- "$MPK" mt handoff
+expect handoff_unknown_sub 2 "unknown subcommand 'check'" -- "$MPK" mt handoff check "$HF"
+expect handoff_no_file 2 'missing the map FILE' -- "$MPK" mt handoff fmt
+cp "$HF" "$TMP/hm.json" && chmod u+w "$TMP/hm.json"
+expect handoff_canonical 0 'is already canonical \(2 entries\)' -- "$MPK" mt handoff fmt "$TMP/hm.json"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["entries"].reverse()
+json.dump(d, open(sys.argv[2], "w"))' "$HF" "$TMP/hm-shuffled.json"
+expect handoff_fmt 0 'rewrote .*hm-shuffled.json in canonical form' -- "$MPK" mt handoff fmt "$TMP/hm-shuffled.json"
+expect handoff_fmt_same 0 '^same$' -- sh -c "cmp '$TMP/hm-shuffled.json' '$HF' && echo same"
+sed -i 's/"handoffMode": "external_initializer"/"handoffMode": "model_input"/' "$TMP/hm.json"
+expect handoff_mode 1 'hm.json: /handoffMode: handoffMode "model_input" is not supported in v1' -- "$MPK" mt handoff fmt "$TMP/hm.json"
+expect handoff_untouched 0 'model_input' -- cat "$TMP/hm.json"
+
 # The committed examples are exactly what the generator writes.
 python3 "$SRC/scripts/gen_examples.py" "$TMP/examples" >/dev/null
 expect examples_deterministic 0 '^same$' -- sh -c "diff -r '$TMP/examples' '$EX' >/dev/null && echo same"
