@@ -167,6 +167,9 @@ typedef struct mpk_mapped {
 } mpk_mapped;
 
 int mpk_map_file(const char *path, size_t max_size, mpk_mapped *out, mpk_error *err);
+/* Map a document given as its file, or as a directory holding `default_name`. *file receives the
+   path used (malloc'ed, for error messages; free it). */
+int mpk_map_document(const char *path, const char *default_name, char **file, mpk_mapped *out, mpk_error *err);
 void mpk_unmap_file(mpk_mapped *m);
 bool mpk_file_exists(const char *path);
 bool mpk_is_dir(const char *path);

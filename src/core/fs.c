@@ -47,6 +47,17 @@ int mpk_map_file(const char *path, size_t max_size, mpk_mapped *out, mpk_error *
   return 0;
 }
 
+int mpk_map_document(const char *path, const char *default_name, char **file, mpk_mapped *out, mpk_error *err) {
+  *file = mpk_is_dir(path) ? mpk_path_join(path, default_name) : strdup(path);
+  if (!*file) return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
+  int rc = mpk_map_file(*file, MPK_JSON_DEFAULT_MAX_BYTES, out, err);
+  if (rc) {
+    free(*file);
+    *file = NULL;
+  }
+  return rc;
+}
+
 void mpk_unmap_file(mpk_mapped *m) {
   if (m && m->mapped) munmap((void *)m->data, m->size);
   if (m) memset(m, 0, sizeof *m);

@@ -367,14 +367,12 @@ int mpk_mt_manifest_parse(const void *data, size_t len, const char *file, mpk_mt
 int mpk_mt_manifest_load(const char *path, mpk_mt_manifest **out, mpk_error *err) {
   if (!path || !out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
   *out = NULL;
-  char *file = mpk_is_dir(path) ? mpk_path_join(path, MPK_MT_MANIFEST_FILENAME) : strdup(path);
-  if (!file) return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
+  char *file;
   mpk_mapped mp;
-  int rc = mpk_map_file(file, MPK_JSON_DEFAULT_MAX_BYTES, &mp, err);
-  if (!rc) {
-    rc = mpk_mt_manifest_parse(mp.data, mp.size, file, out, err);
-    mpk_unmap_file(&mp);
-  }
+  int rc = mpk_map_document(path, MPK_MT_MANIFEST_FILENAME, &file, &mp, err);
+  if (rc) return rc;
+  rc = mpk_mt_manifest_parse(mp.data, mp.size, file, out, err);
+  mpk_unmap_file(&mp);
   free(file);
   return rc;
 }
