@@ -12,8 +12,9 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
 pkg="$TMP/pkg"
 cp -r "$SRC/examples/mt-tiny" "$pkg"
-# A large tensor makes a reseal long enough to be killed while hashing and while writing.
-head -c 48000000 /dev/urandom > "$pkg/variants/cpu-int4/inference/large.bin"
+# A large tensor makes a reseal long enough to be killed while hashing and while writing. Zeros, so
+# that the one-byte change below always changes it.
+head -c 48000000 /dev/zero > "$pkg/variants/cpu-int4/inference/large.bin"
 "$MPK" mt reseal "$pkg" >/dev/null 2>&1 || { echo "FAIL: first seal"; exit 1; }
 docs=(mobiletransformers_manifest.json variants/cpu-int4/checksums.json variants/cpu-fp16/checksums.json)
 mkdir -p "$TMP/old" "$TMP/new"
