@@ -957,6 +957,8 @@ typedef struct mpk_mt_report {
   size_t n_problems;
   const char *const *notes;            /**< informational lines; warnings start with "warning: " */
   size_t n_notes;
+  size_t n_tensors;                    /**< merged-weight tensors the load gate saw (checked variants) */
+  size_t n_tensors_verified;           /**< of those: verified against their authority (a note each) */
   struct mpk_mt_report_priv *priv_;
 } mpk_mt_report;
 
@@ -967,7 +969,9 @@ typedef struct mpk_mt_report {
  * (inference, train, rag → embedding), every declared path is a directory inside the package, the
  * plan has an "inference" group, and weightHandoff names a weight_handoff_map.json that
  * mpk_mt_handoff_parse() accepts and whose every externalDataLocation file exists in inference/.
- * Every requiredFiles entry exists. Integrity: every listed file in scope exists inside the package
+ * Every requiredFiles entry exists. The load gate (mpk_mt_load_gate(); presence only with no_hash)
+ * runs on each checked variant's map: a refused tensor is a problem, a verified one a note naming
+ * its authority, a file whose size breaks the declared layout a warning. Integrity: every listed file in scope exists inside the package
  * (symbolic links resolved), has exactly its fileSizes size — all sizes are checked before any
  * hashing — and its sha256 digest (hashed streaming on a pool of `workers` threads). Files on disk
  * the manifest does not list are warnings, not problems.
@@ -1165,6 +1169,130 @@ MPK_API int mpk_mt_handoff_role_layout(const mpk_mt_handoff_entry *entry, mpk_mt
  * the entries read. Malloc'ed; free with mpk_free(). Write it with mpk_write_file_atomic().
  */
 MPK_API int mpk_mt_handoff_json(const mpk_mt_handoff *map, char **out, size_t *len, mpk_error *err);
+
+/* ============================================================================================
+ * mt: loading tensors (load_tensor_raw) and the load gate (loadMergedWeightsReady)
+ * ========================================================================================== */
+
+#define MPK_TENSOR_MAX_DIMS 16
+
+/**
+ * A tensor constructed from its declaration over a read-only memory map of its .bin (no copy).
+ * `dl_code`/`dl_bits`/`dl_lanes` are DLPack's DLDataType (kDLInt 0, kDLUInt 1, kDLFloat 2,
+ * kDLBfloat 4). `shape` is the declared one — the logical shape for int4/uint4, which are packed
+ * two per byte (ONNX order: element 2k in the low nibble of byte k), so `nbytes` is ceil(numel / 2);
+ * `strides` are row-major, in elements. Close with mpk_tensor_view_close().
+ */
+typedef struct mpk_tensor_view {
+  const void *data;
+  char dtype[16];                       /**< "float32", "int4", ... */
+  uint8_t dl_code, dl_bits;
+  uint16_t dl_lanes;
+  int32_t ndim;
+  int64_t shape[MPK_TENSOR_MAX_DIMS];
+  int64_t strides[MPK_TENSOR_MAX_DIMS];
+  uint64_t numel;
+  uint64_t nbytes;                      /**< == the file's size */
+  void *priv_;                          /**< the mapping */
+} mpk_tensor_view;
+
+/**
+ * The exact byte size of a tensor of `dtype` and `shape` (the load rule): every dimension >= 1
+ * (ndim 0 is a scalar), numel × bits / 8, ceil(numel / 2) for int4/uint4; checked against uint64
+ * overflow (MPK_ELIMIT). Unknown dtype: MPK_EUNSUPPORTED; a dimension < 1: MPK_EMALFORMED.
+ */
+MPK_API int mpk_tensor_nbytes(const char *dtype, const int64_t *shape, size_t ndim, uint64_t *numel,
+                              uint64_t *nbytes, mpk_error *err);
+
+/**
+ * Open entry `e`'s tensor for `role` (session_cache.h::load_tensor_raw): the dtype and shape from
+ * mpk_mt_handoff_role_layout() (per-role tensorDtypes/tensorShapes; the entry-level pair only for a
+ * single non-quantized role), the file inference_dir/externalDataLocation[role] mapped read-only,
+ * and refused (MPK_EMISMATCH, naming the entry, role, file, declared layout and both sizes) unless
+ * its size is exactly mpk_tensor_nbytes(). On failure `*out` is zeroed.
+ */
+MPK_API int mpk_mt_tensor_open(const char *inference_dir, const mpk_mt_handoff_entry *e, mpk_mt_role role,
+                               mpk_tensor_view *out, mpk_error *err);
+/** Unmap a view (accepts NULL and a zeroed view). */
+MPK_API void mpk_tensor_view_close(mpk_tensor_view *v);
+/**
+ * Fill `dltensor_out`, a DLPack DLTensor (dlpack.h v0.6–v0.8 layout: data, device, ndim, dtype,
+ * shape, strides, byte_offset), with the view: device kDLCPU 0, shape/strides pointing into the
+ * view (valid while it is open), byte_offset 0. The tensor is read-only though DLTensor says void*.
+ */
+MPK_API int mpk_tensor_view_dltensor(const mpk_tensor_view *v, void *dltensor_out);
+
+/** Which digest a tensor was checked against (checksum precedence: the sidecar wins). */
+typedef enum mpk_mt_authority {
+  MPK_MT_AUTH_NONE = 0,  /**< none: neither a sidecar nor the map's sha256[role] */
+  MPK_MT_AUTH_SIDECAR,   /**< <file>.bin.sha256 */
+  MPK_MT_AUTH_MAP        /**< the map's sha256[role] */
+} mpk_mt_authority;
+
+typedef enum mpk_mt_tensor_status {
+  MPK_MT_TENSOR_VERIFIED = 0, /**< its SHA-256 equals the authority's digest */
+  MPK_MT_TENSOR_PRESENT,      /**< present; no digest computed (presence query) */
+  MPK_MT_TENSOR_MISSING,      /**< the .bin does not exist */
+  MPK_MT_TENSOR_NO_CHECKSUM,  /**< no sidecar and no map digest: refused */
+  MPK_MT_TENSOR_BAD_SIDECAR,  /**< the sidecar's first line is not 64 hex digits, or unreadable */
+  MPK_MT_TENSOR_MISMATCH,     /**< the digest differs from the authority's */
+  MPK_MT_TENSOR_UNREADABLE    /**< the .bin could not be read */
+} mpk_mt_tensor_status;
+
+/** One entry's role with a file, as the gate saw it. */
+typedef struct mpk_mt_gate_tensor {
+  size_t entry;                 /**< index in the map's entries */
+  const char *layer;            /**< trainingBaseLayerName */
+  mpk_mt_role role;
+  const char *file;             /**< inference_dir/externalDataLocation[role] */
+  mpk_mt_tensor_status status;
+  mpk_mt_authority authority;
+  char sidecar[65];             /**< the sidecar's digest, lowercased ("" when none or bad) */
+  char map_sha256[65];          /**< the map's digest ("" when none) */
+  char actual[65];              /**< the computed digest ("" when not computed) */
+  uint64_t size;                /**< the file's size (0 when missing) */
+  /* the declared layout (the size rule of mpk_mt_tensor_open); `layout_code` 0: described */
+  int layout_code;
+  const char *dtype;
+  const int64_t *shape;
+  size_t ndim;
+  uint64_t declared_bytes;      /**< 0 when not computable */
+  int size_ok;                  /**< 1: the file size is exactly declared_bytes */
+} mpk_mt_gate_tensor;
+
+typedef struct mpk_mt_gate_options {
+  int presence_only;      /**< 1: files present is enough; no sidecar or digest is read */
+  unsigned workers;       /**< threads hashing files; 0: one per CPU, at most 8 */
+} mpk_mt_gate_options;
+
+/** What the gate found. Read-only; freed with mpk_mt_gate_report_free(). */
+typedef struct mpk_mt_gate_report {
+  int no_merged_weights;              /**< 1: no map or no entries — use the base weights (ready) */
+  int ready;                          /**< 1: every tensor verified (or present, presence_only) */
+  const mpk_mt_gate_tensor *tensors;  /**< entries in map order, roles in role order */
+  size_t n_tensors;
+  size_t n_verified;
+  const mpk_error *problems;          /**< one per refused tensor, naming the layer and the file */
+  size_t n_problems;
+  struct mpk_mt_gate_priv *priv_;
+} mpk_mt_gate_report;
+
+/**
+ * The load gate (HandoffPrecondition.loadMergedWeightsReady) over `map`'s tensors in
+ * `inference_dir`: each .bin present, then its digest against the sidecar <file>.bin.sha256 when
+ * one exists (first line, trimmed, 64 hex digits, any case) — else the map's sha256[role], else
+ * refused ("no checksum"). A stale sidecar fails even when the map matches. Hashed on a pool of
+ * `workers` threads. `map` NULL or without entries: ready, no_merged_weights. Returns 0 when the
+ * gate ran (`ready` is the verdict), or a negative code when it could not (no memory, bad args).
+ * The declared layout and the size rule are reported per tensor, not part of the verdict.
+ */
+MPK_API int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const mpk_mt_gate_options *opts,
+                             mpk_mt_gate_report **out, mpk_error *err);
+MPK_API void mpk_mt_gate_report_free(mpk_mt_gate_report *r);
+/** "sidecar", "map", "none". */
+MPK_API const char *mpk_mt_authority_name(mpk_mt_authority a);
+/** "verified", "present", "missing", "no checksum", "bad sidecar", "mismatch", "unreadable". */
+MPK_API const char *mpk_mt_tensor_status_name(mpk_mt_tensor_status s);
 
 #ifdef __cplusplus
 }

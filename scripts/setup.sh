@@ -7,6 +7,7 @@ PACKAGES=(
   gcc make cmake ninja-build pkg-config      # toolchain (CMake >= 3.25)
   libjansson-dev libssl-dev                  # JSON, SHA-256 (OpenSSL libcrypto)
   libcmocka-dev                              # unit tests
+  libdlpack-dev                              # dlpack/dlpack.h (DLTensor export of tensor views)
   python3                                    # example generator (standard library only)
   clang libclang-rt-14-dev                   # libFuzzer targets (optional build, MPK_FUZZ=ON)
 )

@@ -12,6 +12,7 @@ static const char help[] =
     "usage: modelpkg mt build DIR --describe BUILD.json [--jobs N] [--dry-run]\n"
     "       modelpkg mt reseal DIR [--jobs N] [--dry-run]\n"
     "       modelpkg mt handoff fmt FILE\n"
+    "       modelpkg mt tensors DIR [--variant ID] [--jobs N]\n"
     "\n"
     "Seal a MobileTransformers package: write DIR/mobiletransformers_manifest.json and each\n"
     "variants/<id>/checksums.json, byte-identical to the reference exporter for the same tree and\n"
@@ -38,6 +39,8 @@ static const char help[] =
     "  handoff fmt FILE  read a weight_handoff_map.json (version gate, every invariant) and\n"
     "           rewrite it atomically in canonical form: the reference to_json() bytes (sorted keys\n"
     "           and entries, indent 2, ASCII escapes); unchanged bytes are not rewritten\n"
+    "  tensors DIR  list each merged-weight tensor of a variant: dtype, shape, bytes, file, size\n"
+    "           and checksum status under the load gate (modelpkg mt tensors --help)\n"
     "\n"
     "exit status: 0 sealed (or nothing to change), 1 refused or failed, 2 usage error\n";
 
@@ -141,6 +144,7 @@ int mpk_cmd_mt(int argc, char **argv) {
   }
   const char *verb = argv[1];
   if (strcmp(verb, "handoff") == 0) return handoff_fmt(argc, argv);
+  if (strcmp(verb, "tensors") == 0) return mpk_cmd_mt_tensors(argc, argv);
   bool build = strcmp(verb, "build") == 0;
   if (!build && strcmp(verb, "reseal") != 0) return mpk_cli_usage_error("mt", "unknown subcommand '%s'", verb);
   char cmd[32];

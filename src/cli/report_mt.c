@@ -35,6 +35,8 @@ void mpk_cli_mt_report_text(FILE *out, const mpk_mt_report *r) {
               (unsigned long long)r->bytes_hashed);
     else
       fprintf(out, " (digests not computed)\n");
+    fprintf(out, "  tensors:   %zu merged-weight tensor%s, %zu verified by the load gate\n", r->n_tensors,
+            r->n_tensors == 1 ? "" : "s", r->n_tensors_verified);
     if (r->n_unlisted)
       fprintf(out, "  unlisted:  %zu file%s on disk the manifest does not list\n", r->n_unlisted,
               r->n_unlisted == 1 ? "" : "s");
@@ -82,6 +84,9 @@ int mpk_cli_mt_report_json(FILE *out, const mpk_mt_report *r) {
                       json_pack("{s:I, s:I, s:I, s:I}", "in_scope", (json_int_t)r->n_files, "sized",
                                 (json_int_t)r->n_files_sized, "hashed", (json_int_t)r->n_files_hashed, "bytes_hashed",
                                 (json_int_t)r->bytes_hashed));
+  json_object_set_new(root, "tensors",
+                      json_pack("{s:I, s:I}", "gated", (json_int_t)r->n_tensors, "verified",
+                                (json_int_t)r->n_tensors_verified));
   json_object_set_new(root, "unlisted", mpk_cli_json_strings(r->unlisted, r->n_unlisted));
   json_object_set_new(root, "problems", mpk_cli_json_problems(r->problems, r->n_problems));
   json_object_set_new(root, "notes", mpk_cli_json_strings(r->notes, r->n_notes));

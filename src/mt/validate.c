@@ -210,6 +210,54 @@ static void check_locations(check *c, const char *map_rel, const mpk_mt_handoff 
   }
 }
 
+/* The load gate over the variant's map (tensor.c): refusals are problems, verified tensors notes
+   naming the authority, a size that breaks the declared layout a warning. */
+static void gate(check *c, const mpk_mt_variant *v, const mpk_mt_handoff *map, const char *inference_rel) {
+  char *inf = mpk_path_join(c->r->dir, inference_rel);
+  mpk_mt_gate_options go = {.presence_only = c->o->no_hash, .workers = c->o->workers};
+  mpk_mt_gate_report *g = NULL;
+  mpk_error e;
+  mpk_error_clear(&e);
+  if (!inf || mpk_mt_load_gate(inf, map, &go, &g, &e)) {
+    if (e.code == MPK_ENOMEM || !inf) c->p->found.oom = true;
+    else add_error(c, &e);
+    free(inf);
+    return;
+  }
+  if (g->no_merged_weights)
+    note(c, "load gate, variant \"%s\": no merged weights (the map has no entries): use the base weights", v->id);
+  /* A missing file is already a problem of check_locations(). */
+  for (size_t i = 0; i < g->n_problems; i++) {
+    bool missing = false;
+    for (size_t k = 0; k < g->n_tensors && !missing; k++)
+      missing = g->tensors[k].status == MPK_MT_TENSOR_MISSING && strcmp(g->tensors[k].file, g->problems[i].file) == 0;
+    if (!missing) add_error(c, &g->problems[i]);
+  }
+  for (size_t i = 0; i < g->n_tensors; i++) {
+    const mpk_mt_gate_tensor *t = &g->tensors[i];
+    c->r->n_tensors++;
+    if (t->status == MPK_MT_TENSOR_VERIFIED) {
+      c->r->n_tensors_verified++;
+      note(c, "load gate, variant \"%s\": %s (layer \"%.150s\" role \"%s\") verified against the %s", v->id,
+           t->file, t->layer, mpk_mt_role_name(t->role),
+           t->authority == MPK_MT_AUTH_SIDECAR ? "sidecar" : "map's sha256 (no sidecar)");
+    }
+    if (t->status == MPK_MT_TENSOR_MISSING) continue;
+    if (t->layout_code)
+      note(c, "warning: %s (layer \"%.150s\" role \"%s\"): the map declares no dtype/shape for it: it cannot be loaded",
+           t->file, t->layer, mpk_mt_role_name(t->role));
+    else if (!t->size_ok)
+      note(c, "warning: %s (layer \"%.150s\" role \"%s\") is %llu bytes, but %s of %zu dimension%s is %llu bytes: "
+           "it cannot be loaded", t->file, t->layer, mpk_mt_role_name(t->role), (unsigned long long)t->size, t->dtype,
+           t->ndim, t->ndim == 1 ? "" : "s", (unsigned long long)t->declared_bytes);
+  }
+  if (g->n_tensors && g->ready && go.presence_only)
+    note(c, "load gate, variant \"%s\": %zu tensor%s present (digests not computed)", v->id, g->n_tensors,
+         g->n_tensors == 1 ? "" : "s");
+  mpk_mt_gate_report_free(g);
+  free(inf);
+}
+
 /* The variant's weight_handoff_map.json: present, read by the handoff-map reader (version gate,
    typed fields, every invariant: mpk_mt_handoff_parse), and every externalDataLocation file present
    in inference/. */
@@ -249,6 +297,7 @@ static void check_handoff(check *c, const mpk_mt_variant *v, size_t vi) {
     }
     if (inf) check_locations(c, v->weight_handoff, map, inf);
     else c->p->found.oom = true;
+    if (inf) gate(c, v, map, inf);
     free(dir);
   }
   mpk_mt_handoff_free(map);

@@ -189,14 +189,29 @@ assert [p["code"] for p in r["problems"]] == ["mismatch"], r["problems"]
 print("ok")' "$TMP/fit.json"
 
 # check on a MobileTransformers package: dispatched on mobiletransformers_manifest.json.
+# The fixture's sidecars are placeholders (64 zeros): the load gate refuses its tensors, naming the
+# file and both digests. TOK is a copy with correct sidecars, resealed: every check holds.
 T="$SHARED/conformance/mobiletransformers/tiny_package"
-expect mt_ok 0 'OK: all checks hold$' -- "$MPK" check "$T"
-expect mt_default_variant 0 'checked: +variant cpu-int4$' -- "$MPK" check "$T"
+TW="variants/cpu-int4/inference/model.layers.0.attn.q_proj.MatMul.weight.bin"
+expect mt_placeholder_sidecars 1 "$TW: layer \"backbone.model.layers.0.self_attn.q_proj.base_layer\" role \"weight\": SHA-256 b39a7c6175b60a789569dd83dafebc0ef35cd78d53f955bdcd05fd8142895da3 does not equal its sidecar.s 0{64} \[mismatch\]" \
+  -- "$MPK" check "$T"
+expect mt_placeholder_size_warning 1 "^warning: .*$TW \(layer .*\) is 23 bytes, but float32 of 2 dimensions is 48 bytes" -- "$MPK" check "$T"
+expect mt_placeholder_all 1 'FAILED: 2 problems' -- "$MPK" check "$T" --all-variants
+expect mt_placeholder_no_hash 0 'load gate, variant "cpu-int4": 1 tensor present \(digests not computed\)' -- "$MPK" check "$T" --no-hash
+TOK="$TMP/tinyok"
+cp -r "$T" "$TOK" && chmod -R u+w "$TOK"
+for f in "$TOK"/variants/*/inference/*.bin; do sha256sum "$f" | cut -c1-64 > "$f.sha256"; done
+"$MPK" mt reseal "$TOK" >/dev/null
+expect mt_ok 0 'OK: all checks hold' -- "$MPK" check "$TOK"
+expect mt_gate_note 0 "note: load gate, variant \"cpu-int4\": .*$TW \(layer .*\) verified against the sidecar" -- "$MPK" check "$TOK"
+expect mt_gate_tensors 0 'tensors: +1 merged-weight tensor, 1 verified by the load gate' -- "$MPK" check "$TOK"
+expect mt_default_variant 0 'checked: +variant cpu-int4$' -- "$MPK" check "$TOK"
 expect mt_variant 0 'files: +19 listed files in scope, 19 present with their listed size, 19 SHA-256 verified' \
-  -- "$MPK" check "$T" --variant cpu-fp16
+  -- "$MPK" check "$TOK" --variant cpu-fp16
 expect mt_all_variants 0 'files: +31 listed files in scope, 31 present with their listed size, 31 SHA-256 verified' \
-  -- "$MPK" check "$T" --all-variants --jobs 2
+  -- "$MPK" check "$TOK" --all-variants --jobs 2
 expect mt_no_hash 0 'digests not computed' -- "$MPK" check "$T" --no-hash
+expect mt_example 0 'tensors: +4 merged-weight tensors, 4 verified by the load gate' -- "$MPK" check "$EX/mt-tiny" --all-variants
 expect mt_unknown_variant 1 'mobiletransformers_manifest.json: /variants: the requested variant "cpu-int8" is not among the variants \(cpu-int4, cpu-fp16\)' \
   -- "$MPK" check "$T" --variant cpu-int8
 expect mt_variant_and_all 2 'give --variant ID or --all-variants, not both' -- "$MPK" check "$T" --variant cpu-int4 --all-variants
@@ -205,8 +220,8 @@ expect mt_option_on_mlc 2 '--variant applies to a MobileTransformers package; .*
   -- "$MPK" check "$G" --variant cpu-int4
 expect mt_missing_dir_arg 2 'missing the package directory' -- "$MPK" check --all-variants
 expect mt_help 0 '--all-variants +check every variant' -- "$MPK" check --help
-expect mt_progress_tty 0 'hashing files \[#+\] 100%' -- script -qec "'$MPK' check '$T'" /dev/null
-cp -r "$T" "$TMP/mt" && chmod -R u+w "$TMP/mt"
+expect mt_progress_tty 0 'hashing files \[#+\] 100%' -- script -qec "'$MPK' check '$TOK'" /dev/null
+cp -r "$TOK" "$TMP/mt" && chmod -R u+w "$TMP/mt"
 printf '\x01' | dd of="$TMP/mt/variants/cpu-int4/inference/model.onnx" bs=1 seek=3 conv=notrunc status=none
 expect mt_flipped_byte 1 'mt/variants/cpu-int4/inference/model.onnx: SHA-256 [0-9a-f]{64} does not equal the manifest.s sha256 f41027621d84' \
   -- "$MPK" check "$TMP/mt"
@@ -217,7 +232,7 @@ expect mt_truncated 1 'inference/frozen_base.onnx.data: file is 10 bytes, fileSi
   -- "$MPK" check "$TMP/mt" --jobs 1
 echo extra > "$TMP/mt/stray.txt"
 expect mt_unlisted_warns 0 '^warning: .*/mt/stray.txt is on disk but the manifest does not list it' -- "$MPK" check "$TMP/mt" --variant cpu-fp16
-expect mt_unlisted_ok 0 'OK: all checks hold \(1 warning\)' -- "$MPK" check "$TMP/mt" --variant cpu-fp16
+expect mt_unlisted_ok 0 'OK: all checks hold \(2 warnings\)' -- "$MPK" check "$TMP/mt" --variant cpu-fp16
 "$MPK" check "$TMP/mt" --json > "$TMP/mt.json"
 expect mt_json 0 '^ok$' -- python3 -c '
 import json, sys
@@ -227,6 +242,7 @@ assert r["manifest"]["defaultVariant"] == "cpu-int4" and r["manifest"]["variants
 assert r["checked"] == {"variants": ["cpu-int4"], "all_variants": False, "hashed": True}, r["checked"]
 assert r["files"] == {"in_scope": 22, "sized": 21, "hashed": 20, "bytes_hashed": 4006 - 24 - 17}, r["files"]
 assert r["unlisted"] == ["stray.txt"], r["unlisted"]
+assert r["tensors"] == {"gated": 1, "verified": 1}, r["tensors"]
 assert [(p["code"], p["file"].split("/mt/")[1], p["pointer"]) for p in r["problems"]] == [
     ("mismatch", "variants/cpu-int4/inference/frozen_base.onnx.data", ""),
     ("mismatch", "variants/cpu-int4/inference/model.onnx", "")], r["problems"]
@@ -311,6 +327,29 @@ g.mt_seal(sys.argv[2], json.load(open(sys.argv[3], encoding="utf-8")))' "$SRC/sc
 expect seal_odd_build 0 'OK: sealed' -- "$MPK" mt build "$TMP/odd" --describe "$TMP/odd-build.json"
 expect seal_odd_same_as_python 0 '^same$' -- sh -c "diff -r '$TMP/odd' '$TMP/odd-py' && echo same"
 expect seal_odd_escapes 0 'Mod\\u00e8le-\\ud83d\\ude80' -- cat "$TMP/odd/mobiletransformers_manifest.json"
+
+# mt tensors: each entry's roles with dtype, shape, bytes, file and checksum status.
+expect tensors_help 0 'usage: modelpkg mt tensors DIR' -- "$MPK" mt tensors --help
+expect tensors_no_dir 2 'missing the package directory' -- "$MPK" mt tensors
+expect tensors_example 0 'weight +float16 +\[6,4\] +48 bytes +model.layers.0.attn.v_proj.MatMul.weight.bin +size ok +checksum verified \(sidecar\)' \
+  -- "$MPK" mt tensors "$MT"
+expect tensors_example_ok 0 'OK: 2 tensors verified and loadable' -- "$MPK" mt tensors "$MT" --variant cpu-int4
+expect tensors_placeholder 1 'size MISMATCH \(23 on disk\) +checksum mismatch \(sidecar\)' -- "$MPK" mt tensors "$T"
+expect tensors_placeholder_msg 1 "$TW: layer .* does not equal its sidecar.s 0{64}" -- "$MPK" mt tensors "$T"
+expect tensors_unknown_variant 1 'variant "cpu-int8" is not among the variants' -- "$MPK" mt tensors "$T" --variant cpu-int8
+cp -r "$MT" "$TMP/tens" && chmod -R u+w "$TMP/tens"
+TV="$TMP/tens/variants/cpu-fp16/inference/model.layers.0.attn.v_proj.MatMul.weight.bin"
+rm "$TV.sha256"
+expect tensors_map_authority 0 'v_proj.MatMul.weight.bin +size ok +checksum verified \(map\)' -- "$MPK" mt tensors "$TMP/tens"
+echo 1111111111111111111111111111111111111111111111111111111111111111 > "$TV.sha256"
+expect tensors_stale_sidecar 1 'checksum mismatch \(sidecar\)' -- "$MPK" mt tensors "$TMP/tens"
+expect tensors_stale_sidecar_msg 1 'the map.s sha256 matches, but the sidecar wins' -- "$MPK" mt tensors "$TMP/tens"
+rm "$TV"
+expect tensors_missing 1 'v_proj.MatMul.weight.bin: merged weight of layer "backbone.model.layers.0.self_attn.v_proj.base_layer" role "weight" is missing' \
+  -- "$MPK" mt tensors "$TMP/tens"
+python3 -c 'import json, sys; p = sys.argv[1]; d = json.load(open(p)); d["entries"] = []; json.dump(d, open(p, "w"))' \
+  "$TMP/tens/variants/cpu-fp16/inference/weight_handoff_map.json"
+expect tensors_no_entries 0 'no merged weights: the map has no entries: use the base weights' -- "$MPK" mt tensors "$TMP/tens"
 
 # The weight handoff map: canonical form (mt handoff fmt), the reference's bytes whatever the order.
 HF="$SHARED/conformance/mobiletransformers/android_test_federated_handoff.json"

@@ -15,11 +15,23 @@
 static char tiny[1024];
 static char tmp_root[256];
 static char pkg[512];
+static char good[512]; /* the tiny package with correct sidecars, resealed: every check holds */
 
 static int setup(void **state) {
   (void)state;
   snprintf(tiny, sizeof tiny, "%s", tu_shared("conformance/mobiletransformers/tiny_package"));
   snprintf(tmp_root, sizeof tmp_root, "%s", tu_tmpdir());
+  /* The shipped sidecars are placeholders (64 zeros), which the load gate refuses: a copy with
+     correct sidecars (same sizes), resealed, is the starting point of the damaged copies. */
+  snprintf(good, sizeof good, "%s/good", tmp_root);
+  tu_sh("cp -r '%s' '%s' && chmod -R u+w '%s' && for f in '%s'/variants/*/inference/*.bin; do "
+        "sha256sum \"$f\" | cut -c1-64 > \"$f.sha256\"; done",
+        tiny, good, good, good);
+  mpk_mt_build_input in = {0};
+  mpk_mt_build_result res;
+  mpk_error err;
+  if (mpk_mt_build(good, &in, &res, &err)) fail_msg("reseal: %s", tu_err(&err));
+  mpk_mt_build_result_free(&res);
   return 0;
 }
 
@@ -33,7 +45,7 @@ static int teardown(void **state) {
 /* A fresh writable copy of the tiny package (the fixture is read-only). */
 static const char *fresh_copy(void) {
   snprintf(pkg, sizeof pkg, "%s/pkg", tmp_root);
-  tu_sh("rm -rf '%s' && cp -r '%s' '%s' && chmod -R u+w '%s'", pkg, tiny, pkg, pkg);
+  tu_sh("rm -rf '%s' && cp -r '%s' '%s' && chmod -R u+w '%s'", pkg, good, pkg, pkg);
   return pkg;
 }
 
@@ -109,12 +121,28 @@ static bool has_note(const mpk_mt_report *r, const char *text) {
   return false;
 }
 
+/* The tiny package as shipped: its only problems are the load gate refusing each checked
+   variant's tensor, whose sidecar is a placeholder — naming the file and both digests. */
+static void expect_placeholder_sidecars(const mpk_mt_report *r, size_t n_variants) {
+  if (r->n_problems != n_variants) {
+    dump(r);
+    fail_msg("%zu problems, want %zu (the placeholder sidecars)", r->n_problems, n_variants);
+  }
+  for (size_t i = 0; i < r->n_problems; i++) {
+    const mpk_error *e = expect_problem(r, MPK_EMISMATCH, "/inference/" TENSOR_BIN, "",
+                                        "does not equal its sidecar's 0000000000000000000000000000000000000000000000000000000000000000");
+    assert_non_null(strstr(e->message, "b39a7c6175b60a789569dd83dafebc0ef35cd78d53f955bdcd05fd8142895da3"));
+  }
+  assert_int_equal(r->n_tensors, n_variants);
+  assert_int_equal(r->n_tensors_verified, 0);
+}
+
 /* ---------------------------------------------------------------- the tiny package as shipped */
 
 static void test_tiny_default_variant(void **state) {
   (void)state;
   mpk_mt_report *r = check(tiny, NULL);
-  expect_ok(r);
+  expect_placeholder_sidecars(r, 1);
   assert_non_null(r->manifest);
   assert_int_equal(r->n_variants, 1);
   assert_string_equal(r->variants[0], "cpu-int4");
@@ -136,7 +164,7 @@ static void test_tiny_each_variant(void **state) {
   for (size_t i = 0; i < 2; i++) {
     mpk_mt_check_options o = {.variant = ids[i], .workers = 2};
     mpk_mt_report *r = check(tiny, &o);
-    expect_ok(r);
+    expect_placeholder_sidecars(r, 1);
     assert_int_equal(r->n_variants, 1);
     assert_string_equal(r->variants[0], ids[i]);
     assert_int_equal(r->n_files, files[i]);
@@ -150,15 +178,52 @@ static void test_tiny_all_variants(void **state) {
   for (unsigned workers = 1; workers <= 8; workers *= 2) {
     mpk_mt_check_options o = {.all_variants = 1, .workers = workers};
     mpk_mt_report *r = check(tiny, &o);
-    expect_ok(r);
+    expect_placeholder_sidecars(r, 2);
     assert_true(r->all_variants);
     assert_int_equal(r->n_variants, 2);
     assert_int_equal(r->n_files, 31); /* every file the manifest lists */
     assert_int_equal(r->n_files_hashed, 31);
     assert_int_equal(r->bytes_hashed, 7299);
-    assert_int_equal(r->n_notes, 0);
+    /* only the warnings that each 23-byte tensor is not the 48 bytes its float32 [4, 3] needs */
+    assert_int_equal(r->n_notes, 2);
+    assert_true(has_note(r, "is 23 bytes, but float32 of 2 dimensions is 48 bytes: it cannot be loaded"));
     mpk_mt_report_free(r);
   }
+}
+
+/* With correct sidecars the load gate passes, and says which tensor it verified against what. */
+static void test_tiny_correct_sidecars(void **state) {
+  (void)state;
+  mpk_mt_check_options o = {.all_variants = 1};
+  mpk_mt_report *r = check(good, &o);
+  expect_ok(r);
+  assert_int_equal(r->n_tensors, 2);
+  assert_int_equal(r->n_tensors_verified, 2);
+  assert_true(has_note(r, "load gate, variant \"cpu-int4\": "));
+  assert_true(has_note(r, "/cpu-fp16/inference/" TENSOR_BIN " (layer \"backbone.model.layers.0.self_attn.q_proj.base_layer\" "
+                          "role \"weight\") verified against the sidecar"));
+  mpk_mt_report_free(r);
+  /* a stale sidecar fails (the manifest resealed, so only the gate sees it) */
+  fresh_copy();
+  tu_sh("echo 1111111111111111111111111111111111111111111111111111111111111111 > '%s'", at(INT4_INF TENSOR_BIN ".sha256"));
+  mpk_mt_build_input in = {0};
+  mpk_mt_build_result res;
+  mpk_error err;
+  if (mpk_mt_build(pkg, &in, &res, &err)) fail_msg("reseal: %s", tu_err(&err));
+  mpk_mt_build_result_free(&res);
+  r = check(pkg, NULL);
+  assert_int_equal(r->n_problems, 1);
+  expect_problem(r, MPK_EMISMATCH, INT4_INF TENSOR_BIN, "", "does not equal its sidecar's 1111");
+  mpk_mt_report_free(r);
+  /* no sidecar and no map digest: "no checksum" */
+  fresh_copy();
+  tu_sh("rm '%s'", at(INT4_INF TENSOR_BIN ".sha256"));
+  if (mpk_mt_build(pkg, &in, &res, &err)) fail_msg("reseal: %s", tu_err(&err));
+  mpk_mt_build_result_free(&res);
+  r = check(pkg, NULL);
+  assert_int_equal(r->n_problems, 1);
+  expect_problem(r, MPK_ENOTFOUND, INT4_INF TENSOR_BIN, "", "no checksum for layer");
+  mpk_mt_report_free(r);
 }
 
 static void test_tiny_no_hash(void **state) {
@@ -193,7 +258,7 @@ static void test_progress_and_cancel(void **state) {
   (void)state;
   progress_log log = {0};
   mpk_mt_check_options o = {.progress = progress, .progress_ctx = &log};
-  mpk_mt_report *r = check(tiny, &o);
+  mpk_mt_report *r = check(good, &o);
   expect_ok(r);
   assert_true(log.calls > 0);
   assert_int_equal(log.total, 4006);
@@ -624,6 +689,7 @@ int main(void) {
       cmocka_unit_test(test_tiny_default_variant),
       cmocka_unit_test(test_tiny_each_variant),
       cmocka_unit_test(test_tiny_all_variants),
+      cmocka_unit_test(test_tiny_correct_sidecars),
       cmocka_unit_test(test_tiny_no_hash),
       cmocka_unit_test(test_progress_and_cancel),
       cmocka_unit_test(test_bad_arguments),
