@@ -37,6 +37,11 @@ void mpk_cli_bar_init(mpk_cli_bar *bar, const char *label);
 int mpk_cli_progress(void *bar, uint64_t done, uint64_t total); /* an mpk_progress_fn */
 void mpk_cli_bar_done(mpk_cli_bar *bar);
 
+/* A decimal integer in [min, max] and nothing else (args.c); --jobs N in 1..256 (returns
+   MPK_EXIT_OK or the usage status after saying why). */
+bool mpk_cli_parse_int(const char *s, long long min, long long max, long long *out);
+int mpk_cli_parse_jobs(const char *cmd, const char *val, long long *jobs);
+
 /* --device-features / --max-binding-size as an mpk_mlc_device (do not move the struct: the
    device points into it). Returns MPK_EXIT_OK, or an exit status after printing why. */
 #define MPK_CLI_MAX_FEATURES 64

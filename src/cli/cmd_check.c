@@ -1,5 +1,6 @@
 /* modelpkg check DIR [--lib FILE] [--device-features F,...] [--max-binding-size N] [--json] */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,15 +72,12 @@ int mpk_cmd_check(int argc, char **argv) {
       } else if (strcmp(a, "--device-features") == 0) {
         features = val;
       } else {
-        char *end;
-        errno = 0;
-        long long n = strtoll(val, &end, 10);
-        bool is_jobs = strcmp(a, "--jobs") == 0;
-        if (errno || *end || end == val || n < 0 || (is_jobs && (n < 1 || n > 256)))
-          return mpk_cli_usage_error("check", "%s needs %s, not '%s'", a,
-                                     is_jobs ? "an integer from 1 to 256" : "a non-negative integer", val);
-        if (is_jobs) jobs = n;
-        else binding = n;
+        if (strcmp(a, "--jobs") == 0) {
+          int st = mpk_cli_parse_jobs("check", val, &jobs);
+          if (st) return st;
+        } else if (!mpk_cli_parse_int(val, 0, LLONG_MAX, &binding)) {
+          return mpk_cli_usage_error("check", "%s needs a non-negative integer, not '%s'", a, val);
+        }
       }
     } else if (a[0] == '-' && a[1]) {
       return mpk_cli_usage_error("check", "unknown option '%s'", a);

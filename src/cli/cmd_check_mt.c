@@ -56,12 +56,8 @@ static int run(int argc, char **argv, const char *dir_hint) {
         variant = val;
         continue;
       }
-      char *end;
-      errno = 0;
-      long long n = strtoll(val, &end, 10);
-      if (errno || *end || end == val || n < 1 || n > 256)
-        return mpk_cli_usage_error("check", "--jobs needs an integer from 1 to 256, not '%s'", val);
-      jobs = n;
+      int st = mpk_cli_parse_jobs("check", val, &jobs);
+      if (st) return st;
     } else if (is_mlc_option(a)) {
       return mpk_cli_usage_error("check", "%s applies to an MLC package; %s is a MobileTransformers package", a,
                                  dir_hint ? dir_hint : "DIR");

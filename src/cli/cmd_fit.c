@@ -1,6 +1,7 @@
 /* modelpkg fit DIR [--lib FILE] [--context N] [--device-memory BYTES] [--max-binding-size N]
                     [--device-features F,...] [--set NAME=VALUE ...] [--json] */
 #include <errno.h>
+#include <limits.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,14 +50,7 @@ static const char help[] =
 
 #define MAX_SETS 64
 
-static bool parse_int(const char *s, long long *out) {
-  char *end;
-  errno = 0;
-  long long n = strtoll(s, &end, 10);
-  if (errno || *end || end == s || n < 0) return false;
-  *out = n;
-  return true;
-}
+static bool parse_int(const char *s, long long *out) { return mpk_cli_parse_int(s, 0, LLONG_MAX, out); }
 
 /* Bytes, optionally with a binary suffix. */
 static bool parse_bytes(const char *s, long long *out) {

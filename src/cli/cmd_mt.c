@@ -167,12 +167,8 @@ int mpk_cmd_mt(int argc, char **argv) {
         describe = val;
         continue;
       }
-      char *end;
-      errno = 0;
-      long long n = strtoll(val, &end, 10);
-      if (errno || *end || end == val || n < 1 || n > 256)
-        return mpk_cli_usage_error(cmd, "--jobs needs an integer from 1 to 256, not '%s'", val);
-      jobs = n;
+      int st = mpk_cli_parse_jobs(cmd, val, &jobs);
+      if (st) return st;
     } else if (a[0] == '-' && a[1]) {
       return mpk_cli_usage_error(cmd, "unknown option '%s'", a);
     } else if (!dir) {

@@ -153,6 +153,9 @@ typedef struct mpk_findings {
 } mpk_findings;
 
 void mpk_findings_problem(mpk_findings *f, const mpk_error *e);
+/* A problem built in place: mpk_fail's arguments, kept instead of returned. */
+void mpk_findings_fail(mpk_findings *f, int code, const char *file, const char *pointer, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 void mpk_findings_note(mpk_findings *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mpk_findings_free(mpk_findings *f);
 

@@ -20,6 +20,18 @@ void mpk_findings_problem(mpk_findings *f, const mpk_error *e) {
   f->problems[f->n_problems++] = *e;
 }
 
+void mpk_findings_fail(mpk_findings *f, int code, const char *file, const char *pointer, const char *fmt, ...) {
+  char msg[sizeof((mpk_error *)0)->message];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  mpk_error e;
+  mpk_error_clear(&e);
+  mpk_fail(&e, code, file, pointer, "%s", msg);
+  mpk_findings_problem(f, &e);
+}
+
 void mpk_findings_note(mpk_findings *f, const char *fmt, ...) {
   char line[1024];
   va_list ap;

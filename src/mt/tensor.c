@@ -226,19 +226,7 @@ static int read_sidecar(const char *path, char hex[65], const char **why) {
   return rc;
 }
 
-static void gate_problem(mpk_findings *f, int code, const char *file, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void gate_problem(mpk_findings *f, int code, const char *file, const char *fmt, ...) {
-  char msg[sizeof((mpk_error *)0)->message];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  mpk_error e;
-  mpk_error_clear(&e);
-  mpk_fail(&e, code, file, NULL, "%s", msg);
-  mpk_findings_problem(f, &e);
-}
+#define gate_problem(f, code, file, ...) mpk_findings_fail((f), (code), (file), NULL, __VA_ARGS__)
 
 static void sync_gate(mpk_mt_gate_report *r) {
   r->problems = r->priv_->found.problems;

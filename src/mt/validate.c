@@ -23,7 +23,31 @@ struct mpk_mt_report_priv {
   const char **variants; /* borrowed from the manifest */
   char **unlisted;
   size_t n_unlisted, cap_unlisted;
+  struct known *known; /* SHA-256 the load gate computed: the integrity pass does not hash them again */
+  size_t n_known, cap_known;
 };
+
+struct known {
+  char *path;
+  char hex[65];
+};
+
+static int cmp_known(const void *a, const void *b) {
+  return strcmp(((const struct known *)a)->path, ((const struct known *)b)->path);
+}
+
+static void remember_digest(struct mpk_mt_report_priv *p, const char *path, const char *hex) {
+  if (p->n_known == p->cap_known) {
+    size_t cap = p->cap_known ? p->cap_known * 2 : 16;
+    struct known *k = realloc(p->known, cap * sizeof *k);
+    if (!k) return; /* only an optimisation: the file is hashed again */
+    p->known = k;
+    p->cap_known = cap;
+  }
+  if (!(p->known[p->n_known].path = strdup(path))) return;
+  memcpy(p->known[p->n_known].hex, hex, 65);
+  p->n_known++;
+}
 
 typedef struct check {
   mpk_mt_report *r;
@@ -47,19 +71,7 @@ static void add_error(check *c, const mpk_error *e) {
   sync(c->r);
 }
 
-static void problem(check *c, int code, const char *file, const char *pointer, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static void problem(check *c, int code, const char *file, const char *pointer, const char *fmt, ...) {
-  char msg[sizeof((mpk_error *)0)->message];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  mpk_error e;
-  mpk_error_clear(&e);
-  mpk_fail(&e, code, file, pointer, "%s", msg);
-  add_error(c, &e);
-}
+#define problem(c, ...) (mpk_findings_fail(&(c)->p->found, __VA_ARGS__), sync((c)->r))
 
 #define note(c, ...) (mpk_findings_note(&(c)->p->found, __VA_ARGS__), sync((c)->r))
 
@@ -236,6 +248,7 @@ static void gate(check *c, const mpk_mt_variant *v, const mpk_mt_handoff *map, c
   for (size_t i = 0; i < g->n_tensors; i++) {
     const mpk_mt_gate_tensor *t = &g->tensors[i];
     c->r->n_tensors++;
+    if (t->actual[0]) remember_digest(c->p, t->file, t->actual);
     if (t->status == MPK_MT_TENSOR_VERIFIED) {
       c->r->n_tensors_verified++;
       note(c, "load gate, variant \"%s\": %s (layer \"%.150s\" role \"%s\") verified against the %s", v->id,
@@ -449,6 +462,7 @@ static int check_integrity(check *c) {
   }
   size_t nj = 0, skipped = 0;
   int rc = 0;
+  if (c->p->n_known) qsort(c->p->known, c->p->n_known, sizeof *c->p->known, cmp_known);
   /* Sizes first, for every file: a truncated file fails before anything is hashed. */
   for (size_t i = 0; i < m->n_files && !rc; i++) {
     const mpk_mt_file *f = &m->files[i];
@@ -477,6 +491,18 @@ static int check_integrity(check *c) {
     if (!abs) {
       rc = MPK_ENOMEM;
       break;
+    }
+    struct known probe_key = {.path = abs};
+    const struct known *k = c->p->n_known ? bsearch(&probe_key, c->p->known, c->p->n_known, sizeof *k, cmp_known) : NULL;
+    if (k) { /* the load gate hashed it already */
+      if (strcmp(k->hex, f->sha256) != 0)
+        problem(c, MPK_EMISMATCH, abs, NULL, "SHA-256 %s does not equal the manifest's sha256 %s", k->hex, f->sha256);
+      else {
+        r->n_files_hashed++;
+        r->bytes_hashed += (uint64_t)st.st_size;
+      }
+      free(abs);
+      continue;
     }
     jobs[nj] = (mpk_digest_job){.path = abs, .algo = MPK_DIGEST_SHA256, .expected_size = (uint64_t)st.st_size};
     of[nj++] = f;
@@ -603,6 +629,8 @@ void mpk_mt_report_free(mpk_mt_report *r) {
     mpk_mt_manifest_free(p->manifest);
     for (size_t i = 0; i < p->n_unlisted; i++) free(p->unlisted[i]);
     free(p->unlisted);
+    for (size_t i = 0; i < p->n_known; i++) free(p->known[i].path);
+    free(p->known);
     free((void *)p->variants);
     free(p->manifest_path);
     free(p->dir);

@@ -23,9 +23,8 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_root);
-  return system(cmd) == 0 ? 0 : -1;
+  tu_sh("rm -rf '%s'", tmp_root);
+  return 0;
 }
 
 /* A fresh, empty inference directory. */
