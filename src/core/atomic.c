@@ -11,17 +11,36 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "txn.h" /* the helpers below, shared with txn.c */
 
-static int write_all(int fd, const void *data, size_t len) {
+int mpk_write_all(int fd, const void *data, size_t len) {
   const char *p = data;
   while (len) {
     ssize_t n = write(fd, p, len);
     if (n < 0 && errno == EINTR) continue;
+    if (n == 0) errno = EIO; /* write() makes no progress: report it rather than spin */
     if (n <= 0) return -1;
     p += n;
     len -= (size_t)n;
   }
   return 0;
+}
+
+int mpk_temp_open(char *template_path) {
+  int fd = mkstemp(template_path);
+  if (fd < 0) return -1;
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  /* mkstemp makes the file 0600; a written document gets the usual 0644 (less the umask). */
+  mode_t mask = umask(0);
+  umask(mask);
+  fchmod(fd, 0666 & ~mask);
+  return fd;
+}
+
+int mpk_fsync_dir(int dfd) {
+  if (fsync(dfd) == 0) return 0;
+  /* Some file systems cannot sync a directory (EINVAL): their renames are as durable as they get. */
+  return errno == EINVAL ? 0 : -1;
 }
 
 int mpk_write_file_atomic(const char *path, const void *data, size_t len, mpk_error *err) {
@@ -35,16 +54,12 @@ int mpk_write_file_atomic(const char *path, const void *data, size_t len, mpk_er
   }
   snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
   int rc = 0;
-  int fd = mkstemp(tmp);
+  int fd = mpk_temp_open(tmp);
   if (fd < 0) {
     rc = mpk_fail(err, MPK_EIO, path, NULL, "cannot create a temporary file beside it: %s", strerror(errno));
     goto out;
   }
-  /* mkstemp makes the file 0600; a written document gets the usual 0644 (less the umask). */
-  mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd, 0666 & ~mask);
-  if (write_all(fd, data, len) != 0 || fsync(fd) != 0) {
+  if (mpk_write_all(fd, data, len) != 0 || fsync(fd) != 0) {
     rc = mpk_fail(err, MPK_EIO, path, NULL, "cannot write: %s", strerror(errno));
     close(fd);
     unlink(tmp);
@@ -57,7 +72,7 @@ int mpk_write_file_atomic(const char *path, const void *data, size_t len, mpk_er
   }
   int dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
-    fsync(dfd); /* the rename is durable only once its directory is */
+    mpk_fsync_dir(dfd); /* the rename is durable only once its directory is */
     close(dfd);
   }
 out:
@@ -67,7 +82,7 @@ out:
 }
 
 /* mkstemp's suffix: six characters from [A-Za-z0-9]. */
-static bool is_temp_suffix(const char *s) {
+bool mpk_is_temp_suffix(const char *s) {
   for (int i = 0; i < 6; i++)
     if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9'))) return false;
   return s[6] == '\0';
@@ -93,7 +108,7 @@ int mpk_atomic_cleanup(const char *path, size_t *removed, mpk_error *err) {
   while ((e = readdir(d))) {
     /* Only our own leftovers: "<base>.tmp.XXXXXX", a regular file. */
     if (strncmp(e->d_name, base, bl) != 0 || strncmp(e->d_name + bl, ".tmp.", 5) != 0 ||
-        !is_temp_suffix(e->d_name + bl + 5))
+        !mpk_is_temp_suffix(e->d_name + bl + 5))
       continue;
     char *full = mpk_path_join(dir, e->d_name);
     struct stat st;

@@ -139,6 +139,9 @@ int mpk_json_write_document(const json_t *value, bool sort_keys, char **out, siz
 
 #define MPK_SHA256_LEN 32
 int mpk_sha256(const void *data, size_t len, uint8_t out[MPK_SHA256_LEN]);
+/* SHA-256 of everything an open file holds (pread from offset 0), as lowercase hex. 0 or MPK_EIO /
+   MPK_ENOMEM (errno tells why). */
+int mpk_sha256_fd(int fd, char hex[65]);
 void mpk_hex(const uint8_t *bytes, size_t n, char *out); /* writes 2n chars + NUL */
 
 /* ---------------------------------------------------------------- findings (findings.c) */
@@ -185,6 +188,16 @@ bool mpk_path_resolves_inside(const char *dir, const char *path);
    "<basename>.tmp.XXXXXX" beside `path`. A writer that also lists the tree calls it first, so a
    leftover is never taken for a package file. */
 int mpk_atomic_cleanup(const char *path, size_t *removed, mpk_error *err);
+/* Pieces of atomic writes (atomic.c), shared with the transactions of txn.c. */
+/* write() until done, retrying EINTR. 0, or -1 with errno. */
+int mpk_write_all(int fd, const void *data, size_t len);
+/* mkstemp(template) with close-on-exec and mode 0666 less the umask. The fd, or -1 with errno. */
+int mpk_temp_open(char *template_path);
+/* mkstemp's suffix: exactly six characters of [A-Za-z0-9], then the end of the string. */
+bool mpk_is_temp_suffix(const char *s);
+/* fsync a directory (its renames and unlinks become durable). 0, or -1 with errno; a file system
+   that cannot sync directories (EINVAL) counts as synced. */
+int mpk_fsync_dir(int dfd);
 /* dir + "/" + name into a fresh malloc'ed string. */
 char *mpk_path_join(const char *dir, const char *name);
 
