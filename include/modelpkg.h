@@ -1171,10 +1171,73 @@ MPK_API int mpk_mt_handoff_role_layout(const mpk_mt_handoff_entry *entry, mpk_mt
 MPK_API int mpk_mt_handoff_json(const mpk_mt_handoff *map, char **out, size_t *len, mpk_error *err);
 
 /* ============================================================================================
- * mt: loading tensors (load_tensor_raw) and the load gate (loadMergedWeightsReady)
+ * mt: safetensors (adapter factors)
  * ========================================================================================== */
 
+/** Most dimensions a tensor may have (safetensors tensors and tensor views alike). */
 #define MPK_TENSOR_MAX_DIMS 16
+/** The largest safetensors header read: the reference library's limit (MAX_HEADER_SIZE). */
+#define MPK_ST_MAX_HEADER 100000000u
+
+/** One tensor of a safetensors file. Borrowed from its mpk_safetensors. */
+typedef struct mpk_st_tensor {
+  const char *name;                     /**< non-empty */
+  char dtype[8];                        /**< as in the file: "F32", "F16", "BF16", "F64", "I8", "U8", "I16",
+                                             "U16", "I32", "U32", "I64", "U64", "BOOL", "F8_E4M3", "F8_E5M2" */
+  int32_t ndim;                         /**< 0: a scalar */
+  int64_t shape[MPK_TENSOR_MAX_DIMS];   /**< row-major; a 0 dimension makes an empty tensor */
+  uint64_t numel;
+  uint64_t begin, end;                  /**< data_offsets, relative to the data section */
+  const void *data;                     /**< end - begin bytes, little-endian, not necessarily aligned */
+} mpk_st_tensor;
+
+/** A safetensors file, read. Immutable; shareable between threads. */
+typedef struct mpk_safetensors {
+  const char *file;                     /**< the name errors use (a copy; "safetensors" when none given) */
+  const mpk_st_tensor *tensors;         /**< sorted by name (bytewise) */
+  size_t n_tensors;
+  const mpk_mt_pair *metadata;          /**< "__metadata__", string → string, sorted by key (bytewise) */
+  size_t n_metadata;
+  uint64_t header_len;                  /**< N: the header is bytes [8, 8 + N) */
+  uint64_t data_len;                    /**< the data section: bytes [8 + N, file size) */
+  struct mpk_safetensors_priv *priv_;
+} mpk_safetensors;
+
+/**
+ * Read a safetensors file held in memory, strictly (rules: docs/safetensors.md): at least 8 bytes;
+ * the header length N little-endian u64, at most MPK_ST_MAX_HEADER (MPK_ELIMIT), 8 + N within the
+ * file; the header strict JSON (duplicate keys, invalid UTF-8 and U+0000 refused) starting with '{',
+ * JSON whitespace after the object allowed; an optional "__metadata__" object of strings; every
+ * other member a tensor with exactly "dtype", "shape", "data_offsets"; dtype one of the fifteen above
+ * (else MPK_EUNSUPPORTED); shape non-negative integers, at most MPK_TENSOR_MAX_DIMS, their product
+ * (skipping zeros) and the byte size within int64 (MPK_ELIMIT); data_offsets [begin, end] with
+ * end - begin the byte size; and the tensors, taken by begin, tiling the data section exactly — the
+ * first at 0, each where the previous ends, the last at its end: no hole, no overlap, nothing past
+ * the end. Errors are MPK_EMALFORMED unless said otherwise, name `file` and the tensor, with the
+ * JSON pointer of the field or the byte offset. `data` is borrowed: it must outlive `*out`.
+ */
+MPK_API int mpk_safetensors_parse(const void *data, size_t len, const char *file, mpk_safetensors **out,
+                                  mpk_error *err);
+/** Map `path` read-only and read it as mpk_safetensors_parse() does; `*out` owns the mapping. */
+MPK_API int mpk_safetensors_open(const char *path, mpk_safetensors **out, mpk_error *err);
+/** The tensor named `name` (binary search), or NULL. */
+MPK_API const mpk_st_tensor *mpk_safetensors_find(const mpk_safetensors *st, const char *name);
+/** The value of "__metadata__" key `key`, or NULL. */
+MPK_API const char *mpk_safetensors_metadata(const mpk_safetensors *st, const char *key);
+MPK_API void mpk_safetensors_free(mpk_safetensors *st);
+/** Bytes per element of a safetensors dtype name ("F32" 4, "BOOL" 1, ...); -1 when unknown. */
+MPK_API int mpk_st_dtype_size(const char *dtype);
+/**
+ * A tensor's elements as float32, in a malloc'ed array of numel floats (freed with mpk_free(); a
+ * valid pointer even when numel is 0). F32 is copied, F16 and BF16 are widened exactly (subnormals,
+ * infinities and NaN payloads kept), F64 is rounded to nearest — a finite F64 value beyond the float32
+ * range is refused (MPK_ELIMIT) rather than turned into infinity. Other dtypes: MPK_EUNSUPPORTED.
+ */
+MPK_API int mpk_st_tensor_to_f32(const mpk_st_tensor *t, float **out, mpk_error *err);
+
+/* ============================================================================================
+ * mt: loading tensors (load_tensor_raw) and the load gate (loadMergedWeightsReady)
+ * ========================================================================================== */
 
 /**
  * A tensor constructed from its declaration over a read-only memory map of its .bin (no copy).

@@ -173,3 +173,86 @@ for d in (dict(hm, schemaVersion="2.0"), dict(hm, schemaVersion="1.9", futureFie
           h_entry(mergedTensorNames={"weight": "other"}), h_entry(inferenceInitializerNames={"bias": "x"}),
           h_entry(quantization=None, genaiInputNames={"weight": "w"}, trainingBaseLayerName="caf\u00e9-\U0001f680")):
     write("fuzz_mt_handoff", dumps(d))
+
+# Safetensors: 8-byte little-endian header length, JSON header, data. Files as the reference
+# serializer writes them (sorted by dtype alignment, header padded with spaces to 8 bytes), a LoRA
+# adapter with PEFT names and metadata, every dtype, empty and scalar tensors, a header out of data
+# order, and one file per refusal rule (docs/safetensors.md).
+ST_SIZES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2,
+            "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8}
+
+
+def st_file(header, data, pad=True, n=None):
+    text = (header if isinstance(header, str) else json.dumps(header, separators=(",", ":"))).encode()
+    if pad:
+        text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text) if n is None else n) + text + data
+
+
+def st_tensors(tensors, metadata=None):
+    """tensors: [(name, dtype, shape, bytes)] laid out in order."""
+    header, data = {}, b""
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    return header, data
+
+
+def f32(*v):
+    return struct.pack("<%df" % len(v), *v)
+
+
+lora = [("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight", "F32", [2, 6], f32(*range(12))),
+        ("base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight", "F32", [4, 2], f32(*[0.5] * 8))]
+h, d = st_tensors(lora, {"format": "pt"})
+write("fuzz_safetensors", st_file(h, d))
+write("fuzz_safetensors", st_file(h, d, pad=False))
+h, d = st_tensors([("adapter_A", "F16", [2, 3], struct.pack("<6H", 0x3c00, 0x0001, 0x7c00, 0xfc00, 0x7e00, 0x8000)),
+                   ("adapter_B", "BF16", [3, 2], struct.pack("<6H", 0x3f80, 0x0001, 0x7f80, 0xffc1, 0x4049, 0)),
+                   ("weight", "F64", [2], struct.pack("<2d", 0.1, 1e-40)),
+                   ("scale", "F64", [], struct.pack("<d", 1e39))])
+write("fuzz_safetensors", st_file(h, d))
+every = [("t%02d" % i, dt, [3], bytes(range(3 * sz))) for i, (dt, sz) in enumerate(sorted(ST_SIZES.items()))]
+write("fuzz_safetensors", st_file(*st_tensors(every)))
+write("fuzz_safetensors", st_file(*st_tensors([("empty", "F32", [0, 4], b""), ("scalar", "I32", [], b"\1\0\0\0"),
+                                                ("e2", "U8", [2, 0], b"")])))
+write("fuzz_safetensors", st_file({}, b""))
+write("fuzz_safetensors", st_file({"__metadata__": {"framework": "pt"}}, b""))
+write("fuzz_safetensors", st_file("{}\r \t\n", b"", pad=False))
+h, d = st_tensors([("a", "U8", [4], b"abcd"), ("b", "U16", [2], b"efgh"), ("c", "F32", [1], b"ijkl")])
+write("fuzz_safetensors", st_file(dict(reversed(list(h.items()))), d))
+# Refusals: one rule broken each.
+good_h, good_d = st_tensors([("a", "F32", [2], f32(1, 2)), ("b", "F32", [2], f32(3, 4))])
+full = st_file(good_h, good_d)
+write("fuzz_safetensors", full[:7])
+write("fuzz_safetensors", full[:-1])
+write("fuzz_safetensors", full + b"\0")
+write("fuzz_safetensors", st_file(good_h, good_d, n=100000001))
+write("fuzz_safetensors", st_file(good_h, good_d, n=len(full)))
+write("fuzz_safetensors", st_file(" " + json.dumps(good_h), good_d))
+write("fuzz_safetensors", st_file(json.dumps(good_h) + "\0\0", good_d, pad=False))
+
+
+def st_variant(name, **changes):
+    h = json.loads(json.dumps(good_h))
+    h[name].update(changes)
+    return st_file(h, good_d)
+
+
+for data in (st_variant("a", dtype="F17"), st_variant("a", dtype="f32"), st_variant("a", extra=1),
+             st_variant("a", shape=[3]), st_variant("a", shape=[-2]), st_variant("a", shape=[2.0]),
+             st_variant("a", shape=[1] * 17), st_variant("a", data_offsets=[8, 0]),
+             st_variant("b", data_offsets=[4, 12]), st_variant("b", data_offsets=[12, 20]),
+             st_variant("b", data_offsets=[16, 24]), st_variant("a", data_offsets=[0, 8, 8]),
+             st_variant("a", shape=[0, 2 ** 32, 2 ** 32], data_offsets=[0, 0])):
+    write("fuzz_safetensors", data)
+hole = json.loads(json.dumps(good_h))
+hole["b"]["data_offsets"] = [12, 20]
+write("fuzz_safetensors", st_file(hole, good_d + b"\0" * 4))
+write("fuzz_safetensors", st_file(dict(good_h, __metadata__={"n": 1}), good_d))
+write("fuzz_safetensors", st_file(dict(good_h, __metadata__=None), good_d))
+write("fuzz_safetensors", st_file(dict(good_h, **{"": good_h["a"]}), good_d))
+text = json.dumps(good_h, separators=(",", ":"))
+write("fuzz_safetensors", st_file(text[:-1] + ',"a":' + json.dumps(good_h["a"]) + "}", good_d))
