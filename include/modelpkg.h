@@ -950,6 +950,8 @@ typedef struct mpk_mt_report {
   size_t n_files;                      /**< listed files in scope (the variants' plans + package-wide) */
   size_t n_files_sized;                /**< of those: present, inside the package, of their listed size */
   size_t n_files_hashed;               /**< of those: whose SHA-256 equals the listed digest */
+  size_t n_files_merged;               /**< of those: a tensor merged on device and its sidecar, verified
+                                            by the load gate against the sidecar, not the listed digest */
   uint64_t bytes_hashed;
   const char *const *unlisted;         /**< files on disk the manifest does not list, sorted (warnings) */
   size_t n_unlisted;
@@ -1337,6 +1339,8 @@ typedef struct mpk_mt_gate_report {
   size_t n_verified;
   const mpk_error *problems;          /**< one per refused tensor, naming the layer and the file */
   size_t n_problems;
+  int recovery;                       /**< an mpk_mt_recovery: what finishing an interrupted merge did */
+  size_t recovery_files;              /**< files it renamed (rolled forward) or removed (rolled back) */
   struct mpk_mt_gate_priv *priv_;
 } mpk_mt_gate_report;
 
@@ -1347,7 +1351,9 @@ typedef struct mpk_mt_gate_report {
  * refused ("no checksum"). A stale sidecar fails even when the map matches. Hashed on a pool of
  * `workers` threads. `map` NULL or without entries: ready, no_merged_weights. Returns 0 when the
  * gate ran (`ready` is the verdict), or a negative code when it could not (no memory, bad args).
- * The declared layout and the size rule are reported per tensor, not part of the verdict.
+ * The declared layout and the size rule are reported per tensor, not part of the verdict. First,
+ * an interrupted merge in `inference_dir` is finished or undone (mpk_mt_merge_recover(); its
+ * failure, e.g. a merge in progress, is the gate's failure).
  */
 MPK_API int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const mpk_mt_gate_options *opts,
                              mpk_mt_gate_report **out, mpk_error *err);
@@ -1356,6 +1362,90 @@ MPK_API void mpk_mt_gate_report_free(mpk_mt_gate_report *r);
 MPK_API const char *mpk_mt_authority_name(mpk_mt_authority a);
 /** "verified", "present", "missing", "no checksum", "bad sidecar", "mismatch", "unreadable". */
 MPK_API const char *mpk_mt_tensor_status_name(mpk_mt_tensor_status s);
+
+/* ============================================================================================
+ * mt: merging a trained LoRA adapter into the inference weights (on-device merge)
+ * ========================================================================================== */
+
+/** How an on-disk weight is laid out relative to the training checkpoint's [out, in]. */
+typedef enum mpk_mt_orientation {
+  MPK_MT_ORIENT_UNDECIDED = 0,     /**< options: observe it; an entry: square, it cannot tell */
+  MPK_MT_ORIENT_NO_TRANSPOSE,      /**< "no_transpose": the .bin is [out, in] */
+  MPK_MT_ORIENT_ALREADY_TRANSPOSED /**< "already_transposed_for_inference": the .bin is [in, out] */
+} mpk_mt_orientation;
+
+/** "no_transpose", "already_transposed_for_inference", "undecided". */
+MPK_API const char *mpk_mt_orientation_name(mpk_mt_orientation o);
+
+typedef struct mpk_mt_merge_options {
+  const char *variant;             /**< NULL: the manifest's defaultVariant */
+  const char *adapter;             /**< the adapter's .safetensors file (required) */
+  int has_scale;                   /**< 1: `scale` overrides every configuration file */
+  double scale;
+  mpk_mt_orientation orientation;  /**< UNDECIDED: observe; else used only when every entry is
+                                        square, and it must agree with what is observed */
+  unsigned workers;                /**< merge threads; 0: one per CPU, at most 8 */
+  int dry_run;                     /**< 1: decide and report, write nothing */
+} mpk_mt_merge_options;
+
+/** One merged handoff entry. */
+typedef struct mpk_mt_merge_entry {
+  size_t entry;                    /**< index in the map's entries */
+  const char *layer;               /**< trainingBaseLayerName */
+  const char *adapter_a, *adapter_b; /**< the factors' names in the adapter file */
+  int64_t out, in, rank;           /**< B is [out, rank], A is [rank, in] */
+  const char *dtype;               /**< the weight's on-disk dtype */
+  int64_t rows, cols;              /**< the weight's on-disk shape */
+  int quantized;                   /**< 1: weight_quantized + scale + zero_point were rewritten */
+  mpk_mt_orientation observed;     /**< UNDECIDED when the weight is square */
+  double scale;
+  const char *scale_source;        /**< where the scale came from, in words */
+  const char *base_source;         /**< the base the delta was added to, in words */
+  char digest[MPK_MT_ROLE_COUNT][65]; /**< the written files' SHA-256 per role ("" when not written) */
+} mpk_mt_merge_entry;
+
+/** What a merge decided and did. Read-only; freed with mpk_mt_merge_report_free(). */
+typedef struct mpk_mt_merge_report {
+  const char *variant;
+  const char *inference_dir;
+  mpk_mt_orientation orientation;  /**< the package-wide decision */
+  const char *evidence;            /**< why, in one sentence */
+  const mpk_mt_merge_entry *entries;
+  size_t n_entries;
+  const char *const *notes;        /**< recovered transactions, unused adapter tensors, ... */
+  size_t n_notes;
+  int written;                     /**< 1: the transaction committed (0 with dry_run) */
+  struct mpk_mt_merge_priv *priv_;
+} mpk_mt_merge_report;
+
+/**
+ * Merge a trained LoRA adapter into a package variant's inference weights:
+ * merged = base + scale · (B @ A), one transaction over every tensor (rules: docs/mt-merge.md).
+ * Factors are found by each entry's checkpointNames, else by PEFT names; the scale comes from
+ * `opts->scale`, the variant's train/training_config.json or a PEFT adapter_config.json beside the
+ * adapter — never a default; the base is the adapter's frozen weight, else the shipped .bin, only
+ * while it still hashes to the map's sha256 (a merged base is refused: no merge applies twice); the
+ * orientation is observed from non-square entries. An interrupted earlier merge is recovered first.
+ * On failure nothing is changed and `*out` is NULL.
+ */
+MPK_API int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *opts, mpk_mt_merge_report **out,
+                         mpk_error *err);
+MPK_API void mpk_mt_merge_report_free(mpk_mt_merge_report *r);
+
+/** What recovering an interrupted merge did. */
+typedef enum mpk_mt_recovery {
+  MPK_MT_RECOVERY_NONE = 0,        /**< nothing was interrupted */
+  MPK_MT_RECOVERY_ROLLED_FORWARD,  /**< the merge had committed: its remaining renames were done */
+  MPK_MT_RECOVERY_ROLLED_BACK      /**< the merge had not committed: its temporary files were removed */
+} mpk_mt_recovery;
+
+/**
+ * Finish or undo an interrupted merge in an inference directory (its journal decides), so the
+ * directory holds either every merged tensor or none. mpk_mt_merge, mpk_mt_check and
+ * mpk_mt_load_gate call it first. `files` (may be NULL) gets the number of files renamed or removed.
+ */
+MPK_API int mpk_mt_merge_recover(const char *inference_dir, mpk_mt_recovery *outcome, size_t *files,
+                                 mpk_error *err);
 
 #ifdef __cplusplus
 }

@@ -452,6 +452,27 @@ def mt_tiny(out):
     # BUILD.json for `modelpkg mt build` (beside the package: a file inside it would be listed).
     write(os.path.join(out, "mt-tiny.build.json"), py_json(build))
     mt_seal(d, build)
+    # A trained adapter for `modelpkg mt merge` (also beside the package): each entry's factors under
+    # its checkpointNames, float32, A [rank, in] and B [out, rank].
+    factors = []
+    for k, (proj, _dtype, shape) in enumerate(layers):
+        names = mapping["backbone.model.layers.0.self_attn.%s.base_layer" % proj]
+        for role, dims in (("adapter_A", [rank, shape[1]]), ("adapter_B", [shape[0], rank])):
+            n = dims[0] * dims[1]
+            factors.append((names[role], dims, [((i * 5 + k * 2 + len(role)) % 9 - 4) / 16.0 for i in range(n)]))
+    write(os.path.join(out, "mt-tiny.adapter.safetensors"), safetensors(factors))
+
+
+def safetensors(tensors):
+    """The safetensors layout: u64 LE header length, JSON header padded with spaces to 8 bytes, data."""
+    header, data = {}, b""
+    for name, dims, values in tensors:
+        blob = struct.pack("<%df" % len(values), *values)
+        header[name] = {"dtype": "F32", "shape": dims, "data_offsets": [len(data), len(data) + len(blob)]}
+        data += blob
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
 
 
 def main():

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Install the Debian 12 packages modelpkg needs to build and test, if any are missing.
+# Install the Debian 12 packages modelpkg needs to build and test, if any are missing, then the npm
+# packages the tests need (scripts/deps_node.sh, into .deps/).
 # Idempotent: installs nothing when everything is there. Needs root (or sudo) only to install.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 PACKAGES=(
   gcc make cmake ninja-build pkg-config      # toolchain (CMake >= 3.25)
@@ -10,6 +12,7 @@ PACKAGES=(
   libdlpack-dev                              # dlpack/dlpack.h (DLTensor export of tensor views)
   python3                                    # example generator (standard library only)
   clang libclang-rt-14-dev                   # libFuzzer targets (optional build, MPK_FUZZ=ON)
+  python3-numpy python3-onnx                 # the merge's ONNX Runtime test: models and expected values
 )
 
 missing=()
@@ -18,12 +21,16 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+# Node.js runs ONNX Runtime in the merge test. Asked for by command, not by package: a machine may
+# have it from another repository (whose nodejs brings npm, and conflicts with Debian's npm).
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-echo "setup: installing ${missing[*]}" >&2
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+scripts/deps_node.sh

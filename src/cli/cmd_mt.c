@@ -1,6 +1,7 @@
 /* modelpkg mt build DIR --describe BUILD.json [--jobs N] [--dry-run]
    modelpkg mt reseal DIR [--jobs N] [--dry-run]
-   modelpkg mt handoff fmt FILE */
+   modelpkg mt handoff fmt FILE
+   (mt tensors and mt merge live in their own files) */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@ static const char help[] =
     "       modelpkg mt reseal DIR [--jobs N] [--dry-run]\n"
     "       modelpkg mt handoff fmt FILE\n"
     "       modelpkg mt tensors DIR [--variant ID] [--jobs N]\n"
+    "       modelpkg mt merge DIR --adapter ADAPTER.safetensors [options]\n"
     "\n"
     "Seal a MobileTransformers package: write DIR/mobiletransformers_manifest.json and each\n"
     "variants/<id>/checksums.json, byte-identical to the reference exporter for the same tree and\n"
@@ -41,6 +43,8 @@ static const char help[] =
     "           and entries, indent 2, ASCII escapes); unchanged bytes are not rewritten\n"
     "  tensors DIR  list each merged-weight tensor of a variant: dtype, shape, bytes, file, size\n"
     "           and checksum status under the load gate (modelpkg mt tensors --help)\n"
+    "  merge DIR    merge a trained LoRA adapter into a variant's weights, as one crash-safe\n"
+    "           transaction (modelpkg mt merge --help)\n"
     "\n"
     "exit status: 0 sealed (or nothing to change), 1 refused or failed, 2 usage error\n";
 
@@ -145,6 +149,7 @@ int mpk_cmd_mt(int argc, char **argv) {
   const char *verb = argv[1];
   if (strcmp(verb, "handoff") == 0) return handoff_fmt(argc, argv);
   if (strcmp(verb, "tensors") == 0) return mpk_cmd_mt_tensors(argc, argv);
+  if (strcmp(verb, "merge") == 0) return mpk_cmd_mt_merge(argc, argv);
   bool build = strcmp(verb, "build") == 0;
   if (!build && strcmp(verb, "reseal") != 0) return mpk_cli_usage_error("mt", "unknown subcommand '%s'", verb);
   char cmd[32];

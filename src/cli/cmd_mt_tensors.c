@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "core/core.h"
+#include "mt/mt.h"
 
 static const char help[] =
     "usage: modelpkg mt tensors DIR [--variant ID] [--jobs N]\n"
@@ -20,52 +21,31 @@ static const char help[] =
     "exit status: 0 every tensor verified and loadable (or no merged weights), 1 otherwise,\n"
     "2 usage error\n";
 
-static const char *variant_path(const mpk_mt_variant *v, const char *key) {
-  for (size_t i = 0; i < v->n_paths; i++)
-    if (strcmp(v->paths[i].key, key) == 0) return v->paths[i].value;
-  return NULL;
-}
-
 static int list(const char *dir, const char *variant, unsigned jobs) {
   mpk_error err;
   mpk_error_clear(&err);
-  mpk_mt_manifest *m = NULL;
+  mpk_mt_located loc;
   mpk_mt_handoff *map = NULL;
   mpk_mt_gate_report *g = NULL;
-  char *mpath = mpk_path_join(dir, MPK_MT_MANIFEST_FILENAME), *mapfile = NULL, *inf = NULL;
   int status = MPK_EXIT_FAIL;
-  if (!mpath || mpk_mt_manifest_load(mpath, &m, &err)) goto out;
-  const char *id = variant ? variant : m->default_variant;
-  const mpk_mt_variant *v = mpk_mt_manifest_variant(m, id);
-  if (!v) {
-    mpk_fail(&err, MPK_ENOTFOUND, mpath, "/variants", "variant \"%s\" is not among the variants", id);
+  if (mpk_mt_locate(dir, variant, &loc, &err)) {
+    mpk_cli_error(&err);
+    return status;
+  }
+  const char *id = loc.variant->id;
+  if (!loc.map_file) {
+    mpk_fail(&err, MPK_EMALFORMED, loc.manifest_file, NULL, "variant \"%s\" has no weightHandoff", id);
     goto out;
   }
-  if (!v->weight_handoff) {
-    mpk_fail(&err, MPK_EMALFORMED, mpath, NULL, "variant \"%s\" has no weightHandoff", id);
-    goto out;
-  }
-  if (!mpk_path_is_confined(v->weight_handoff, NULL)) {
-    mpk_fail(&err, MPK_EMALFORMED, mpath, NULL, "variant \"%s\": weightHandoff leaves the package", id);
-    goto out;
-  }
-  if (!(mapfile = mpk_path_join(dir, v->weight_handoff))) goto out;
   printf("modelpkg mt tensors %s (variant %s)\n", dir, id);
-  if (!mpk_file_exists(mapfile)) {
-    printf("  no merged weights: %s is absent: use the base weights\n", v->weight_handoff);
+  if (!mpk_file_exists(loc.map_file)) {
+    printf("  no merged weights: %s is absent: use the base weights\n", loc.variant->weight_handoff);
     status = MPK_EXIT_OK;
     goto out;
   }
-  if (mpk_mt_handoff_load(mapfile, &map, &err)) goto out;
-  const char *rel = variant_path(v, "inference");
-  if (rel) inf = mpk_path_join(dir, rel);
-  else {
-    inf = strdup(mapfile);
-    if (inf) *strrchr(inf, '/') = '\0';
-  }
-  if (!inf) goto out;
+  if (mpk_mt_handoff_load(loc.map_file, &map, &err)) goto out;
   mpk_mt_gate_options go = {.workers = jobs};
-  if (mpk_mt_load_gate(inf, map, &go, &g, &err)) goto out;
+  if (mpk_mt_load_gate(loc.inference_dir, map, &go, &g, &err)) goto out;
   if (g->no_merged_weights) {
     printf("  no merged weights: the map has no entries: use the base weights\n");
     status = MPK_EXIT_OK;
@@ -108,10 +88,7 @@ out:
   if (err.code) mpk_cli_error(&err);
   mpk_mt_gate_report_free(g);
   mpk_mt_handoff_free(map);
-  mpk_mt_manifest_free(m);
-  free(mpath);
-  free(mapfile);
-  free(inf);
+  mpk_mt_located_free(&loc);
   return status;
 }
 

@@ -35,6 +35,9 @@ void mpk_cli_mt_report_text(FILE *out, const mpk_mt_report *r) {
               (unsigned long long)r->bytes_hashed);
     else
       fprintf(out, " (digests not computed)\n");
+    if (r->hashed && r->n_files_merged)
+      fprintf(out, "             %zu merged on device (tensor and sidecar: verified by the load gate)\n",
+              r->n_files_merged);
     fprintf(out, "  tensors:   %zu merged-weight tensor%s, %zu verified by the load gate\n", r->n_tensors,
             r->n_tensors == 1 ? "" : "s", r->n_tensors_verified);
     if (r->n_unlisted)
@@ -81,9 +84,9 @@ int mpk_cli_mt_report_json(FILE *out, const mpk_mt_report *r) {
                       json_pack("{s:o, s:b, s:b}", "variants", mpk_cli_json_strings(r->variants, r->n_variants), "all_variants",
                                 r->all_variants, "hashed", r->hashed));
   json_object_set_new(root, "files",
-                      json_pack("{s:I, s:I, s:I, s:I}", "in_scope", (json_int_t)r->n_files, "sized",
+                      json_pack("{s:I, s:I, s:I, s:I, s:I}", "in_scope", (json_int_t)r->n_files, "sized",
                                 (json_int_t)r->n_files_sized, "hashed", (json_int_t)r->n_files_hashed, "bytes_hashed",
-                                (json_int_t)r->bytes_hashed));
+                                (json_int_t)r->bytes_hashed, "merged", (json_int_t)r->n_files_merged));
   json_object_set_new(root, "tensors",
                       json_pack("{s:I, s:I}", "gated", (json_int_t)r->n_tensors, "verified",
                                 (json_int_t)r->n_tensors_verified));

@@ -11,7 +11,7 @@ static void copy_field(char *dst, size_t cap, const char *src) {
   }
   size_t n = strlen(src);
   if (n >= cap) n = cap - 1;
-  memcpy(dst, src, n);
+  memmove(dst, src, n); /* src may be the field itself (a caller re-wording its own error) */
   dst[n] = '\0';
 }
 

@@ -16,4 +16,20 @@ const json_t *mpk_mt_manifest_root(const mpk_mt_manifest *m);
 const mpk_mt_group *mpk_mt_plan_group(const mpk_mt_plan *plan, const char *name);
 bool mpk_mt_group_selects(const mpk_mt_group *g, const char *path);
 
+/* locate.c: a variant's feature path by key (NULL when absent); its inference directory relative to
+   the package (the "inference" path, else the weightHandoff map's directory; malloc'ed, NULL when
+   neither exists or out of memory). */
+const char *mpk_mt_variant_path(const mpk_mt_variant *v, const char *key);
+char *mpk_mt_inference_rel(const mpk_mt_variant *v);
+
+/* The manifest of package `dir`, the variant (NULL: defaultVariant) and its directories as absolute
+   paths (map_file NULL without weightHandoff; train_dir NULL without a "train" path). */
+typedef struct mpk_mt_located {
+  mpk_mt_manifest *manifest;
+  const mpk_mt_variant *variant;
+  char *manifest_file, *map_file, *inference_dir, *train_dir;
+} mpk_mt_located;
+int mpk_mt_locate(const char *dir, const char *variant, mpk_mt_located *out, mpk_error *err);
+void mpk_mt_located_free(mpk_mt_located *l);
+
 #endif

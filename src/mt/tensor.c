@@ -249,6 +249,17 @@ int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const
   size_t n = 0;
   for (size_t i = 0; map && i < map->n_entries; i++)
     for (int role = 0; role < MPK_MT_ROLE_COUNT; role++) n += map->entries[i].external_data_location[role] != NULL;
+  /* An interrupted merge is finished or undone before anything is judged: the gate never sees some
+     tensors merged and others not. */
+  if (mpk_is_dir(inference_dir)) {
+    mpk_mt_recovery how;
+    int rrc = mpk_mt_merge_recover(inference_dir, &how, &r->recovery_files, err);
+    if (rrc) {
+      mpk_mt_gate_report_free(r);
+      return rrc;
+    }
+    r->recovery = (int)how;
+  }
   if (!map || map->n_entries == 0 || n == 0) {
     r->no_merged_weights = 1;
     r->ready = 1;

@@ -30,13 +30,14 @@ struct mpk_mt_report_priv {
 struct known {
   char *path;
   char hex[65];
+  bool merged; /* merged on device: verified against its sidecar, which differs from the shipped digest */
 };
 
 static int cmp_known(const void *a, const void *b) {
   return strcmp(((const struct known *)a)->path, ((const struct known *)b)->path);
 }
 
-static void remember_digest(struct mpk_mt_report_priv *p, const char *path, const char *hex) {
+static void remember_digest(struct mpk_mt_report_priv *p, const char *path, const char *hex, bool merged) {
   if (p->n_known == p->cap_known) {
     size_t cap = p->cap_known ? p->cap_known * 2 : 16;
     struct known *k = realloc(p->known, cap * sizeof *k);
@@ -46,6 +47,7 @@ static void remember_digest(struct mpk_mt_report_priv *p, const char *path, cons
   }
   if (!(p->known[p->n_known].path = strdup(path))) return;
   memcpy(p->known[p->n_known].hex, hex, 65);
+  p->known[p->n_known].merged = merged;
   p->n_known++;
 }
 
@@ -129,12 +131,6 @@ static bool has_feature(const mpk_mt_variant *v, const char *feature) {
   for (size_t i = 0; i < v->n_features; i++)
     if (strcmp(v->features[i], feature) == 0) return true;
   return false;
-}
-
-static const char *path_of(const mpk_mt_variant *v, const char *key) {
-  for (size_t i = 0; i < v->n_paths; i++)
-    if (strcmp(v->paths[i].key, key) == 0) return v->paths[i].value;
-  return NULL;
 }
 
 /* "a, b, c" (cut with "..." when long). */
@@ -236,6 +232,11 @@ static void gate(check *c, const mpk_mt_variant *v, const mpk_mt_handoff *map, c
     free(inf);
     return;
   }
+  if (g->recovery == MPK_MT_RECOVERY_ROLLED_FORWARD)
+    note(c, "variant \"%s\": an interrupted merge had committed: finished it (%zu files)", v->id, g->recovery_files);
+  else if (g->recovery == MPK_MT_RECOVERY_ROLLED_BACK)
+    note(c, "variant \"%s\": an interrupted merge had not committed: undone (%zu temporary files removed)", v->id,
+         g->recovery_files);
   if (g->no_merged_weights)
     note(c, "load gate, variant \"%s\": no merged weights (the map has no entries): use the base weights", v->id);
   /* A missing file is already a problem of check_locations(). */
@@ -248,7 +249,22 @@ static void gate(check *c, const mpk_mt_variant *v, const mpk_mt_handoff *map, c
   for (size_t i = 0; i < g->n_tensors; i++) {
     const mpk_mt_gate_tensor *t = &g->tensors[i];
     c->r->n_tensors++;
-    if (t->actual[0]) remember_digest(c->p, t->file, t->actual);
+    /* A tensor merged on device: its bytes and its sidecar were rewritten together and the gate
+       verified one against the other; the manifest, like the map, keeps the shipped digests. */
+    bool merged = t->status == MPK_MT_TENSOR_VERIFIED && t->authority == MPK_MT_AUTH_SIDECAR && t->map_sha256[0] &&
+                  strcmp(t->sidecar, t->map_sha256) != 0;
+    if (t->actual[0]) remember_digest(c->p, t->file, t->actual, merged);
+    if (merged) {
+      char *side = malloc(strlen(t->file) + 8);
+      if (side) {
+        sprintf(side, "%s.sha256", t->file);
+        static const char none[65] = ""; /* a merged sidecar is not hashed: the gate read it */
+        remember_digest(c->p, side, none, true);
+        free(side);
+      }
+      note(c, "load gate, variant \"%s\": %s (layer \"%.150s\") was merged on device: its sidecar, not the "
+           "manifest's shipped digest, is its authority", v->id, t->file, t->layer);
+    }
     if (t->status == MPK_MT_TENSOR_VERIFIED) {
       c->r->n_tensors_verified++;
       note(c, "load gate, variant \"%s\": %s (layer \"%.150s\" role \"%s\") verified against the %s", v->id,
@@ -300,18 +316,14 @@ static void check_handoff(check *c, const mpk_mt_variant *v, size_t vi) {
   if (mpk_mt_handoff_load(abs, &map, &e)) {
     add_error(c, &e);
   } else {
-    /* The files live in the variant's inference path, else beside the map (as the reference does). */
-    const char *inf = path_of(v, "inference");
-    char *dir = NULL;
-    if (!inf) {
-      const char *slash = strrchr(v->weight_handoff, '/');
-      dir = strndup(v->weight_handoff, slash ? (size_t)(slash - v->weight_handoff) : 0);
-      inf = dir;
+    char *inf = mpk_mt_inference_rel(v); /* the inference path, else beside the map */
+    if (inf) {
+      check_locations(c, v->weight_handoff, map, inf);
+      gate(c, v, map, inf);
+    } else {
+      c->p->found.oom = true;
     }
-    if (inf) check_locations(c, v->weight_handoff, map, inf);
-    else c->p->found.oom = true;
-    if (inf) gate(c, v, map, inf);
-    free(dir);
+    free(inf);
   }
   mpk_mt_handoff_free(map);
   free(abs);
@@ -330,10 +342,10 @@ static void check_variant(check *c, size_t vi) {
     const char *feature, *path;
   } needs[] = {{"inference", "inference"}, {"train", "train"}, {"rag", "embedding"}, {"embedding", "embedding"}};
   for (size_t i = 0; i < sizeof needs / sizeof needs[0]; i++)
-    if (has_feature(v, needs[i].feature) && !path_of(v, needs[i].path))
+    if (has_feature(v, needs[i].feature) && !mpk_mt_variant_path(v, needs[i].path))
       problem(c, MPK_EMALFORMED, mf, variant_ptr(&pp, vi, "paths"),
               "variant \"%s\" claims feature \"%s\" but has no \"%s\" path", v->id, needs[i].feature, needs[i].path);
-  if (!has_feature(v, "inference") && !path_of(v, "inference"))
+  if (!has_feature(v, "inference") && !mpk_mt_variant_path(v, "inference"))
     problem(c, MPK_EMALFORMED, mf, variant_ptr(&pp, vi, "paths"),
             "variant \"%s\" has no \"inference\" path: every variant needs its inference/ group", v->id);
   for (size_t i = 0; i < v->n_paths; i++) {
@@ -494,6 +506,11 @@ static int check_integrity(check *c) {
     }
     struct known probe_key = {.path = abs};
     const struct known *k = c->p->n_known ? bsearch(&probe_key, c->p->known, c->p->n_known, sizeof *k, cmp_known) : NULL;
+    if (k && k->merged) { /* merged on device: the gate verified it against its sidecar */
+      r->n_files_merged++;
+      free(abs);
+      continue;
+    }
     if (k) { /* the load gate hashed it already */
       if (strcmp(k->hex, f->sha256) != 0)
         problem(c, MPK_EMISMATCH, abs, NULL, "SHA-256 %s does not equal the manifest's sha256 %s", k->hex, f->sha256);

@@ -240,7 +240,7 @@ r = json.load(open(sys.argv[1]))
 assert r["format"] == "mobiletransformers" and r["ok"] is False, r
 assert r["manifest"]["defaultVariant"] == "cpu-int4" and r["manifest"]["variants"] == ["cpu-int4", "cpu-fp16"], r
 assert r["checked"] == {"variants": ["cpu-int4"], "all_variants": False, "hashed": True}, r["checked"]
-assert r["files"] == {"in_scope": 22, "sized": 21, "hashed": 20, "bytes_hashed": 4006 - 24 - 17}, r["files"]
+assert r["files"] == {"in_scope": 22, "sized": 21, "hashed": 20, "bytes_hashed": 4006 - 24 - 17, "merged": 0}, r["files"]
 assert r["unlisted"] == ["stray.txt"], r["unlisted"]
 assert r["tensors"] == {"gated": 1, "verified": 1}, r["tensors"]
 assert [(p["code"], p["file"].split("/mt/")[1], p["pointer"]) for p in r["problems"]] == [
@@ -350,6 +350,25 @@ expect tensors_missing 1 'v_proj.MatMul.weight.bin: merged weight of layer "back
 python3 -c 'import json, sys; p = sys.argv[1]; d = json.load(open(p)); d["entries"] = []; json.dump(d, open(p, "w"))' \
   "$TMP/tens/variants/cpu-fp16/inference/weight_handoff_map.json"
 expect tensors_no_entries 0 'no merged weights: the map has no entries: use the base weights' -- "$MPK" mt tensors "$TMP/tens"
+
+# mt merge: the bundled adapter into a copy of the example; then check, a second merge, --dry-run.
+AD="$EX/mt-tiny.adapter.safetensors"
+expect merge_help 0 'usage: modelpkg mt merge DIR --adapter' -- "$MPK" mt merge --help
+expect merge_no_adapter 2 'missing --adapter' -- "$MPK" mt merge "$MT"
+expect merge_bad_orientation 2 'must be no_transpose or already_transposed_for_inference' \
+  -- "$MPK" mt merge "$MT" --adapter "$AD" --orientation sideways
+expect merge_bad_scale 2 "--scale '1e999' is not a finite number" -- "$MPK" mt merge "$MT" --adapter "$AD" --scale 1e999
+cp -r "$MT" "$TMP/merge" && chmod -R u+w "$TMP/merge"
+expect merge_dry_run 0 'DRY RUN: 2 entries would be merged' -- "$MPK" mt merge "$TMP/merge" --adapter "$AD" --dry-run
+expect merge_dry_run_unchanged 0 'OK: all checks hold' -- "$MPK" check "$TMP/merge"
+expect merge_ok 0 'orientation: no_transpose \(observed from 2 non-square entries' -- "$MPK" mt merge "$TMP/merge" --adapter "$AD"
+expect merge_check_after 0 '4 merged on device' -- "$MPK" check "$TMP/merge"
+expect merge_tensors_after 0 'OK: 2 tensors verified and loadable' -- "$MPK" mt tensors "$TMP/merge"
+expect merge_twice 1 'already merged: its bytes .* are those its sidecar records' -- "$MPK" mt merge "$TMP/merge" --adapter "$AD"
+expect merge_twice_unchanged 1 'nothing was changed' -- "$MPK" mt merge "$TMP/merge" --adapter "$AD"
+expect merge_json 0 '"orientation": "no_transpose"' -- "$MPK" mt merge "$MT" --adapter "$AD" --dry-run --json
+expect merge_no_scale 1 'no usable scale' -- "$MPK" mt merge "$MT" --adapter "$AD" --variant cpu-int4 --dry-run
+expect merge_wrong_adapter 1 'not a safetensors|header' -- "$MPK" mt merge "$MT" --adapter "$MT/README.md"
 
 # The weight handoff map: canonical form (mt handoff fmt), the reference's bytes whatever the order.
 HF="$SHARED/conformance/mobiletransformers/android_test_federated_handoff.json"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install the npm packages the tests need into .deps/node_modules (git-ignored), if missing:
+# onnxruntime-node, ONNX Runtime's Node.js binding, which ships the native CPU runtime in the npm
+# package itself (tests/e2e, docs/mt-merge-e2e.md). --ignore-scripts: its postinstall only fetches
+# optional GPU execution providers from outside the npm registry, which the CPU tests never use.
+# Idempotent: does nothing when the pinned version is there and loads. Needs node and npm
+# (scripts/setup.sh installs them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ORT_VERSION=1.30.0
+DEPS=.deps
+
+have="$(node -e "
+  const p = require('./$DEPS/node_modules/onnxruntime-node/package.json');
+  require('./$DEPS/node_modules/onnxruntime-node');   // the native binding loads too
+  process.stdout.write(p.version);" 2>/dev/null || true)"
+if [ "$have" = "$ORT_VERSION" ]; then
+  exit 0
+fi
+echo "deps_node: installing onnxruntime-node@$ORT_VERSION into $DEPS/node_modules${have:+ (found $have)}" >&2
+mkdir -p "$DEPS"
+# A package.json of our own in .deps, so that npm installs there and not in a parent's project.
+[ -f "$DEPS/package.json" ] || echo '{"private": true, "description": "modelpkg test dependencies (scripts/deps_node.sh)"}' >"$DEPS/package.json"
+npm install --prefix "$DEPS" --ignore-scripts --no-audit --no-fund --save-exact "onnxruntime-node@$ORT_VERSION"
+node -e "require('./$DEPS/node_modules/onnxruntime-node')" ||
+  { echo "deps_node: onnxruntime-node@$ORT_VERSION installed but does not load" >&2; exit 1; }

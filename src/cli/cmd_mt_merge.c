@@ -1,0 +1,155 @@
+/* modelpkg mt merge DIR --adapter FILE [--variant ID] [--scale S] [--orientation O] [--jobs N]
+   [--dry-run] [--json]: merge a trained LoRA adapter into a variant's inference weights, as one
+   crash-safe transaction, and say what was decided and why. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "core/core.h"
+
+static const char help[] =
+    "usage: modelpkg mt merge DIR --adapter ADAPTER.safetensors [--variant ID] [--scale S]\n"
+    "                         [--orientation no_transpose|already_transposed_for_inference]\n"
+    "                         [--jobs N] [--dry-run] [--json]\n"
+    "\n"
+    "Merge a trained LoRA adapter into a MobileTransformers package variant (default: the manifest's\n"
+    "defaultVariant): for every weight_handoff_map.json entry, merged = base + scale * (B @ A),\n"
+    "written in the dtype the map declares, with a new <file>.bin.sha256 sidecar. All tensors are\n"
+    "replaced as one transaction: an interrupted merge is finished or undone by the next merge,\n"
+    "check or load, so a package never holds some layers merged and others not.\n"
+    "\n"
+    "  --adapter F      the adapter: factors found by each entry's checkpointNames (adapter_A [rank, in],\n"
+    "                   adapter_B [out, rank]), else by PEFT names (<module>.lora_A.weight); a frozen\n"
+    "                   base weight under checkpointNames.weight is used as the base when present\n"
+    "  --scale S        the multiplier; default: alpha / rank from the variant's train/training_config.json\n"
+    "                   or lora_alpha / r from an adapter_config.json beside the adapter (they must agree)\n"
+    "  --orientation O  for packages whose weights are all square, where the tensors cannot tell;\n"
+    "                   otherwise it must agree with what the non-square weights show\n"
+    "  --jobs N         merge threads (default: one per CPU, at most 8)\n"
+    "  --dry-run        decide and report; write nothing\n"
+    "  --json           the report as one JSON document on stdout\n"
+    "\n"
+    "Without a frozen base in the adapter, each shipped .bin must still hash to the map's sha256: a\n"
+    "weight that was already merged is refused, so an adapter cannot be applied twice by accident.\n"
+    "\n"
+    "exit status: 0 merged (or would merge, --dry-run), 1 refused or failed (nothing changed),\n"
+    "2 usage error\n";
+
+static void print_text(const mpk_mt_merge_report *r, bool dry_run) {
+  printf("modelpkg mt merge: variant %s, %s\n", r->variant, r->inference_dir);
+  printf("  orientation: %s (%s)\n", mpk_mt_orientation_name(r->orientation), r->evidence);
+  for (size_t i = 0; i < r->n_entries; i++) {
+    const mpk_mt_merge_entry *e = &r->entries[i];
+    printf("  entry %zu  %s\n", e->entry, e->layer);
+    printf("    %s [%lld, %lld]%s; delta [%lld, %lld] rank %lld; observed %s\n", e->dtype, (long long)e->rows,
+           (long long)e->cols, e->quantized ? " quantized" : "", (long long)e->out, (long long)e->in, (long long)e->rank,
+           e->observed ? mpk_mt_orientation_name(e->observed) : "square (cannot tell)");
+    printf("    scale %.9g (%s)\n", e->scale, e->scale_source);
+    printf("    base: %s\n", e->base_source);
+    for (int k = 0; k < MPK_MT_ROLE_COUNT; k++)
+      if (e->digest[k][0]) printf("    %-16s sha256 %s\n", mpk_mt_role_name((mpk_mt_role)k), e->digest[k]);
+  }
+  for (size_t i = 0; i < r->n_notes; i++) printf("  note: %s\n", r->notes[i]);
+  if (dry_run) printf("DRY RUN: %zu entr%s would be merged\n", r->n_entries, r->n_entries == 1 ? "y" : "ies");
+  else printf("OK: merged %zu entr%s\n", r->n_entries, r->n_entries == 1 ? "y" : "ies");
+}
+
+static int print_json(const mpk_mt_merge_report *r) {
+  json_t *root = json_object(), *entries = json_array();
+  json_object_set_new(root, "variant", mpk_cli_json_str(r->variant));
+  json_object_set_new(root, "inference_dir", mpk_cli_json_str(r->inference_dir));
+  json_object_set_new(root, "orientation", mpk_cli_json_str(mpk_mt_orientation_name(r->orientation)));
+  json_object_set_new(root, "evidence", mpk_cli_json_str(r->evidence));
+  json_object_set_new(root, "written", json_boolean(r->written));
+  for (size_t i = 0; i < r->n_entries; i++) {
+    const mpk_mt_merge_entry *e = &r->entries[i];
+    json_t *o = json_object(), *digests = json_object();
+    json_object_set_new(o, "entry", json_integer((json_int_t)e->entry));
+    json_object_set_new(o, "layer", mpk_cli_json_str(e->layer));
+    json_object_set_new(o, "adapter_A", mpk_cli_json_str(e->adapter_a));
+    json_object_set_new(o, "adapter_B", mpk_cli_json_str(e->adapter_b));
+    json_object_set_new(o, "dtype", mpk_cli_json_str(e->dtype));
+    json_object_set_new(o, "shape", json_pack("[II]", (json_int_t)e->rows, (json_int_t)e->cols));
+    json_object_set_new(o, "delta_shape", json_pack("[II]", (json_int_t)e->out, (json_int_t)e->in));
+    json_object_set_new(o, "rank", json_integer((json_int_t)e->rank));
+    json_object_set_new(o, "quantized", json_boolean(e->quantized));
+    json_object_set_new(o, "observed", e->observed ? mpk_cli_json_str(mpk_mt_orientation_name(e->observed)) : json_null());
+    json_object_set_new(o, "scale", json_real(e->scale));
+    json_object_set_new(o, "scale_source", mpk_cli_json_str(e->scale_source));
+    json_object_set_new(o, "base", mpk_cli_json_str(e->base_source));
+    for (int k = 0; k < MPK_MT_ROLE_COUNT; k++)
+      if (e->digest[k][0]) json_object_set_new(digests, mpk_mt_role_name((mpk_mt_role)k), json_string(e->digest[k]));
+    json_object_set_new(o, "sha256", digests);
+    json_array_append_new(entries, o);
+  }
+  json_object_set_new(root, "entries", entries);
+  json_object_set_new(root, "notes", mpk_cli_json_strings(r->notes, r->n_notes));
+  return mpk_cli_json_print(stdout, root);
+}
+
+int mpk_cmd_mt_merge(int argc, char **argv) {
+  const char *cmd = "mt merge", *dir = NULL;
+  mpk_mt_merge_options o = {0};
+  bool json = false;
+  long long jobs = 0;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (mpk_cli_is_help(a)) {
+      fputs(help, stdout);
+      return MPK_EXIT_OK;
+    } else if (strcmp(a, "--dry-run") == 0) {
+      o.dry_run = 1;
+    } else if (strcmp(a, "--json") == 0) {
+      json = true;
+    } else if (!strcmp(a, "--adapter") || !strcmp(a, "--variant") || !strcmp(a, "--scale") ||
+               !strcmp(a, "--orientation") || !strcmp(a, "--jobs")) {
+      if (i + 1 >= argc) return mpk_cli_usage_error(cmd, "%s needs a value", a);
+      const char *val = argv[++i];
+      if (!strcmp(a, "--adapter")) o.adapter = val;
+      else if (!strcmp(a, "--variant")) o.variant = val;
+      else if (!strcmp(a, "--jobs")) {
+        int st = mpk_cli_parse_jobs(cmd, val, &jobs);
+        if (st) return st;
+      } else if (!strcmp(a, "--scale")) {
+        char *end;
+        errno = 0;
+        o.scale = strtod(val, &end);
+        if (!*val || *end || errno || !isfinite(o.scale))
+          return mpk_cli_usage_error(cmd, "--scale '%s' is not a finite number", val);
+        o.has_scale = 1;
+      } else if (!strcmp(val, "no_transpose")) {
+        o.orientation = MPK_MT_ORIENT_NO_TRANSPOSE;
+      } else if (!strcmp(val, "already_transposed_for_inference")) {
+        o.orientation = MPK_MT_ORIENT_ALREADY_TRANSPOSED;
+      } else {
+        return mpk_cli_usage_error(cmd, "--orientation must be no_transpose or already_transposed_for_inference, not '%s'",
+                                   val);
+      }
+    } else if (a[0] == '-' && a[1]) {
+      return mpk_cli_usage_error(cmd, "unknown option '%s'", a);
+    } else if (!dir) {
+      dir = a;
+    } else {
+      return mpk_cli_usage_error(cmd, "unexpected argument '%s'", a);
+    }
+  }
+  if (!dir) return mpk_cli_usage_error(cmd, "missing the package directory");
+  if (!o.adapter) return mpk_cli_usage_error(cmd, "missing --adapter ADAPTER.safetensors");
+  if (!mpk_is_dir(dir)) return mpk_cli_usage_error(cmd, "'%s' is not a directory", dir);
+  o.workers = (unsigned)jobs;
+  mpk_error err;
+  mpk_error_clear(&err);
+  mpk_mt_merge_report *r = NULL;
+  if (mpk_mt_merge(dir, &o, &r, &err)) {
+    mpk_cli_error(&err);
+    if (!strstr(err.message, "the merge committed")) fprintf(stderr, "modelpkg: mt merge: nothing was changed\n");
+    return MPK_EXIT_FAIL;
+  }
+  int st = MPK_EXIT_OK;
+  if (json) st = print_json(r) ? MPK_EXIT_FAIL : MPK_EXIT_OK;
+  else print_text(r, o.dry_run);
+  mpk_mt_merge_report_free(r);
+  return st;
+}

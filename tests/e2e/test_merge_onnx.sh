@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# A real client proves the merge (issue 6): ONNX models whose MatMul weights are external
+# initializers in per-tensor .bin files run in ONNX Runtime (npm onnxruntime-node) before and after
+# `modelpkg mt merge`; after it their outputs equal a float64 computation of x @ (W + scale·BA)ᵀ,
+# for float32 and float16 weights stored either way round. Then `modelpkg check` passes (the load
+# gate sees the new sidecars) and a second merge of the same adapter is refused, changing nothing.
+# The packages, the adapters and the expected values are made by make_onnx_package.py (numpy +
+# onnx); the comparisons and their tolerances are in check_outputs.py. docs/mt-merge-e2e.md.
+#
+# usage: test_merge_onnx.sh MODELPKG SOURCE_DIR [CASE...]
+# Needs node with onnxruntime-node (scripts/deps_node.sh installs it in SOURCE_DIR/.deps; or set
+# MPK_NODE_MODULES) and Debian's python3-numpy + python3-onnx for /usr/bin/python3. A missing one
+# fails the test, with how to install it: it is never skipped.
+set -uo pipefail
+MPK="$1"; SRC="$2"; shift 2
+E2E="$SRC/tests/e2e"
+PY=/usr/bin/python3
+TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
+pass=0; fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+need() { echo "FAIL: $*"; echo "install what the tests need with scripts/setup.sh (as root), then re-run"; echo "0 passed, 1 failed"; exit 1; }
+
+# ---- what the test needs: missing is a failure, never a skip
+command -v node >/dev/null || need "node is not installed (Debian: apt-get install nodejs)"
+"$PY" -c 'import numpy, onnx' 2>/dev/null ||
+  need "$PY cannot import numpy and onnx (Debian: apt-get install python3-numpy python3-onnx)"
+node "$E2E/run_onnx.js" --version || need "onnxruntime-node cannot be loaded (scripts/deps_node.sh installs it into $SRC/.deps)"
+
+# ---- the packages (each sealed by `modelpkg mt build`) and their expected values
+"$PY" "$E2E/make_onnx_package.py" "$TMP" "$MPK" "$@" >"$TMP/cases.txt" || need "make_onnx_package.py failed"
+
+# Run check_outputs.py and count each of its ok/FAIL lines as one check.
+checks() {
+  local out
+  out="$("$PY" "$E2E/check_outputs.py" "$@" 2>&1)"
+  echo "$out"
+  pass=$((pass + $(grep -c '^ok ' <<<"$out")))
+  fail=$((fail + $(grep -c '^FAIL ' <<<"$out")))
+  # a crash prints no FAIL line: count it
+  case "$out" in *Traceback*) bad "check_outputs.py crashed: $*" ;; esac
+}
+
+while read -r dir; do
+  case_name="$(basename "$dir")"
+  pkg="$dir/pkg"
+  inf="$pkg/variants/cpu/inference"
+  layout="$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["layout"])' "$dir/expected.json")"
+  echo "== $case_name (weights stored ${layout})"
+
+  if "$MPK" check "$pkg" >"$TMP/out" 2>&1; then ok; else bad "$case_name: check before the merge"; cat "$TMP/out"; fi
+  ls -A "$inf" >"$TMP/files.before"
+
+  # Before: ONNX Runtime on the shipped weights equals x @ W_baseᵀ (the harness itself works).
+  if node "$E2E/run_onnx.js" "$inf/model.onnx" "$dir/inputs.json" "$dir/before.json"; then
+    ok; checks "$dir" before "$dir/before.json"
+  else
+    bad "$case_name: ONNX Runtime could not run the unmerged model"
+  fi
+
+  # The merge. The transposed cases name the variant, the others take the default one.
+  variant=(); [ "$layout" = already_transposed_for_inference ] && variant=(--variant cpu)
+  echo "\$ modelpkg mt merge $case_name/pkg --adapter adapter.safetensors ${variant[*]}"
+  if "$MPK" mt merge "$pkg" --adapter "$dir/adapter.safetensors" "${variant[@]}" >"$TMP/out" 2>&1; then
+    ok; cat "$TMP/out"
+    # The decision is reported; every map declares no_transpose, so the word must come from observation.
+    grep -q -- "$layout" "$TMP/out" && ok || bad "$case_name: the merge report does not name the observed orientation $layout"
+  else
+    bad "$case_name: modelpkg mt merge failed (exit $?)"; cat "$TMP/out"
+  fi
+
+  # After: ONNX Runtime on the merged weights equals x @ (W + scale·BA)ᵀ.
+  if node "$E2E/run_onnx.js" "$inf/model.onnx" "$dir/inputs.json" "$dir/after.json"; then
+    ok; checks "$dir" after "$dir/after.json"
+  else
+    bad "$case_name: ONNX Runtime could not run the merged model"
+  fi
+
+  # Same file names as before: no journal or temporary file is left behind.
+  ls -A "$inf" | diff "$TMP/files.before" - && ok || bad "$case_name: the merge left the file list above changed"
+
+  # The package still checks, and its load gate verified every merged tensor (against the
+  # rewritten sidecars: the map keeps the shipped digests).
+  if "$MPK" check "$pkg" --json >"$TMP/out" 2>&1; then ok; else bad "$case_name: check after the merge"; cat "$TMP/out"; fi
+  verified="$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["tensors"]["verified"])' "$TMP/out" 2>/dev/null)"
+  [ "$verified" = 3 ] && ok || bad "$case_name: check after the merge: the load gate verified '$verified' tensors, not 3"
+
+  # A second merge of the same adapter is refused (exit 1, saying the base was merged) and
+  # changes no byte.
+  (cd "$inf" && sha256sum ./*.bin ./*.bin.sha256) >"$TMP/merged.sums"
+  "$MPK" mt merge "$pkg" --adapter "$dir/adapter.safetensors" >"$TMP/out" 2>&1
+  rc=$?
+  if [ "$rc" -eq 1 ] && grep -qi merged "$TMP/out"; then ok; else bad "$case_name: a second merge exited $rc, not refused as already merged"; fi
+  sed 's/^/  /' "$TMP/out"
+  (cd "$inf" && sha256sum --quiet -c "$TMP/merged.sums") && ok || bad "$case_name: the refused merge changed files"
+  ls -A "$inf" | diff "$TMP/files.before" - && ok || bad "$case_name: the refused merge left the file list above changed"
+done <"$TMP/cases.txt"
+
+[ "$(wc -l <"$TMP/cases.txt")" -gt 0 ] && ok || bad "no case was made"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
