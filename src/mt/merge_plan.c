@@ -114,15 +114,20 @@ static int scale_config_load(const char *file, int kind, scale_config *c, mpk_er
 static const json_t *peft_mapping_for(const json_t *training, const char *layer, const char **key_out) {
   const json_t *pm = json_object_get(training, "peft_mapping");
   if (!json_is_object(pm)) return NULL;
-  char forms[4][512];
-  snprintf(forms[0], sizeof forms[0], "%s", layer);
-  swap_prefix(layer, ckpt_prefix, raw_prefix, forms[2], sizeof forms[2]);
-  if (strcmp(forms[2], layer) == 0) swap_prefix(layer, raw_prefix, ckpt_prefix, forms[2], sizeof forms[2]);
-  for (int i = 0; i < 4; i += 2) {
-    const char *s = forms[i];
-    if (ends_with(s, base_suffix)) snprintf(forms[i + 1], sizeof forms[i + 1], "%.*s", (int)(strlen(s) - strlen(base_suffix)), s);
-    else snprintf(forms[i + 1], sizeof forms[i + 1], "%s%s", s, base_suffix);
+  /* forms: the name as given, then with the other prefix; each with and without the suffix */
+  char given[512], swapped[512], given_t[600], swapped_t[600];
+  snprintf(given, sizeof given, "%s", layer);
+  swap_prefix(layer, ckpt_prefix, raw_prefix, swapped, sizeof swapped);
+  if (strcmp(swapped, layer) == 0) swap_prefix(layer, raw_prefix, ckpt_prefix, swapped, sizeof swapped);
+  const char *bases[2] = {given, swapped};
+  char *toggled[2] = {given_t, swapped_t};
+  for (int i = 0; i < 2; i++) {
+    const char *b = bases[i];
+    size_t n = strlen(b), k = strlen(base_suffix);
+    if (ends_with(b, base_suffix)) snprintf(toggled[i], 600, "%.*s", (int)(n - k), b);
+    else snprintf(toggled[i], 600, "%s%s", b, base_suffix);
   }
+  const char *forms[4] = {given, given_t, swapped, swapped_t};
   for (int i = 0; i < 4; i++) {
     const json_t *m = json_object_get(pm, forms[i]);
     if (m) {
@@ -396,8 +401,7 @@ static void note_unused(merge_plan *p) {
   if (unused > 5) mpk_findings_note(&p->notes, "... and %zu more adapter tensors that belong to no handoff entry", unused - 5);
 }
 
-int mpk_merge_plan(const char *dir, const mpk_mt_merge_options *o, merge_plan *p, mpk_error *err) {
-  memset(p, 0, sizeof *p);
+static int plan_body(const char *dir, const mpk_mt_merge_options *o, merge_plan *p, mpk_error *err) {
   if (!o->adapter) return mpk_fail(err, MPK_EINVAL, dir, NULL, "no adapter file given");
   if (o->has_scale && !isfinite(o->scale)) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "the scale must be a finite number");
   int rc = mpk_mt_locate(dir, o->variant, &p->loc, err);
@@ -456,6 +460,12 @@ out:
   json_decref(peft.root);
   free(train_file);
   free(peft_file);
-  if (rc) mpk_merge_plan_free(p);
+  return rc;
+}
+
+int mpk_merge_plan(const char *dir, const mpk_mt_merge_options *o, merge_plan *p, mpk_error *err) {
+  memset(p, 0, sizeof *p);
+  int rc = plan_body(dir, o, p, err);
+  if (rc) mpk_merge_plan_free(p); /* whatever the body had taken when it stopped */
   return rc;
 }
