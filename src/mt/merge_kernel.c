@@ -4,6 +4,7 @@
    are dequantized block by block, merged in float32 and requantized (docs/merge-arithmetic.md).
    Nothing here holds more than one block per worker plus the factors. */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -560,6 +561,19 @@ int mpk_merge_quant_check(const mpk_merge_quant *m, mpk_mk_qlayout *out, mpk_err
 
 /* ---------------------------------------------------------------- quantized: arithmetic */
 
+/* Round half to even, as nearbyintf() in the default mode, without its library call (x86-64
+   without SSE4.1 has no instruction for it): adding and removing 1.5·2^23 leaves the float's
+   integer part rounded by the addition itself. Quotients here are within ±(qmax + 1); the clamp
+   only keeps the trick valid for anything else. */
+static inline float round_even(float v) {
+#if FLT_EVAL_METHOD == 0
+  v = v > 0x1p22f ? 0x1p22f : v < -0x1p22f ? -0x1p22f : v;
+  return (v + 0x1.8p23f) - 0x1.8p23f;
+#else
+  return nearbyintf(v);
+#endif
+}
+
 /* The parameters of one group from its merged min (<= 0) and max (>= 0). The scale is rounded up
    to its storage dtype, so (max − min)/scale <= qmax and the grid covers the range. */
 static int group_params(float mn, float mx, int qmax, mpk_mk_dtype sdt, float *s, uint16_t *s16, int *zp,
@@ -584,14 +598,14 @@ static int group_params(float mn, float mx, int qmax, mpk_mk_dtype sdt, float *s
     if ((double)f < want) f = nextafterf(f, INFINITY);
     *s = f;
   }
-  float z = nearbyintf(-mn / *s);
+  float z = round_even(-mn / *s);
   *zp = z < 0 ? 0 : z > (float)qmax ? qmax : (int)z;
   return 0;
 }
 
 static inline int quantize(float w, float s, int zp, int qmax) {
   if (s == 0.0f) return 0; /* an all-zero group */
-  float v = nearbyintf(w / s) + (float)zp;
+  float v = round_even(w / s) + (float)zp;
   return v < 0 ? 0 : v > (float)qmax ? qmax : (int)v;
 }
 
@@ -607,12 +621,20 @@ typedef struct quant_ctx {
   float *gmin, *gmax;   /* two-pass: per group */
   float *gs;            /* two-pass: final scales (float32 values) */
   uint8_t *gz;          /* two-pass: final zero points */
+  /* group of element (i, j) = row_first(i) + colg[j]; a row's groups are
+     [row_first(i), row_first(i) + row_groups) */
+  int64_t *colg;
+  int64_t row_groups;
 } quant_ctx;
 
-static inline int64_t group_of(const quant_ctx *c, int64_t row, int64_t col) {
+static inline int64_t row_first(const quant_ctx *c, int64_t row) {
   if (c->L.per_tensor) return 0;
-  if (!c->m->transposed) return row * (c->m->cols / c->L.group) + col / c->L.group;
-  return (row / c->L.group) * c->m->cols + col;
+  if (!c->m->transposed) return row * c->row_groups;
+  return (row / c->L.group) * c->m->cols;
+}
+
+static inline int64_t group_of(const quant_ctx *c, int64_t row, int64_t col) {
+  return row_first(c, row) + c->colg[col];
 }
 
 static inline float scale_at(const mpk_merge_quant *m, int64_t g) {
@@ -624,6 +646,8 @@ static inline float scale_at(const mpk_merge_quant *m, int64_t g) {
    scales and zero points (packed as stored). */
 typedef struct qscratch {
   float *L;
+  float *rs; /* one row's input scales and zero points, by colg */
+  int *rz;
   float *w;
   uint8_t *q;
   float *mn, *mx, *s;
@@ -639,6 +663,8 @@ static size_t qscratch_layout(const quant_ctx *c, qscratch *x, uint8_t *base) {
     off += ((size_t)(count) * sizeof(type) + 63) & ~(size_t)63;     \
   } while (0)
   TAKE(L, float, (size_t)c->br * (size_t)c->m->rank);
+  TAKE(rs, float, (size_t)c->row_groups);
+  TAKE(rz, int, (size_t)c->row_groups);
   TAKE(w, float, elems);
   TAKE(q, uint8_t, elems);
   TAKE(mn, float, g);
@@ -660,15 +686,24 @@ static int quant_block(pool *p, int64_t b, uint8_t *scratch, mpk_error *err) {
   qscratch x;
   qscratch_layout(c, &x, scratch);
 
-  /* dequantize */
+  /* dequantize: the row's scales and zero points once, then every element by its column */
+  const int64_t *colg = c->colg;
   for (int64_t i = r0; i < r1; i++) {
     float *w = x.w + (size_t)(i - r0) * (size_t)cols;
     size_t e = (size_t)i * (size_t)cols;
-    for (int64_t j = 0; j < cols; j++) {
-      int64_t g = group_of(c, i, j);
-      int d = q_get(m->q, m->q_type, e + (size_t)j) - q_get(m->q_zero, m->q_zero_type, (size_t)g);
-      w[j] = (float)d * scale_at(m, g);
+    int64_t rf = row_first(c, i);
+    for (int64_t k = 0; k < c->row_groups; k++) {
+      x.rs[k] = scale_at(m, rf + k);
+      x.rz[k] = q_get(m->q_zero, m->q_zero_type, (size_t)(rf + k));
     }
+    const uint8_t *qb = m->q;
+    if (m->q_type == MPK_MK_U4)
+      for (int64_t j = 0; j < cols; j++) {
+        size_t k = e + (size_t)j;
+        w[j] = (float)(((qb[k >> 1] >> ((k & 1) * 4)) & 15) - x.rz[colg[j]]) * x.rs[colg[j]];
+      }
+    else
+      for (int64_t j = 0; j < cols; j++) w[j] = (float)(qb[e + (size_t)j] - x.rz[colg[j]]) * x.rs[colg[j]];
   }
   /* merge in place */
   factors_rows(&c->f, r0, r1 - r0, x.L);
@@ -682,15 +717,16 @@ static int quant_block(pool *p, int64_t b, uint8_t *scratch, mpk_error *err) {
     for (int64_t g = 0; g < ng; g++) x.mn[g] = x.mx[g] = 0.0f;
     for (int64_t i = r0; i < r1; i++) {
       const float *w = x.w + (size_t)(i - r0) * (size_t)cols;
+      float *mn = x.mn + (row_first(c, i) - g0), *mx = x.mx + (row_first(c, i) - g0);
       for (int64_t j = 0; j < cols; j++) {
         float v = w[j];
         if (!isfinite(v))
           return mpk_fail(err, MPK_EUNSUPPORTED, m->name, NULL,
                           "merged value at [%lld, %lld] is not finite; it cannot be quantized", (long long)i,
                           (long long)j);
-        int64_t g = group_of(c, i, j) - g0;
-        if (v < x.mn[g]) x.mn[g] = v;
-        if (v > x.mx[g]) x.mx[g] = v;
+        int64_t g = colg[j];
+        if (v < mn[g]) mn[g] = v;
+        if (v > mx[g]) mx[g] = v;
       }
     }
   }
@@ -736,13 +772,14 @@ static int quant_block(pool *p, int64_t b, uint8_t *scratch, mpk_error *err) {
   if (m->q_type == MPK_MK_U4) memset(x.q, 0, ne / 2 + 1);
   for (int64_t i = r0; i < r1; i++) {
     const float *w = x.w + (size_t)(i - r0) * (size_t)cols;
+    const float *sp = x.s + (row_first(c, i) - g0);
+    const int *zp = x.z + (row_first(c, i) - g0);
     size_t k = (size_t)(i - r0) * (size_t)cols;
-    for (int64_t j = 0; j < cols; j++, k++) {
-      int64_t g = group_of(c, i, j) - g0;
-      int q = quantize(w[j], x.s[g], x.z[g], qmax);
-      if (m->q_type == MPK_MK_U4) x.q[k >> 1] |= (uint8_t)(q << ((k & 1) * 4));
-      else x.q[k] = (uint8_t)q;
-    }
+    if (m->q_type == MPK_MK_U4)
+      for (int64_t j = 0; j < cols; j++, k++)
+        x.q[k >> 1] |= (uint8_t)(quantize(w[j], sp[colg[j]], zp[colg[j]], qmax) << ((k & 1) * 4));
+    else
+      for (int64_t j = 0; j < cols; j++, k++) x.q[k] = (uint8_t)quantize(w[j], sp[colg[j]], zp[colg[j]], qmax);
   }
   if ((rc = sink_write(&c->s, 0, q_bytes(m->q_type, e0), x.q, q_bytes(m->q_type, ne), m->name, err))) return rc;
   pool_report(p, q_bytes(m->q_type, ne), m->name);
@@ -799,8 +836,13 @@ static int quant_run(const mpk_merge_quant *m, int threads, const sink *s, mpk_e
   else c.max_groups = (c.br / c.L.group + 2) * m->cols;
   if (c.max_groups > c.L.n_groups) c.max_groups = c.L.n_groups;
 
-  if ((rc = factors_prepare(m->name, m->A, m->B, m->rank, m->scale, m->transposed, m->rows, m->cols, &c.f, err)))
+  c.row_groups = c.L.per_tensor ? 1 : !m->transposed ? m->cols / c.L.group : m->cols;
+  if (!(c.colg = malloc((size_t)m->cols * sizeof *c.colg))) return mpk_fail(err, MPK_ENOMEM, m->name, NULL, "out of memory");
+  for (int64_t j = 0; j < m->cols; j++) c.colg[j] = c.L.per_tensor ? 0 : !m->transposed ? j / c.L.group : j;
+  if ((rc = factors_prepare(m->name, m->A, m->B, m->rank, m->scale, m->transposed, m->rows, m->cols, &c.f, err))) {
+    free(c.colg);
     return rc;
+  }
   pool p = {.n_blocks = (m->rows + c.br - 1) / c.br, .run = quant_block, .ctx = &c,
             .scratch_bytes = qscratch_layout(&c, NULL, NULL), .total = c.L.q_bytes * (c.two_pass ? 2 : 1),
             .progress = m->progress, .progress_ctx = m->progress_ctx};
@@ -829,6 +871,7 @@ static int quant_run(const mpk_merge_quant *m, int threads, const sink *s, mpk_e
     free(c.gz);
   }
   factors_free(&c.f);
+  free(c.colg);
   return rc;
 }
 

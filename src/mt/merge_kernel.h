@@ -58,20 +58,20 @@ typedef struct mpk_merge_dense {
   mpk_progress_fn progress; /* bytes of output written, out of all (may cancel) */
   void *progress_ctx;
   mpk_mk_impl impl;         /* 0: AUTO */
-  int64_t block_rows;       /* rows per block handed to a worker; 0: automatic (~256 KiB out) */
+  int64_t block_rows;       /* rows per block handed to a worker; 0: automatic (~512 KiB out) */
 } mpk_merge_dense;
 
 /* Check the shapes, sizes and arguments without computing anything. */
 int mpk_merge_dense_check(const mpk_merge_dense *m, mpk_error *err);
 /* The merged rows [r0, r1) of W into `out` ((r1 − r0)·cols elements of m->dtype). Prepares the
-   factors on every call (O((rows + cols)·rank)): for tests and small pieces. */
+   factors on every call (O(cols·rank) for a transposed weight): for tests and small pieces. */
 int mpk_merge_dense_rows(const mpk_merge_dense *m, int64_t r0, int64_t r1, void *out, mpk_error *err);
 /* The whole merged tensor into `out` (base_len bytes; may not overlap base), row blocks spread over
    `threads` workers (<= 0: one per online CPU, at most 8). */
 int mpk_merge_dense_to_buf(const mpk_merge_dense *m, int threads, void *out, mpk_error *err);
 /* The same, each block written with pwrite() to `fd` at its offset (the tensor starts at byte 0 of
-   fd). Peak memory: threads × one block + the prepared factors ((rows + cols)·rank floats). No
-   fsync: the caller's transaction does that. */
+   fd). Peak memory: threads × one block (512 KiB) + for a transposed weight one copy of scale·Bᵀ
+   (rank·out floats). No fsync: the caller's transaction does that. */
 int mpk_merge_dense_to_fd(const mpk_merge_dense *m, int threads, int fd, mpk_error *err);
 
 /* ---------------------------------------------------------------- quantized weights */
