@@ -119,10 +119,12 @@ def main():
                 "dtype": "float16",
                 "externalDataLocation": {"weight": f"{name}.bin"},
                 "inferenceInitializerNames": {"weight": name},
+                "mergedTensorNames": {"weight": name},
                 "sha256": {"weight": digest},
                 "shape": [size // 2 // 1024, 1024],
                 "tensorDtypes": {"weight": "float16"},
                 "tensorShapes": {"weight": [size // 2 // 1024, 1024]},
+                "trainingBaseLayerName": f"backbone.model.layers.{layer}.self_attn.{'qkvo'[proj]}_proj.base_layer",
                 "transposePolicy": "no_transpose",
             })
         for i in range(count - n_inf):
