@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/txn.h"
 #include "mt_fixture.h"
 #include "testutil.h"
 
@@ -119,12 +120,22 @@ static void test_kill_anywhere(void **state) {
   for (int i = 0; i < N_ENTRIES; i++) assert_false(same(&old, &merged, i));
 
   unsigned seed = 12345;
-  int n_old = 0, n_new = 0;
+  int n_old = 0, n_new = 0, n_staging = 0, n_committed = 0;
   for (int kill_i = 0; kill_i < KILLS; kill_i++) {
     tu_sh("rm -rf '%s' && cp -a '%s' '%s'", fx_pkg(root), pristine, fx_pkg(root));
-    /* uniform over the whole merge and a little past it */
-    double delay = span * 1.1 * (double)(rand_r(&seed) % 10000) / 10000.0;
+    /* Half uniform over the whole merge and a little past it; half over its second half, where the
+       transaction commits (fsyncs, the journal, the renames). */
+    double u = (double)(rand_r(&seed) % 10000) / 10000.0;
+    double delay = kill_i % 2 ? span * (0.5 + 0.55 * u) : span * 1.1 * u;
     child_merge(root, delay);
+    /* Where the kill landed, from what it left (read-only): a journal means after the commit point
+       (renames or cleanup pending), temporaries without one mean while staging. */
+    mpk_txn_state st;
+    mpk_error ierr;
+    mpk_error_clear(&ierr);
+    if (mpk_txn_inspect(fx_inference(root), "merge", &st, &ierr)) fail_msg("inspect: %s", tu_err(&ierr));
+    n_committed += st.journal;
+    n_staging += !st.journal && (st.temps > 0 || st.journal_tmp);
     gate_ready(root);
     snapshot now_s;
     snap(fx_inference(root), &now_s);
@@ -157,10 +168,12 @@ static void test_kill_anywhere(void **state) {
     }
     mpk_mt_merge_report_free(r);
   }
-  print_message("%d kills over %.1f ms merges: %d left the package unmerged, %d merged\n", KILLS, span * 1e3, n_old,
-                n_new);
-  /* the kills landed on both sides of the commit point */
+  print_message("%d kills over %.1f ms merges: %d left the package unmerged, %d merged; %d while staging, %d after "
+                "the commit point with renames or cleanup pending\n",
+                KILLS, span * 1e3, n_old, n_new, n_staging, n_committed);
+  /* the kills landed on both sides of the commit point, and inside the commit itself */
   assert_true(n_old > 0 && n_new > 0);
+  assert_true(n_staging > 0 && n_committed > 0);
   snap_free(&old);
   snap_free(&merged);
   tu_sh("rm -rf '%s'", root);
