@@ -1364,6 +1364,171 @@ MPK_API const char *mpk_mt_authority_name(mpk_mt_authority a);
 MPK_API const char *mpk_mt_tensor_status_name(mpk_mt_tensor_status s);
 
 /* ============================================================================================
+ * mt: choosing a variant and planning its download (what `modelpkg mt select` / `mt plan` run)
+ * ========================================================================================== */
+
+/** A repo id's cache directory name is at most this many bytes (NAME_MAX). */
+#define MPK_MT_REPO_DIR_MAX 255
+/** The quantization preference when the caller gives none: the reference's default. */
+#define MPK_MT_DEFAULT_PREFER_QUANT "int4"
+
+/**
+ * The name of a Hub repo id's directory in the installed cache, `<cacheDir>/<name>/` (the
+ * reference sanitize_repo_id, every case of sanitize_repo_id_cases.json): per Unicode code point of
+ * the UTF-8 input, '/' becomes "__", A-Z a-z 0-9 '.' '_' '-' are kept, anything else becomes one
+ * '_'; no trimming, case folding or truncation. Written NUL-terminated into `out` (give
+ * MPK_MT_REPO_DIR_MAX + 1 bytes). Refused, leaving `out` empty: invalid UTF-8, an empty id, a name
+ * that is "." or ".." (MPK_EINVAL); a name longer than MPK_MT_REPO_DIR_MAX bytes or `out_size` - 1
+ * (MPK_ELIMIT). The rule is not one-to-one ("a/b" and "a__b" share "a__b"): an installer keeps the
+ * repo id in its install record and refuses a directory that holds another one.
+ */
+MPK_API int mpk_mt_sanitize_repo_id(const char *repo_id, char *out, size_t out_size, mpk_error *err);
+
+/** How much of `free_bytes` a download may use: 90%, rounded down — floor(free_bytes * 9 / 10),
+    computed exactly (3000 → 2700, 2999 → 2699). */
+MPK_API uint64_t mpk_mt_storage_budget(uint64_t free_bytes);
+
+/** One file of a download plan. Strings are borrowed from the manifest. */
+typedef struct mpk_mt_planned_file {
+  const char *path;                    /**< package-relative; the URL is <base>/<path> */
+  const char *group;                   /**< the first planned group that selects it */
+  int has_size;                        /**< 0: fileSizes does not list it (refused unless allow_unverifiable) */
+  uint64_t size;                       /**< fileSizes; 0 without one */
+  const char *sha256;                  /**< 64 lowercase hex digits; NULL: not listed (refused likewise) */
+} mpk_mt_planned_file;
+
+typedef struct mpk_mt_plan_options {
+  /** Feature groups to fetch besides "core" and "checksums", which are always planned. NULL/0:
+      {"inference"}. Each must be a feature the variant declares and a group of its plan. */
+  const char *const *features;
+  size_t n_features;
+  /** 1: a planned file without a fileSizes size or a sha256 digest is reported (`n_unverifiable`,
+      `problems`) instead of failing — for showing a plan, never for installing one. */
+  int allow_unverifiable;
+} mpk_mt_plan_options;
+
+/** The files to fetch for a variant and its feature groups. Read-only; mpk_mt_download_plan_free(). */
+typedef struct mpk_mt_download_plan {
+  const char *variant;
+  const char *const *features;         /**< the requested features as used (default applied, deduplicated) */
+  size_t n_features;
+  const char *const *groups;           /**< the groups planned: "core", "checksums", then the features */
+  size_t n_groups;
+  const mpk_mt_planned_file *files;    /**< sorted by path (bytewise), each once */
+  size_t n_files;
+  uint64_t total_bytes;                /**< the sizes of `files` added up: the bytes to download */
+  int includes_manifest;               /**< 1: a group names mobiletransformers_manifest.json, which lists no
+                                            size or digest of itself: not in `files`, not in the total —
+                                            the installer writes the manifest it already read */
+  size_t n_unverifiable;               /**< files without a size or a digest (only with allow_unverifiable) */
+  const mpk_error *problems;           /**< one per missing size or digest, naming the file */
+  size_t n_problems;
+  const char *const *notes;            /**< planned patterns that select no listed file (warnings) */
+  size_t n_notes;
+  struct mpk_mt_download_plan_priv *priv_;
+} mpk_mt_download_plan;
+
+/**
+ * Plan the download of `variant` for the groups "core", "checksums" and `opts->features` (NULL opts:
+ * {"inference"}): every file the manifest lists (fileSizes ∪ sha256) that a pattern of those groups
+ * selects (docs/mt.md, "Download patterns"), with its size, digest and group, and the total — before
+ * any large file is fetched. Every planned file must have both a size and a digest: the installer
+ * refuses what it cannot verify, so a plan with such a file fails (MPK_EMALFORMED, naming the file
+ * and the missing field) unless `allow_unverifiable`. MPK_ENOTFOUND: no such variant, no plan for
+ * it, a planned group missing from the plan, a feature the variant does not declare. MPK_EINVAL: an
+ * empty feature name. On failure `*out` is NULL.
+ */
+MPK_API int mpk_mt_plan_download(const mpk_mt_manifest *m, const char *variant, const mpk_mt_plan_options *opts,
+                                 mpk_mt_download_plan **out, mpk_error *err);
+MPK_API void mpk_mt_download_plan_free(mpk_mt_download_plan *p);
+
+/** The device and the request a variant is selected for. Zero-initialize it: every field left
+    unset (NULL, 0, `present` 0) is "unspecified", and an unspecified fact filters nothing. */
+typedef struct mpk_mt_select_options {
+  const char *const *abis;             /**< device ABIs; a variant matches when its abi list shares one */
+  size_t n_abis;
+  const char *execution_provider;      /**< exact match with the variant's executionProvider */
+  const char *quantization;            /**< exact match with the variant's quantization (a hard filter) */
+  const char *engine;                  /**< must be in the variant's supportedEngines */
+  mpk_opt_int memory_mb;               /**< device memory: recommendedDeviceMemoryMb must not exceed it */
+  mpk_opt_int api_level;               /**< device API level: minimumAndroidApi must not exceed it */
+  mpk_opt_int free_bytes;              /**< free storage: the download must fit mpk_mt_storage_budget() */
+  const char *const *features;         /**< as mpk_mt_plan_options (NULL/0: {"inference"}); the variant must
+                                            declare each, and its download is sized for them */
+  size_t n_features;
+  const char *const *prefer_quant;     /**< quantizations, most preferred first. NULL:
+                                            {MPK_MT_DEFAULT_PREFER_QUANT}; non-NULL with 0: no preference */
+  size_t n_prefer_quant;
+} mpk_mt_select_options;
+
+/** The filters, in the order they are applied; a candidate records the first that excluded it. */
+typedef enum mpk_mt_filter {
+  MPK_MT_FILTER_NONE = 0,              /**< passed every filter */
+  MPK_MT_FILTER_ABI,
+  MPK_MT_FILTER_EXECUTION_PROVIDER,
+  MPK_MT_FILTER_QUANTIZATION,
+  MPK_MT_FILTER_ENGINE,
+  MPK_MT_FILTER_FEATURES,
+  MPK_MT_FILTER_MEMORY,
+  MPK_MT_FILTER_API_LEVEL,
+  MPK_MT_FILTER_PLAN,                  /**< its download plan fails (a file without size or digest, ...) */
+  MPK_MT_FILTER_STORAGE                /**< passed the hard filters; its download exceeds the budget */
+} mpk_mt_filter;
+
+/** "none", "abi", "executionProvider", "quantization", "engine", "features",
+    "recommendedDeviceMemoryMb", "minimumAndroidApi", "downloadPlan", "storage". */
+MPK_API const char *mpk_mt_filter_name(mpk_mt_filter f);
+
+/** One variant's fate in a selection. */
+typedef struct mpk_mt_candidate {
+  const mpk_mt_variant *variant;       /**< borrowed from the manifest */
+  mpk_mt_filter excluded_by;           /**< the first filter that excluded it; NONE: eligible */
+  const char *reason;                  /**< one line: why it was excluded, chosen, or ranked below */
+  int has_bytes;                       /**< 1: its plan for the requested features could be computed */
+  uint64_t download_bytes;             /**< that plan's total_bytes */
+  size_t rank;                         /**< 1-based place in preference order among the variants that
+                                            passed the hard filters (storage aside); 0: excluded before */
+  int chosen;
+} mpk_mt_candidate;
+
+/** A selection and its explanation. Read-only; freed with mpk_mt_selection_free(). */
+typedef struct mpk_mt_selection {
+  const mpk_mt_variant *chosen;        /**< NULL when no variant fits */
+  const mpk_mt_candidate *candidates;  /**< one per variant, in manifest order */
+  size_t n_candidates;
+  const char *const *features;         /**< the requested features as used */
+  size_t n_features;
+  const char *const *groups;           /**< the groups sized: "core", "checksums", then the features */
+  size_t n_groups;
+  const char *const *prefer_quant;     /**< the preference list as used */
+  size_t n_prefer_quant;
+  const char *preferred_quant;         /**< its first entry any ranked candidate has; NULL: none has one */
+  int has_budget;                      /**< 1: free_bytes was given */
+  uint64_t free_bytes, budget_bytes;
+  int fell_back;                       /**< 1: a better-ranked candidate did not fit the budget */
+  const char *summary;                 /**< one line: what was chosen and why, or why nothing was */
+  struct mpk_mt_selection_priv *priv_;
+} mpk_mt_selection;
+
+/**
+ * Choose the variant of `m` for a device (spec "Validation and variant selection"; rules:
+ * docs/mt-select.md). Hard filters, in order: ABI (abi null runs anywhere, an empty list nowhere),
+ * execution provider, quantization, engine ∈ supportedEngines, requested features ⊆ features,
+ * recommendedDeviceMemoryMb ≤ memory, minimumAndroidApi ≤ API level (a null requirement passes),
+ * then the download plan must be installable. The rest are ranked: the earliest quantization of the
+ * preference list first (unlisted last), then the smallest download for the requested features,
+ * then the defaultVariant, then the id (bytewise). With free storage given, the best-ranked one whose
+ * download fits mpk_mt_storage_budget() wins — a better one that does not fit is passed over, not
+ * fatal. Returns 0 with `(*out)->chosen` set; MPK_ENOVARIANT when nothing fits — `err` then lists
+ * every variant and the first filter that excluded it, and `*out` is set too, so the caller can
+ * show each candidate (free it in both cases); other negative codes (`*out` NULL) when the selection
+ * could not run (invalid options, no memory).
+ */
+MPK_API int mpk_mt_select(const mpk_mt_manifest *m, const mpk_mt_select_options *opts, mpk_mt_selection **out,
+                          mpk_error *err);
+MPK_API void mpk_mt_selection_free(mpk_mt_selection *s);
+
+/* ============================================================================================
  * mt: merging a trained LoRA adapter into the inference weights (on-device merge)
  * ========================================================================================== */
 

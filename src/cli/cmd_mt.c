@@ -15,6 +15,8 @@ static const char help[] =
     "       modelpkg mt handoff fmt FILE\n"
     "       modelpkg mt tensors DIR [--variant ID] [--jobs N]\n"
     "       modelpkg mt merge DIR --adapter ADAPTER.safetensors [options]\n"
+    "       modelpkg mt select DIR [device options] [--json]\n"
+    "       modelpkg mt plan DIR --variant ID [--features F,...] [--json]\n"
     "\n"
     "Seal a MobileTransformers package: write DIR/mobiletransformers_manifest.json and each\n"
     "variants/<id>/checksums.json, byte-identical to the reference exporter for the same tree and\n"
@@ -45,6 +47,9 @@ static const char help[] =
     "           and checksum status under the load gate (modelpkg mt tensors --help)\n"
     "  merge DIR    merge a trained LoRA adapter into a variant's weights, as one crash-safe\n"
     "           transaction (modelpkg mt merge --help)\n"
+    "  select DIR   choose the variant for a device (ABI, memory, API level, storage, ...) and\n"
+    "           explain the choice (modelpkg mt select --help)\n"
+    "  plan DIR     the exact files and bytes to download for a variant (modelpkg mt plan --help)\n"
     "\n"
     "exit status: 0 sealed (or nothing to change), 1 refused or failed, 2 usage error\n";
 
@@ -150,6 +155,8 @@ int mpk_cmd_mt(int argc, char **argv) {
   if (strcmp(verb, "handoff") == 0) return handoff_fmt(argc, argv);
   if (strcmp(verb, "tensors") == 0) return mpk_cmd_mt_tensors(argc, argv);
   if (strcmp(verb, "merge") == 0) return mpk_cmd_mt_merge(argc, argv);
+  if (strcmp(verb, "select") == 0) return mpk_cmd_mt_select(argc, argv);
+  if (strcmp(verb, "plan") == 0) return mpk_cmd_mt_plan(argc, argv);
   bool build = strcmp(verb, "build") == 0;
   if (!build && strcmp(verb, "reseal") != 0) return mpk_cli_usage_error("mt", "unknown subcommand '%s'", verb);
   char cmd[32];

@@ -370,6 +370,87 @@ expect merge_json 0 '"orientation": "no_transpose"' -- "$MPK" mt merge "$MT" --a
 expect merge_no_scale 1 'no usable scale' -- "$MPK" mt merge "$MT" --adapter "$AD" --variant cpu-int4 --dry-run
 expect merge_wrong_adapter 1 'not a safetensors|header' -- "$MPK" mt merge "$MT" --adapter "$MT/README.md"
 
+# mt select / mt plan: the variant a device gets and the exact bytes to download (docs/mt-select.md),
+# on the reference fixture: arm64 and genai → cpu-int4; 1024 MB → nothing, each variant named with
+# the filter that excluded it; cpu-int4 core+inference is 2,700 bytes: 3,000 free fits (budget
+# 2,700), 2,999 does not (2,699) and cpu-fp16 (2,301) is taken instead.
+expect select_help 0 'usage: modelpkg mt select DIR' -- "$MPK" mt select --help
+expect plan_help 0 'usage: modelpkg mt plan DIR --variant ID' -- "$MPK" mt plan --help
+expect mt_help_lists_select 0 'mt select DIR' -- "$MPK" mt --help
+expect select_no_dir 2 'missing the package directory' -- "$MPK" mt select
+expect select_bad_memory 2 "--memory-mb needs a non-negative integer, not '1G'" -- "$MPK" mt select "$T" --memory-mb 1G
+expect select_empty_item 2 "--abi 'arm64-v8a,' has an empty item" -- "$MPK" mt select "$T" --abi arm64-v8a,
+expect select_twice 2 '--engine given twice' -- "$MPK" mt select "$T" --engine native --engine genai
+expect select_unknown_opt 2 "unknown option '--variant'" -- "$MPK" mt select "$T" --variant cpu-int4
+expect plan_no_variant 2 'missing --variant ID' -- "$MPK" mt plan "$T"
+expect select_no_such 1 'nope: cannot open' -- "$MPK" mt select "$TMP/nope"
+expect select_arm64 0 'chosen: cpu-int4 \(2700 bytes to download\)$' -- "$MPK" mt select "$T" --abi arm64-v8a
+expect select_arm64_why 0 '#2  cpu-fp16 +fp16 +2301 bytes  lost: ranks below cpu-int4: its quantization "fp16" is not in the preference list' \
+  -- "$MPK" mt select "$T" --abi arm64-v8a
+expect select_manifest_file 0 'chosen: cpu-int4' -- "$MPK" mt select "$T/mobiletransformers_manifest.json"
+expect select_genai 0 'chosen: cpu-int4' -- "$MPK" mt select "$T" --engine genai
+expect select_genai_why 0 '--  cpu-fp16 .* excluded by engine: supportedEngines \[native\] does not include the requested "genai"' \
+  -- "$MPK" mt select "$T" --engine genai
+expect select_x86 0 'chosen: cpu-fp16' -- "$MPK" mt select "$T" --abi x86_64 --api-level 28
+expect select_memory 1 'no variant fits: cpu-int4: recommendedDeviceMemoryMb 3072 exceeds the device memory of 1024 MB; cpu-fp16: recommendedDeviceMemoryMb 6144 exceeds the device memory of 1024 MB' \
+  -- "$MPK" mt select "$T" --memory-mb 1024
+expect select_memory_text 1 'NO VARIANT FITS' -- "$MPK" mt select "$T" --memory-mb 1024
+expect select_storage_fits 0 'chosen: cpu-int4 \(2700 bytes to download\)$' -- "$MPK" mt select "$T" --abi arm64-v8a --storage-bytes 3000
+expect select_storage_fallback 0 'chosen: cpu-fp16 \(2301 bytes to download\), falling back' -- "$MPK" mt select "$T" --abi arm64-v8a --storage-bytes 2999
+expect select_storage_why 0 'cpu-int4 .* does not fit: its download of 2700 bytes exceeds the storage budget of 2699 bytes' \
+  -- "$MPK" mt select "$T" --storage-bytes 2999
+expect select_storage_none 1 'cpu-fp16: its download of 2301 bytes exceeds the storage budget of 2300 bytes' -- "$MPK" mt select "$T" --storage-bytes 2556
+expect select_prefer 0 'chosen: cpu-fp16' -- "$MPK" mt select "$T" --prefer-quant QInt8,fp16,int4
+"$MPK" mt select "$T" --abi arm64-v8a,x86_64 --storage-bytes 2999 --json > "$TMP/sel.json"
+"$MPK" mt select "$T" --memory-mb 1024 --json > "$TMP/sel-none.json" 2>/dev/null
+expect select_json 0 '^ok$' -- python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["chosen"] == "cpu-fp16" and r["fell_back"] is True and r["error"] is None, r
+assert r["device"] == {"abis": ["arm64-v8a", "x86_64"], "execution_provider": None, "quantization": None, "engine": None,
+                       "memory_mb": None, "api_level": None, "storage_bytes": 2999}, r["device"]
+assert r["features"] == ["inference"] and r["groups"] == ["core", "checksums", "inference"], r
+assert r["prefer_quant"] == ["int4"] and r["preferred_quant"] == "int4" and r["budget_bytes"] == 2699, r
+c = {x["id"]: x for x in r["candidates"]}
+assert [x["id"] for x in r["candidates"]] == ["cpu-int4", "cpu-fp16"], r
+assert (c["cpu-int4"]["rank"], c["cpu-int4"]["download_bytes"], c["cpu-int4"]["excluded_by"], c["cpu-int4"]["chosen"]) == (1, 2700, "storage", False), c
+assert (c["cpu-fp16"]["rank"], c["cpu-fp16"]["download_bytes"], c["cpu-fp16"]["excluded_by"], c["cpu-fp16"]["chosen"]) == (2, 2301, None, True), c
+n = json.load(open(sys.argv[2]))
+assert n["chosen"] is None and n["error"]["code"] == "no-variant" and n["error"]["pointer"] == "/variants", n
+assert [x["excluded_by"] for x in n["candidates"]] == ["recommendedDeviceMemoryMb"] * 2, n
+assert n["error"]["message"] == n["summary"], n
+print("ok")' "$TMP/sel.json" "$TMP/sel-none.json"
+expect plan_int4 0 'OK: 12 files, 2700 bytes to download' -- "$MPK" mt plan "$T" --variant cpu-int4
+expect plan_manifest_line 0 'not counted +mobiletransformers_manifest.json' -- "$MPK" mt plan "$T" --variant cpu-int4
+expect plan_fp16 0 'OK: 11 files, 2301 bytes to download' -- "$MPK" mt plan "$T" --variant cpu-fp16
+expect plan_train 0 'OK: 16 files, 3833 bytes to download' -- "$MPK" mt plan "$T" --variant cpu-int4 --features inference,train,rag
+expect plan_undeclared 1 '/variants/1/features: variant "cpu-fp16" does not declare feature "rag"' -- "$MPK" mt plan "$T" --variant cpu-fp16 --features rag
+expect plan_unknown_variant 1 'no variant "cpu-int8"' -- "$MPK" mt plan "$T" --variant cpu-int8
+"$MPK" mt plan "$T" --variant cpu-int4 --json > "$TMP/plan.json"
+expect plan_json 0 '^ok$' -- python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+m = json.load(open(sys.argv[2]))
+assert p["variant"] == "cpu-int4" and p["groups"] == ["core", "checksums", "inference"], p
+assert p["total_bytes"] == 2700 and p["n_files"] == 12 == len(p["files"]), p
+assert p["includes_manifest"] is True and p["installable"] is True and p["problems"] == [] and p["notes"] == [], p
+assert [f["path"] for f in p["files"]] == sorted(f["path"] for f in p["files"]), p
+for f in p["files"]:
+    assert f["size"] == m["fileSizes"][f["path"]] and f["sha256"] == m["sha256"][f["path"]], f
+assert sum(f["size"] for f in p["files"]) == 2700
+assert {f["group"] for f in p["files"]} == {"core", "checksums", "inference"}, p
+print("ok")' "$TMP/plan.json" "$T/mobiletransformers_manifest.json"
+# A planned file without a digest: the plan shows and refuses it; selection passes that variant over.
+cp -r "$T" "$TMP/unv" && chmod -R u+w "$TMP/unv"
+python3 -c 'import json, sys; p = sys.argv[1]; d = json.load(open(p)); del d["sha256"]["variants/cpu-int4/inference/model.onnx"]
+json.dump(d, open(p, "w"), indent=2, sort_keys=True)' "$TMP/unv/mobiletransformers_manifest.json"
+expect plan_no_sha 1 'NO SHA256  variants/cpu-int4/inference/model.onnx' -- "$MPK" mt plan "$TMP/unv" --variant cpu-int4
+expect plan_no_sha_refused 1 'REFUSED: 1 of 12 planned files has no size or no sha256 digest' -- "$MPK" mt plan "$TMP/unv" --variant cpu-int4
+expect plan_no_sha_named 1 '/sha256/variants~1cpu-int4~1inference~1model.onnx: planned file .* has no sha256 digest: the installer refuses a file it cannot verify' \
+  -- "$MPK" mt plan "$TMP/unv" --variant cpu-int4
+expect select_no_sha 0 'excluded by downloadPlan: planned file "variants/cpu-int4/inference/model.onnx"' -- "$MPK" mt select "$TMP/unv"
+expect select_no_sha_chosen 0 'chosen: cpu-fp16' -- "$MPK" mt select "$TMP/unv"
+
 # The weight handoff map: canonical form (mt handoff fmt), the reference's bytes whatever the order.
 HF="$SHARED/conformance/mobiletransformers/android_test_federated_handoff.json"
 expect handoff_help 0 'mt handoff fmt FILE' -- "$MPK" mt handoff --help
