@@ -1529,6 +1529,103 @@ MPK_API int mpk_mt_select(const mpk_mt_manifest *m, const mpk_mt_select_options 
 MPK_API void mpk_mt_selection_free(mpk_mt_selection *s);
 
 /* ============================================================================================
+ * mt: installing a package into a device cache (what `modelpkg mt install` runs)
+ * ========================================================================================== */
+
+/** The install record written into every installed tree (repo id, variant, features, time). */
+#define MPK_MT_INSTALL_RECORD "modelpkg_install.json"
+/** The largest manifest an installer reads from a source. */
+#define MPK_MT_MANIFEST_MAX_BYTES ((size_t)16 * 1024 * 1024)
+
+typedef enum mpk_mt_install_event_kind {
+  MPK_MT_INSTALL_PLANNED = 0,  /**< the plan is known: `files`, `total` */
+  MPK_MT_INSTALL_FILE_START,   /**< `file` starts; `file_done` bytes of it were already staged */
+  MPK_MT_INSTALL_FILE_DONE,    /**< `file` is complete, verified and synced */
+  MPK_MT_INSTALL_RETRY,        /**< `file` is fetched again; `message` says why */
+  MPK_MT_INSTALL_BYTES,        /**< bytes arrived (`done` of `total`) */
+  MPK_MT_INSTALL_COMMITTED     /**< the new tree replaced the old one */
+} mpk_mt_install_event_kind;
+
+/** One progress event. Strings are borrowed for the call. */
+typedef struct mpk_mt_install_event {
+  mpk_mt_install_event_kind kind;
+  const char *file;             /**< package-relative path (file events), else NULL */
+  uint64_t file_done, file_size;
+  uint64_t done, total;         /**< bytes of the whole plan present and hashed, and in all */
+  size_t files;                 /**< files planned */
+  const char *message;          /**< RETRY: the reason */
+} mpk_mt_install_event;
+
+/** Progress: return non-zero to cancel (MPK_ECANCELLED; what is staged stays for a resume). Called
+    from worker threads, never concurrently. */
+typedef int (*mpk_mt_install_fn)(void *ctx, const mpk_mt_install_event *ev);
+
+typedef struct mpk_mt_install_options {
+  const char *repo_id;              /**< the Hub repo id, e.g. "org/name" (required) */
+  const char *cache_dir;            /**< the cache root; created when missing (its parent must exist) */
+  const char *variant;              /**< the variant id; NULL: chosen by mpk_mt_select() with `select` */
+  const mpk_mt_select_options *select; /**< the device, when `variant` is NULL (NULL: unspecified); its
+                                         features are replaced by `features`, and its free_bytes, when
+                                         not given, is the cache file system's free space */
+  const char *const *features;      /**< groups besides "core" and "checksums"; NULL/0: {"inference"} */
+  size_t n_features;
+  unsigned jobs;                    /**< files fetched at once; 0: 4 (at most 64) */
+  int wait_for_lock;                /**< 1: wait for another installer of the same cache and repo id;
+                                         0: fail at once (MPK_EIO "another installer ...") */
+  unsigned attempts;                /**< tries per transfer (network errors, 5xx); 0: 5 */
+  unsigned retry_delay_ms;          /**< the first backoff, doubled each retry up to 8 s; 0: 250 */
+  unsigned digest_attempts;         /**< downloads of a file whose digest mismatches; 0: 3 */
+  mpk_mt_install_fn on_event;       /**< may be NULL */
+  void *ctx;
+} mpk_mt_install_options;
+
+/** What an install did. Freed with mpk_mt_install_result_free() (fields only, not the struct); empty
+    after a failure. */
+typedef struct mpk_mt_install_result {
+  char *repo_dir;               /**< <cache>/<sanitized repo id> */
+  char *variant;                /**< the variant installed (given or selected) */
+  size_t files;                 /**< files installed (the manifest and the record not counted) */
+  uint64_t total_bytes;         /**< their sizes added up */
+  uint64_t reused_bytes;        /**< bytes already staged by an interrupted install, re-hashed, kept */
+  unsigned retries, restarts;   /**< transfers retried; files started over (Range ignored, content changed) */
+  int replaced;                 /**< 1: a previous install was replaced */
+} mpk_mt_install_result;
+
+/**
+ * Install `variant` of the package at `source` (a directory, or an http(s) base URL: files are
+ * fetched as <base>/<package path>) into `<cache_dir>/<sanitized repo id>/`, in the spec's installed
+ * layout: the variant's inference/, train/, embedding/ and the tokenizer under their stage names,
+ * the manifest, the variant's checksums.json, other planned files at their package paths, plus
+ * MPK_MT_INSTALL_RECORD. The manifest is read first (at most MPK_MT_MANIFEST_MAX_BYTES) and
+ * version-gated; every planned file must list a size and a SHA-256, else nothing is fetched
+ * (MPK_EMALFORMED). Files are hashed while they arrive, sized exactly, staged in
+ * `<cache_dir>/.staging/<name>/` and resumed (HTTP Range) by the next install after an interruption.
+ * The previous install stays intact until the new tree is complete and synced; one rename swaps
+ * them (docs/mt-install.md has the crash analysis). One installer per cache and repo id (flock).
+ * `out` may be NULL. docs/mt-install.md.
+ */
+MPK_API int mpk_mt_install(const char *source, const mpk_mt_install_options *opts, mpk_mt_install_result *out,
+                           mpk_error *err);
+MPK_API void mpk_mt_install_result_free(mpk_mt_install_result *r);
+/**
+ * Finish what an interrupted install's commit left for `repo_id` in `cache_dir` (every install does
+ * this first, under the lock): a new tree marked complete is swapped in, leftovers removed, so
+ * `<cache_dir>/<name>/` is the old install or the new one. A runtime calls it at startup before it
+ * loads from the cache — only needed on file systems without RENAME_EXCHANGE, where a crash between
+ * the two renames leaves the directory briefly absent (docs/mt-install.md). A partial download is
+ * left staged for the next install. `*recovered` (may be NULL): 1 when a commit was finished.
+ * MPK_EIO when an installer holds the lock.
+ */
+MPK_API int mpk_mt_install_recover(const char *cache_dir, const char *repo_id, int *recovered, mpk_error *err);
+/**
+ * Where a package file goes in an installed tree of `variant` (malloc'ed, free with mpk_free()):
+ * `<variant paths[stage]>/x` → `<stage>/x` for the stages inference, train, embedding and tokenizer;
+ * `variants/<id>/checksums.json` → `checksums.json`; anything else stays at its package path.
+ */
+MPK_API int mpk_mt_installed_path(const mpk_mt_variant *variant, const char *package_path, char **out,
+                                  mpk_error *err);
+
+/* ============================================================================================
  * mt: merging a trained LoRA adapter into the inference weights (on-device merge)
  * ========================================================================================== */
 

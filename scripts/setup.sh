@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   gcc make cmake ninja-build pkg-config      # toolchain (CMake >= 3.25)
   libjansson-dev libssl-dev                  # JSON, SHA-256 (OpenSSL libcrypto)
+  libcurl4-openssl-dev                       # mt install: http(s) sources (libcurl)
+  nginx                                      # mt install tests: a real HTTP server on 127.0.0.1
   libcmocka-dev                              # unit tests
   libdlpack-dev                              # dlpack/dlpack.h (DLTensor export of tensor views)
   python3                                    # example generator (standard library only)

@@ -157,6 +157,7 @@ int mpk_cmd_mt(int argc, char **argv) {
   if (strcmp(verb, "merge") == 0) return mpk_cmd_mt_merge(argc, argv);
   if (strcmp(verb, "select") == 0) return mpk_cmd_mt_select(argc, argv);
   if (strcmp(verb, "plan") == 0) return mpk_cmd_mt_plan(argc, argv);
+  if (strcmp(verb, "install") == 0) return mpk_cmd_mt_install(argc, argv);
   bool build = strcmp(verb, "build") == 0;
   if (!build && strcmp(verb, "reseal") != 0) return mpk_cli_usage_error("mt", "unknown subcommand '%s'", verb);
   char cmd[32];

@@ -26,7 +26,11 @@ export PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
 cc -o "$TMP/c1" "$TMP/consumer.c" $(pkg-config --cflags --libs modelpkg) -Wl,-rpath,"$LIBDIR"
 "$TMP/c1" | grep -q '^0\.1\.0 sha256:[0-9a-f]\{64\}$' && pass=$((pass + 1))
 # pkg-config, static library
-cc -o "$TMP/c2" "$TMP/consumer.c" -I"$TMP/prefix/include" "$LIBDIR/libmodelpkg.a" $(pkg-config --libs --static jansson libcrypto) -lm
+# The archive, with its dependencies as the .pc's Requires.private names them (so that list must be
+# complete), linked as shared libraries: `--static` would ask for libcurl's own static dependencies.
+PRIVATE=$(pkg-config --print-requires-private modelpkg | awk '{print $1}')
+cc -o "$TMP/c2" "$TMP/consumer.c" $(pkg-config --cflags modelpkg) "$LIBDIR/libmodelpkg.a" \
+  $(pkg-config --libs $PRIVATE) -lpthread -lm
 "$TMP/c2" >/dev/null && pass=$((pass + 1))
 # CMake package config
 mkdir -p "$TMP/cm"
