@@ -17,6 +17,7 @@ static const char help[] =
     "       modelpkg mt merge DIR --adapter ADAPTER.safetensors [options]\n"
     "       modelpkg mt select DIR [device options] [--json]\n"
     "       modelpkg mt plan DIR --variant ID [--features F,...] [--json]\n"
+    "       modelpkg mt install SOURCE --repo-id ORG/NAME --cache DIR [options]\n"
     "\n"
     "Seal a MobileTransformers package: write DIR/mobiletransformers_manifest.json and each\n"
     "variants/<id>/checksums.json, byte-identical to the reference exporter for the same tree and\n"
@@ -50,6 +51,8 @@ static const char help[] =
     "  select DIR   choose the variant for a device (ABI, memory, API level, storage, ...) and\n"
     "           explain the choice (modelpkg mt select --help)\n"
     "  plan DIR     the exact files and bytes to download for a variant (modelpkg mt plan --help)\n"
+    "  install SOURCE  install a variant from a directory or an http(s) base URL into a device\n"
+    "           cache: verified, resumable, atomic (modelpkg mt install --help)\n"
     "\n"
     "exit status: 0 sealed (or nothing to change), 1 refused or failed, 2 usage error\n";
 
