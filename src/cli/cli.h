@@ -46,6 +46,31 @@ void mpk_cli_bar_done(mpk_cli_bar *bar);
 bool mpk_cli_parse_int(const char *s, long long min, long long max, long long *out);
 int mpk_cli_parse_jobs(const char *cmd, const char *val, long long *jobs);
 
+/* Selection options (select_args.c), shared by mt select and mt install: --abi --ep --quant --engine
+   --memory-mb --api-level --features --prefer-quant --storage-bytes. Lists are comma-separated (no
+   empty item); each option at most once. */
+#define MPK_CLI_MAX_LIST 64
+#define MPK_CLI_SAFE_INT_MAX 9007199254740991LL
+typedef struct mpk_cli_list {
+  char *copy;
+  const char *items[MPK_CLI_MAX_LIST];
+  size_t n;
+  bool given;
+} mpk_cli_list;
+typedef struct mpk_cli_select {
+  mpk_mt_select_options o; /* filled by mpk_cli_select_finish(); strings borrow argv */
+  mpk_cli_list abis, features, prefer;
+  bool device_given;       /* a selection option other than --features was given */
+} mpk_cli_select;
+/* Parse `opt val` when `opt` is a selection option: MPK_EXIT_OK or the usage status (said why);
+   -1 when `opt` is not one. */
+int mpk_cli_select_option(const char *cmd, const char *opt, const char *val, mpk_cli_select *s);
+bool mpk_cli_is_select_option(const char *opt);
+/* One comma-separated list option into `l` (the value copied; free l->copy). */
+int mpk_cli_parse_list(const char *cmd, const char *opt, const char *val, mpk_cli_list *l);
+void mpk_cli_select_finish(mpk_cli_select *s);
+void mpk_cli_select_free(mpk_cli_select *s);
+
 /* --device-features / --max-binding-size as an mpk_mlc_device (do not move the struct: the
    device points into it). Returns MPK_EXIT_OK, or an exit status after printing why. */
 #define MPK_CLI_MAX_FEATURES 64

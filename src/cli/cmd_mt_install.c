@@ -101,117 +101,72 @@ static int on_event(void *ctx, const mpk_mt_install_event *ev) {
   return 0;
 }
 
-/* Split "a,b,c" in place into at most `max` names. */
-static size_t split_list(char *s, const char **out, size_t max) {
-  size_t n = 0;
-  for (char *tok = strtok(s, ","); tok && n < max; tok = strtok(NULL, ",")) out[n++] = tok;
-  return n;
+/* A bounded integer option, or the usage status. */
+static int parse_bounded(const char *cmd, const char *opt, const char *val, long long lo, long long hi, unsigned *out) {
+  long long v;
+  if (!mpk_cli_parse_int(val, lo, hi, &v))
+    return mpk_cli_usage_error(cmd, "%s needs an integer from %lld to %lld, not '%s'", opt, lo, hi, val);
+  *out = (unsigned)v;
+  return MPK_EXIT_OK;
 }
 
 int mpk_cmd_mt_install(int argc, char **argv) {
   const char *cmd = "mt install";
   const char *source = NULL;
   mpk_mt_install_options o = {0};
-  mpk_mt_select_options so = {0};
-  char *features = NULL, *abis = NULL, *prefer = NULL;
-  const char *feat[64], *abi[64], *pq[64];
-  bool selecting = false;
+  mpk_cli_select sel = {0};
   cli_state c = {0};
-  long long v;
-  for (int i = 2; i < argc; i++) {
+  int status = MPK_EXIT_OK;
+  for (int i = 2; i < argc && status == MPK_EXIT_OK; i++) {
     const char *a = argv[i];
     if (mpk_cli_is_help(a)) {
       fputs(help, stdout);
+      mpk_cli_select_free(&sel);
       return MPK_EXIT_OK;
     }
     if (strcmp(a, "--json") == 0) {
       c.json = true;
-      continue;
-    }
-    if (strcmp(a, "--wait") == 0) {
+    } else if (strcmp(a, "--wait") == 0) {
       o.wait_for_lock = 1;
-      continue;
-    }
-    if (a[0] == '-' && a[1] == '-') {
-      if (i + 1 >= argc) return mpk_cli_usage_error(cmd, "%s needs a value", a);
-      const char *val = argv[++i];
-      if (strcmp(a, "--repo-id") == 0) o.repo_id = val;
-      else if (strcmp(a, "--cache") == 0) o.cache_dir = val;
-      else if (strcmp(a, "--variant") == 0) o.variant = val;
-      else if (strcmp(a, "--features") == 0) {
-        free(features);
-        features = strdup(val);
-        if (!features) return MPK_EXIT_FAIL;
-        o.features = feat;
-        o.n_features = split_list(features, feat, 64);
-        if (!o.n_features) {
-          free(features), free(abis), free(prefer);
-          return mpk_cli_usage_error(cmd, "--features needs at least one name");
-        }
-      } else if (strcmp(a, "--abi") == 0 || strcmp(a, "--prefer-quant") == 0) {
-        bool is_abi = a[2] == 'a';
-        char **copy = is_abi ? &abis : &prefer;
-        free(*copy);
-        if (!(*copy = strdup(val))) return MPK_EXIT_FAIL;
-        size_t n = split_list(*copy, is_abi ? abi : pq, 64);
-        if (is_abi) so.abis = abi, so.n_abis = n;
-        else so.prefer_quant = pq, so.n_prefer_quant = n;
-        selecting = true;
-      } else if (strcmp(a, "--ep") == 0) {
-        so.execution_provider = val;
-        selecting = true;
-      } else if (strcmp(a, "--quant") == 0) {
-        so.quantization = val;
-        selecting = true;
-      } else if (strcmp(a, "--engine") == 0) {
-        so.engine = val;
-        selecting = true;
-      } else if (strcmp(a, "--memory-mb") == 0 || strcmp(a, "--api-level") == 0 || strcmp(a, "--storage-bytes") == 0) {
-        mpk_opt_int *dst = a[2] == 'm' ? &so.memory_mb : a[2] == 'a' ? &so.api_level : &so.free_bytes;
-        if (!mpk_cli_parse_int(val, 0, MPK_SAFE_INT_MAX, &v)) {
-          free(features), free(abis), free(prefer);
-          return mpk_cli_usage_error(cmd, "%s needs a non-negative integer, not '%s'", a, val);
-        }
-        dst->present = 1;
-        dst->value = v;
-        selecting = true;
-      } else if (strcmp(a, "--jobs") == 0) {
-        if (!mpk_cli_parse_int(val, 1, 64, &v)) {
-          free(features), free(abis), free(prefer);
-          return mpk_cli_usage_error(cmd, "--jobs needs an integer from 1 to 64, not '%s'", val);
-        }
-        o.jobs = (unsigned)v;
-      } else if (strcmp(a, "--retries") == 0) {
-        if (!mpk_cli_parse_int(val, 1, 100, &v)) {
-          free(features), free(abis), free(prefer);
-          return mpk_cli_usage_error(cmd, "--retries needs an integer from 1 to 100, not '%s'", val);
-        }
-        o.attempts = (unsigned)v;
-      } else if (strcmp(a, "--retry-delay-ms") == 0) {
-        if (!mpk_cli_parse_int(val, 1, 60000, &v)) {
-          free(features), free(abis), free(prefer);
-          return mpk_cli_usage_error(cmd, "--retry-delay-ms needs an integer from 1 to 60000, not '%s'", val);
-        }
-        o.retry_delay_ms = (unsigned)v;
+    } else if (a[0] == '-' && a[1]) {
+      static const char *const own[] = {"--repo-id", "--cache", "--variant", "--jobs", "--retries", "--retry-delay-ms"};
+      size_t k = 0;
+      while (k < sizeof own / sizeof own[0] && strcmp(a, own[k]) != 0) k++;
+      if (k == sizeof own / sizeof own[0] && !mpk_cli_is_select_option(a)) {
+        status = mpk_cli_usage_error(cmd, "unknown option '%s'", a);
+      } else if (i + 1 >= argc) {
+        status = mpk_cli_usage_error(cmd, "%s needs a value", a);
       } else {
-        free(features), free(abis), free(prefer);
-        return mpk_cli_usage_error(cmd, "unknown option '%s'", a);
+        const char *val = argv[++i];
+        if (k == 0) o.repo_id = val;
+        else if (k == 1) o.cache_dir = val;
+        else if (k == 2) o.variant = val;
+        else if (k == 3) status = parse_bounded(cmd, a, val, 1, 64, &o.jobs);
+        else if (k == 4) status = parse_bounded(cmd, a, val, 1, 100, &o.attempts);
+        else if (k == 5) status = parse_bounded(cmd, a, val, 1, 60000, &o.retry_delay_ms);
+        else status = mpk_cli_select_option(cmd, a, val, &sel);
       }
-      continue;
+    } else if (source) {
+      status = mpk_cli_usage_error(cmd, "one SOURCE only ('%s' and '%s')", source, a);
+    } else {
+      source = a;
     }
-    if (source) {
-      free(features), free(abis), free(prefer);
-      return mpk_cli_usage_error(cmd, "one SOURCE only ('%s' and '%s')", source, a);
-    }
-    source = a;
   }
-  int status = MPK_EXIT_OK;
+  if (status) {
+    mpk_cli_select_free(&sel);
+    return status;
+  }
+  mpk_cli_select_finish(&sel);
+  mpk_mt_select_options so = sel.o;
+  o.features = so.features; /* the groups to install, and what selection must offer */
+  o.n_features = so.n_features;
+  bool selecting = sel.device_given;
   if (!source || !o.repo_id || !o.cache_dir)
     status = mpk_cli_usage_error(cmd, "SOURCE, --repo-id and --cache are required");
   else if (o.variant && selecting)
     status = mpk_cli_usage_error(cmd, "--variant names the variant: device options select one; not both");
   if (status) {
-    free(features), free(abis), free(prefer);
+    mpk_cli_select_free(&sel);
     return status;
   }
   o.select = &so;
@@ -250,6 +205,6 @@ int mpk_cmd_mt_install(int argc, char **argv) {
   }
   if (rc) mpk_cli_error(&err);
   mpk_mt_install_result_free(&r);
-  free(features), free(abis), free(prefer);
+  mpk_cli_select_free(&sel);
   return rc ? MPK_EXIT_FAIL : MPK_EXIT_OK;
 }

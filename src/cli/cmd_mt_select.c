@@ -53,42 +53,6 @@ static const char plan_help[] =
     "exit status: 0 every planned file can be verified, 1 the plan is refused or the manifest is,\n"
     "2 usage error\n";
 
-#define MAX_LIST 64
-
-/* A comma-separated option value split in place into `list` (the value is copied first). */
-typedef struct cli_list {
-  char *copy;
-  const char *items[MAX_LIST];
-  size_t n;
-  bool given;
-} cli_list;
-
-static int parse_list(const char *cmd, const char *opt, const char *val, cli_list *l) {
-  if (l->given) return mpk_cli_usage_error(cmd, "%s given twice", opt);
-  l->given = true;
-  if (!(l->copy = strdup(val))) return mpk_cli_usage_error(cmd, "out of memory");
-  for (char *p = l->copy;;) {
-    char *comma = strchr(p, ',');
-    if (comma) *comma = '\0';
-    if (!*p) return mpk_cli_usage_error(cmd, "%s '%s' has an empty item", opt, val);
-    if (l->n == MAX_LIST) return mpk_cli_usage_error(cmd, "%s lists more than %d items", opt, MAX_LIST);
-    l->items[l->n++] = p;
-    if (!comma) break;
-    p = comma + 1;
-  }
-  return MPK_EXIT_OK;
-}
-
-static int parse_count(const char *cmd, const char *opt, const char *val, mpk_opt_int *out) {
-  long long n;
-  if (out->present) return mpk_cli_usage_error(cmd, "%s given twice", opt);
-  if (!mpk_cli_parse_int(val, 0, MPK_SAFE_INT_MAX, &n))
-    return mpk_cli_usage_error(cmd, "%s needs a non-negative integer, not '%s'", opt, val);
-  out->present = 1;
-  out->value = n;
-  return MPK_EXIT_OK;
-}
-
 /* The manifest of a package source. A directory or a manifest file today; the installer's source
    layer makes this accept a URL. */
 static int load_manifest(const char *source, mpk_mt_manifest **m, mpk_error *err) {
@@ -201,8 +165,7 @@ static void select_json(const char *source, const mpk_mt_select_options *o, cons
 
 int mpk_cmd_mt_select(int argc, char **argv) {
   const char *cmd = "mt select", *source = NULL;
-  cli_list abis = {0}, features = {0}, prefer = {0};
-  mpk_mt_select_options o = {0};
+  mpk_cli_select sel = {0};
   bool json = false;
   int status = MPK_EXIT_OK;
   for (int i = 2; i < argc && status == MPK_EXIT_OK; i++) {
@@ -213,33 +176,14 @@ int mpk_cmd_mt_select(int argc, char **argv) {
     } else if (strcmp(a, "--json") == 0) {
       json = true;
     } else if (a[0] == '-' && a[1]) {
-      static const char *const valued[] = {"--abi", "--ep", "--quant", "--engine", "--memory-mb", "--api-level",
-                                           "--features", "--prefer-quant", "--storage-bytes"};
-      size_t k = 0;
-      while (k < sizeof valued / sizeof valued[0] && strcmp(a, valued[k]) != 0) k++;
-      if (k == sizeof valued / sizeof valued[0]) {
-        status = mpk_cli_usage_error(cmd, "unknown option '%s'", a);
-        break;
-      }
       if (i + 1 >= argc) {
-        status = mpk_cli_usage_error(cmd, "%s needs a value", a);
+        status = mpk_cli_is_select_option(a) ? mpk_cli_usage_error(cmd, "%s needs a value", a)
+                                             : mpk_cli_usage_error(cmd, "unknown option '%s'", a);
         break;
       }
-      const char *val = argv[++i];
-      const char **str = k == 1 ? &o.execution_provider : k == 2 ? &o.quantization : k == 3 ? &o.engine : NULL;
-      if (str) {
-        if (*str) status = mpk_cli_usage_error(cmd, "%s given twice", a);
-        else if (!*val) status = mpk_cli_usage_error(cmd, "%s needs a non-empty value", a);
-        else *str = val;
-      } else if (k == 0) {
-        status = parse_list(cmd, a, val, &abis);
-      } else if (k == 6) {
-        status = parse_list(cmd, a, val, &features);
-      } else if (k == 7) {
-        status = parse_list(cmd, a, val, &prefer);
-      } else {
-        status = parse_count(cmd, a, val, k == 4 ? &o.memory_mb : k == 5 ? &o.api_level : &o.free_bytes);
-      }
+      status = mpk_cli_select_option(cmd, a, argv[i + 1], &sel);
+      if (status == -1) status = mpk_cli_usage_error(cmd, "unknown option '%s'", a);
+      i++;
     } else if (!source) {
       source = a;
     } else {
@@ -248,12 +192,8 @@ int mpk_cmd_mt_select(int argc, char **argv) {
   }
   if (status == MPK_EXIT_OK && !source) status = mpk_cli_usage_error(cmd, "missing the package directory");
   if (status != MPK_EXIT_OK) goto out;
-  o.abis = abis.items;
-  o.n_abis = abis.n;
-  o.features = features.given ? features.items : NULL;
-  o.n_features = features.n;
-  o.prefer_quant = prefer.given ? prefer.items : NULL;
-  o.n_prefer_quant = prefer.n;
+  mpk_cli_select_finish(&sel);
+  const mpk_mt_select_options o = sel.o;
 
   mpk_error err;
   mpk_error_clear(&err);
@@ -270,9 +210,7 @@ int mpk_cmd_mt_select(int argc, char **argv) {
   mpk_mt_selection_free(s);
   mpk_mt_manifest_free(m);
 out:
-  free(abis.copy);
-  free(features.copy);
-  free(prefer.copy);
+  mpk_cli_select_free(&sel);
   return status;
 }
 
@@ -329,7 +267,7 @@ static void plan_json(const char *source, const mpk_mt_download_plan *p) {
 
 int mpk_cmd_mt_plan(int argc, char **argv) {
   const char *cmd = "mt plan", *source = NULL, *variant = NULL;
-  cli_list features = {0};
+  mpk_cli_list features = {0};
   bool json = false;
   int status = MPK_EXIT_OK;
   for (int i = 2; i < argc && status == MPK_EXIT_OK; i++) {
@@ -345,7 +283,7 @@ int mpk_cmd_mt_plan(int argc, char **argv) {
         break;
       }
       const char *val = argv[++i];
-      if (a[2] == 'f') status = parse_list(cmd, a, val, &features);
+      if (a[2] == 'f') status = mpk_cli_parse_list(cmd, a, val, &features);
       else if (variant) status = mpk_cli_usage_error(cmd, "--variant given twice");
       else variant = val;
     } else if (a[0] == '-' && a[1]) {
