@@ -12,7 +12,8 @@ expect() {
   local name="$1" status="$2" pattern="$3"; shift 4
   local out rc
   out="$("$@" 2>&1)"; rc=$?
-  if [ "$rc" -eq "$status" ] && printf '%s\n' "$out" | grep -Eq -- "$pattern"; then
+  # A here-string, not a pipe: with pipefail, grep -q exiting at the first match could SIGPIPE printf.
+  if [ "$rc" -eq "$status" ] && grep -Eq -- "$pattern" <<<"$out"; then
     pass=$((pass + 1))
   else
     fail=$((fail + 1)); echo "FAIL: $name (exit $rc, wanted $status; pattern '$pattern')"; printf '%s\n' "$out" | head -20
