@@ -211,12 +211,41 @@ typedef struct part_ctx {
   const char *record;
 } part_ctx;
 
+/* A staging record is replaced whole (a temp file renamed over it, so it is never torn by a killed
+   process) but not fsynced: it only says where a resume may start, and the resumed bytes are
+   re-hashed and checked against the manifest's digest anyway. After a power loss a record may be
+   missing or empty; that file then starts over from 0. Syncing it (two fsyncs, three times per
+   file) cost more than the 1 MiB files themselves (docs/PERFORMANCE.md, section 6). */
 static int write_part(inst *s, const item *it, const char *record, const char *validator, uint64_t verified,
                       mpk_error *err) {
   json_t *doc = json_pack("{s:s, s:I, s:s, s:s, s:s, s:I}", "path", it->f->path, "size", (json_int_t)it->f->size,
                           "sha256", it->f->sha256, "validator", validator ? validator : "", "source",
                           mpk_src_location(s->src), "verified", (json_int_t)verified);
-  return write_json(record, doc, err);
+  char *text = NULL, *tmp = NULL;
+  size_t len = 0;
+  int rc = doc ? mpk_json_write_document(doc, true, &text, &len, err) : mpk_fail(err, MPK_ENOMEM, record, NULL, "out of memory");
+  json_decref(doc);
+  size_t n = strlen(record);
+  if (!rc && !(tmp = malloc(n + 16))) rc = mpk_fail(err, MPK_ENOMEM, record, NULL, "out of memory");
+  if (!rc) {
+    snprintf(tmp, n + 16, "%s.tmp.XXXXXX", record); /* a leftover is removed as a stray */
+    int fd = mpk_temp_open(tmp);
+    if (fd < 0) {
+      rc = mpk_fail(err, MPK_EIO, record, NULL, "cannot create a temporary file beside it: %s", strerror(errno));
+    } else {
+      bool ok = mpk_write_all(fd, text, len) == 0;
+      int e = errno;
+      if (close(fd) != 0 && ok) ok = false, e = errno;
+      if (ok && rename(tmp, record) != 0) ok = false, e = errno;
+      if (!ok) {
+        unlink(tmp);
+        rc = mpk_fail(err, MPK_EIO, record, NULL, "cannot write: %s", strerror(e));
+      }
+    }
+  }
+  free(tmp);
+  mpk_free(text);
+  return rc;
 }
 
 static void on_validator(void *ctx, const char *validator) {
@@ -572,16 +601,25 @@ static int commit(inst *s, const mpk_mt_variant *v, const uint8_t *manifest, siz
   random_id(id);
   if ((rc = write_record(s, v, id, err))) return rc;
   STEP(s); /* 2: the install record */
-  /* Every directory of the new tree durable before the marker says the tree is complete. */
+  /* Every directory of the new tree durable before the marker says the tree is complete, each
+     once: the items are sorted by installed path, so a directory the previous item's chain
+     already synced ends this item's walk up. */
+  char *prev = NULL; /* the previous item's path: its directories are synced */
   for (size_t i = 0; i < s->n; i++) {
-    char *d = mpk_path_join(s->new_dir, s->items[i].inst);
-    if (!d) continue;
-    for (char *slash; (slash = strrchr(d, '/')) && strlen(d) > strlen(s->new_dir);) {
+    char *d = mpk_path_join(s->new_dir, s->items[i].inst), *keep = d ? strdup(d) : NULL;
+    for (char *slash; d && (slash = strrchr(d, '/')) && strlen(d) > strlen(s->new_dir);) {
       *slash = '\0';
+      size_t dl = strlen(d);
+      if (prev && strncmp(prev, d, dl) == 0 && prev[dl] == '/') break;
       fsync_path(d);
     }
     free(d);
+    if (keep) {
+      free(prev);
+      prev = keep;
+    }
   }
+  free(prev);
   fsync_path(s->new_dir);
   fsync_path(s->staging);
   STEP(s); /* 3: the tree synced */

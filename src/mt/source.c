@@ -1,5 +1,6 @@
 /* Package sources: a directory, or an http(s) base URL through libcurl. Bytes are hashed as they
    arrive (no second pass), sizes are exact, and failed transfers are retried with backoff. */
+#define _GNU_SOURCE /* sync_file_range */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -89,6 +90,23 @@ char *mpk_src_url(const mpk_src *s, const char *rel) {
   return url;
 }
 
+/* Start the disk writeback of what was written since *kicked once WRITEBACK_STEP bytes are
+   pending, without waiting for it: the installer must fsync every file before its commit, and a
+   disk slower than the network would otherwise take all of that time after the transfer instead
+   of during it (docs/PERFORMANCE.md, section 6). A hint: errors are the fsync's to report. */
+#define WRITEBACK_STEP ((uint64_t)8 << 20)
+/* Received bytes are written in pieces of this size (one pwrite() and one progress call each). */
+#define WBUF ((size_t)1 << 20)
+static void start_writeback(int fd, uint64_t *kicked, uint64_t pos, bool last) {
+  if (pos <= *kicked || (!last && pos - *kicked < WRITEBACK_STEP)) return;
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+  sync_file_range(fd, (off_t)*kicked, (off_t)(pos - *kicked), SYNC_FILE_RANGE_WRITE);
+#else
+  (void)fd;
+#endif
+  *kicked = pos;
+}
+
 static void backoff(const mpk_src *s, unsigned attempt) {
   unsigned ms = s->retry.base_ms;
   for (unsigned i = 1; i < attempt && ms < s->retry.max_ms; i++) ms *= 2;
@@ -111,6 +129,9 @@ typedef struct xfer {
   EVP_MD_CTX *md;
   uint64_t pos;   /* bytes of the file kept (and hashed) so far */
   uint64_t start; /* the offset asked for in this attempt */
+  uint64_t kicked; /* writeback started for [.., kicked) */
+  uint8_t *wbuf;   /* received bytes [pos - wlen, pos), hashed, not yet written */
+  size_t wlen;
   uint8_t *buf;
   size_t len, max;
   /* this response */
@@ -182,6 +203,7 @@ static bool check_response(xfer *x) {
       EVP_DigestInit_ex(x->md, EVP_sha256(), NULL);
       x->pos = 0;
       x->start = 0;
+      x->kicked = 0;
       x->restarted = true;
       f->restarts++;
     }
@@ -195,6 +217,32 @@ static bool check_response(xfer *x) {
     if (f->on_validator) f->on_validator(f->ctx, f->validator);
   } else if (x->content_length >= 0 && (uint64_t)x->content_length > x->max) {
     x->too_long = true;
+    return false;
+  }
+  return true;
+}
+
+/* Write the gathered bytes, [pos - wlen, pos), start their writeback, report progress. false:
+   a write failed (io_error) or the caller cancelled. */
+static bool flush_wbuf(xfer *x) {
+  mpk_src_fetch *f = x->fetch;
+  uint64_t at = x->pos - x->wlen;
+  for (size_t done = 0; done < x->wlen;) {
+    ssize_t w = pwrite(f->fd, x->wbuf + done, x->wlen - done, (off_t)(at + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      x->io_error = true;
+      x->io_errno = w < 0 ? errno : EIO;
+      x->pos = at + done; /* what is on disk and hashed no longer agree: the caller fails the file */
+      x->wlen = 0;
+      return false;
+    }
+    done += (size_t)w;
+  }
+  x->wlen = 0;
+  start_writeback(f->fd, &x->kicked, x->pos, x->pos == f->size);
+  if (f->on_bytes && f->on_bytes(f->ctx, x->pos)) {
+    x->cancelled = true;
     return false;
   }
   return true;
@@ -221,21 +269,14 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx) {
     x->too_long = true;
     return 0;
   }
-  for (size_t done = 0; done < n;) {
-    ssize_t w = pwrite(f->fd, data + done, n - done, (off_t)(x->pos + done));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      x->io_error = true;
-      x->io_errno = w < 0 ? errno : EIO;
-      return 0;
-    }
-    done += (size_t)w;
-  }
   EVP_DigestUpdate(x->md, data, n);
-  x->pos += n;
-  if (f->on_bytes && f->on_bytes(f->ctx, x->pos)) {
-    x->cancelled = true;
-    return 0;
+  for (size_t done = 0; done < n;) { /* libcurl hands over at most 16 KiB a call: gather them */
+    size_t k = n - done < WBUF - x->wlen ? n - done : WBUF - x->wlen;
+    memcpy(x->wbuf + x->wlen, data + done, k);
+    x->wlen += k;
+    x->pos += k;
+    done += k;
+    if (x->wlen == WBUF && !flush_wbuf(x)) return 0;
   }
   return n;
 }
@@ -259,6 +300,9 @@ static void setup_handle(mpk_src *s, CURL *h, const char *url, xfer *x) {
   curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+  /* 16 KiB (the default) means a recv(), a pwrite() and a progress call per 16 KiB: at loopback
+     rates that was a third of the CPU time. 256 KiB per transfer bounds memory at jobs x 256 KiB. */
+  curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 256L << 10);
   x->h = h;
   x->first = true;
   x->too_long = x->io_error = x->cancelled = x->bad_range = false;
@@ -333,11 +377,15 @@ static int finish_digest(EVP_MD_CTX *md, char hex[65]) {
 static int http_fetch(mpk_src *s, mpk_src_fetch *f, EVP_MD_CTX *md, const char *url, mpk_error *err) {
   CURL *h = curl_easy_init();
   if (!h) return mpk_fail(err, MPK_ENOMEM, url, NULL, "cannot create a libcurl handle");
-  xfer x = {.fetch = f, .md = md, .pos = f->offset};
+  xfer x = {.fetch = f, .md = md, .pos = f->offset, .wbuf = malloc(WBUF)};
+  if (!x.wbuf) {
+    curl_easy_cleanup(h);
+    return mpk_fail(err, MPK_ENOMEM, url, NULL, "out of memory");
+  }
   f->resumed_from = f->offset;
   int rc = 0;
   for (unsigned attempt = 1;; attempt++) {
-    x.start = x.pos;
+    x.start = x.kicked = x.pos;
     setup_handle(s, h, url, &x);
     char range[64];
     struct curl_slist *hdrs = NULL;
@@ -354,6 +402,8 @@ static int http_fetch(mpk_src *s, mpk_src_fetch *f, EVP_MD_CTX *md, const char *
     }
     CURLcode crc = curl_easy_perform(h);
     curl_slist_free_all(hdrs);
+    /* What was received is kept, also from a failed attempt (a retry continues after it). */
+    if (x.wlen && !flush_wbuf(&x) && crc == CURLE_OK) crc = CURLE_WRITE_ERROR;
     if (x.restarted) {
       f->resumed_from = 0;
       x.restarted = false;
@@ -378,6 +428,7 @@ static int http_fetch(mpk_src *s, mpk_src_fetch *f, EVP_MD_CTX *md, const char *
     backoff(s, attempt);
   }
   curl_easy_cleanup(h);
+  free(x.wbuf);
   return rc;
 }
 
@@ -406,6 +457,7 @@ static int dir_fetch(mpk_src *s, mpk_src_fetch *f, EVP_MD_CTX *md, const char *p
   uint8_t *buf = rc ? NULL : malloc(CHUNK);
   if (!rc && !buf) rc = mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
   f->resumed_from = f->offset;
+  uint64_t kicked = f->offset;
   for (uint64_t at = f->offset; !rc && at < f->size;) {
     size_t want = f->size - at < CHUNK ? (size_t)(f->size - at) : CHUNK;
     ssize_t r = pread(in, buf, want, (off_t)at);
@@ -423,6 +475,7 @@ static int dir_fetch(mpk_src *s, mpk_src_fetch *f, EVP_MD_CTX *md, const char *p
     }
     EVP_DigestUpdate(md, buf, (size_t)r);
     at += (uint64_t)r;
+    start_writeback(f->fd, &kicked, at, at == f->size);
     if (f->on_bytes && f->on_bytes(f->ctx, at)) rc = mpk_fail(err, MPK_ECANCELLED, path, NULL, "cancelled");
   }
   free(buf);
