@@ -1,13 +1,16 @@
 /* bench_cache — time loading and checking an MLC tensor cache (ndarray-cache.json /
  * tensor-cache.json).
  *
- *   bench_cache [--iters N] [--repeat R] PATH
+ *   bench_cache [--iters N] [--repeat R] [--only STEP] PATH
  *
  * Each of R repeats times N iterations of one step and keeps the time per iteration; the
  * median over the repeats is reported (microseconds) for:
  *
- *   jansson     json_loadb() alone, with the flags modelpkg's strict reader uses — the floor under
- *               which modelpkg cannot go while it parses with jansson (attribution, not a peer)
+ *   jansson     json_loadb() alone, with the flags modelpkg's strict reader used when it parsed
+ *               with jansson (until 2026-11): the old floor, for comparison (not a peer)
+ *   scan        mpk_json_scan() with a callback that does nothing: the strict reader (yajl's lexer
+ *               plus every rule of core/json_scan.c) without building anything
+ *   json        mpk_json_parse(): the same, building the jansson tree every other document gets
  *   parse       mpk_mlc_tensor_cache_parse() of the bytes already in memory (parse + every check)
  *   load        mpk_mlc_tensor_cache_load(PATH): open + read + parse + check
  *   load_all    load + mpk_mlc_params_from_tensor_cache() + mpk_mlc_params_resources()
@@ -23,6 +26,8 @@
 #include <jansson.h>
 
 #include "modelpkg.h"
+/* Internal: the strict reader itself (the static library exports it). */
+#include "../src/core/json_scan.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -42,12 +47,18 @@ static void die(const char *what, int rc, const mpk_error *err) {
   exit(1);
 }
 
-enum step { STEP_JANSSON, STEP_PARSE, STEP_LOAD, STEP_LOAD_ALL };
-static const char *const step_names[] = {"jansson", "parse", "load", "load_all"};
+enum step { STEP_JANSSON, STEP_SCAN, STEP_JSON, STEP_PARSE, STEP_LOAD, STEP_LOAD_ALL };
+static const char *const step_names[] = {"jansson", "scan", "json", "parse", "load", "load_all"};
 
 static const char *g_path;
 static char *g_data;
 static size_t g_len;
+
+static int ignore_event(void *ctx, const mpk_json_event *e) {
+  (void)ctx;
+  (void)e;
+  return 0;
+}
 
 static void run_once(enum step s) {
   if (s == STEP_JANSSON) {
@@ -62,6 +73,14 @@ static void run_once(enum step s) {
   }
   mpk_error err;
   mpk_error_clear(&err);
+  if (s == STEP_SCAN || s == STEP_JSON) {
+    json_t *v = NULL;
+    int rc = s == STEP_SCAN ? mpk_json_scan(g_data, g_len, NULL, g_path, ignore_event, NULL, &err)
+                            : mpk_json_parse(g_data, g_len, NULL, g_path, &v, &err);
+    if (rc) die(step_names[s], rc, &err);
+    json_decref(v);
+    return;
+  }
   mpk_mlc_tensor_cache *tc = NULL;
   int rc = s == STEP_PARSE ? mpk_mlc_tensor_cache_parse(g_data, g_len, g_path, &tc, &err)
                            : mpk_mlc_tensor_cache_load(g_path, &tc, &err);
@@ -77,14 +96,18 @@ static void run_once(enum step s) {
 }
 
 int main(int argc, char **argv) {
-  int iters = 200, repeat = 7, i = 1;
+  int iters = 200, repeat = 7, i = 1, only = -1;
   for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
     if (strcmp(argv[i], "--iters") == 0) iters = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--repeat") == 0) repeat = atoi(argv[i + 1]);
-    else break;
+    else if (strcmp(argv[i], "--only") == 0) { /* one step, e.g. under perf */
+      for (int s = STEP_JANSSON; s <= STEP_LOAD_ALL; s++)
+        if (strcmp(argv[i + 1], step_names[s]) == 0) only = s;
+      if (only < 0) break;
+    } else break;
   }
   if (i != argc - 1 || iters < 1 || repeat < 1) {
-    fprintf(stderr, "usage: bench_cache [--iters N] [--repeat R] PATH\n");
+    fprintf(stderr, "usage: bench_cache [--iters N] [--repeat R] [--only jansson|scan|json|parse|load|load_all] PATH\n");
     return 2;
   }
   g_path = argv[i];
@@ -118,6 +141,7 @@ int main(int argc, char **argv) {
   double *per = calloc((size_t)repeat, sizeof *per);
   if (!per) return 1;
   for (int s = STEP_JANSSON; s <= STEP_LOAD_ALL; s++) {
+    if (only >= 0 && s != only) continue;
     for (int k = 0; k < iters / 10 + 1; k++) run_once((enum step)s); /* warm up */
     for (int r = 0; r < repeat; r++) {
       double t0 = now_s();

@@ -9,6 +9,9 @@
 #   openssl     `openssl speed -evp ALGO -bytes 1048576` (1 worker only): the one-core ceiling
 #   library     mpk_digest_files() as built (CHUNK = 1 MiB in src/core/digest_pool.c)
 #   chunk-K     bench_chunk's copy of the same loop reading K KiB at a time
+#   chunk-K-thp the same into a 2 MiB-aligned MADV_HUGEPAGE buffer  (CHUNKS entry "Kthp")
+#   mmap-K      no read(): K KiB windows mmap'ed, MADV_POPULATE_READ, hashed in place, unmapped
+#               (CHUNKS entry "mmapK")
 # and prints medians of MB/s (wall) and MB per CPU-second, and each variant's ratio to the
 # library and to openssl speed (medians of per-round ratios).
 set -euo pipefail
@@ -58,8 +61,13 @@ for ((r = 1; r <= REPEAT; r++)); do
             line=$("$BENCH" --algo "$algo" --workers "$w" --library "${FILES[@]}")
             echo "$algo $w library $r $(sed 's/.* mbps=\([0-9.]*\) mbps_cpu=\([0-9.]*\) maxrss_kib=\([0-9]*\).*/\1 \2 \3/' <<<"$line")" >>"$RES" ;;
           *)
-            line=$("$BENCH" --algo "$algo" --workers "$w" --chunk-kib "$v" "${FILES[@]}")
-            echo "$algo $w chunk-${v}k $r $(sed 's/.* mbps=\([0-9.]*\) mbps_cpu=\([0-9.]*\) maxrss_kib=\([0-9]*\).*/\1 \2 \3/' <<<"$line")" >>"$RES" ;;
+            case $v in
+              mmap*) opts=(--mmap-kib "${v#mmap}"); name=mmap-${v#mmap}k ;;
+              *thp) opts=(--chunk-kib "${v%thp}" --thp); name=chunk-${v%thp}k-thp ;;
+              *) opts=(--chunk-kib "$v"); name=chunk-${v}k ;;
+            esac
+            line=$("$BENCH" --algo "$algo" --workers "$w" "${opts[@]}" "${FILES[@]}")
+            echo "$algo $w $name $r $(sed 's/.* mbps=\([0-9.]*\) mbps_cpu=\([0-9.]*\) maxrss_kib=\([0-9]*\).*/\1 \2 \3/' <<<"$line")" >>"$RES" ;;
         esac
       done
     done

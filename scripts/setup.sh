@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   gcc make cmake ninja-build pkg-config      # toolchain (CMake >= 3.25)
   libjansson-dev libssl-dev                  # JSON, SHA-256 (OpenSSL libcrypto)
+  libyajl-dev                                # JSON lexer under core/json_scan.c (trees stay jansson's)
   libcurl4-openssl-dev                       # mt install: http(s) sources (libcurl)
   nginx                                      # mt install tests: a real HTTP server on 127.0.0.1
   libcmocka-dev                              # unit tests

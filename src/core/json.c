@@ -1,60 +1,61 @@
-/* Strict JSON reading on jansson, and the key orders other implementations iterate in. */
+/* Strict JSON reading into jansson trees, and the key orders other implementations iterate in. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
+#include "json_scan.h"
 
-static size_t depth_of(const json_t *v, size_t limit, size_t here) {
-  if (here > limit) return here;
-  size_t max = here;
-  if (json_is_object(v)) {
-    const char *k;
-    json_t *child;
-    json_object_foreach((json_t *)v, k, child) {
-      size_t d = depth_of(child, limit, here + 1);
-      if (d > max) max = d;
-      if (max > limit) break;
-    }
-  } else if (json_is_array(v)) {
-    size_t i;
-    json_t *child;
-    json_array_foreach(v, i, child) {
-      size_t d = depth_of(child, limit, here + 1);
-      if (d > max) max = d;
-      if (max > limit) break;
-    }
+/* The tree is built from mpk_json_scan's events (json_scan.c), which enforce every rule. */
+typedef struct tree {
+  json_t *root;
+  json_t *open[MPK_JSON_DEFAULT_MAX_DEPTH]; /* open containers, innermost last */
+  json_t **deep;                            /* instead, when max_depth is larger */
+  size_t depth;
+  const char *key; /* the key awaiting its value */
+  size_t key_len;
+  const char *file;
+  mpk_error *err;
+} tree;
+
+static int tree_event(void *ctx, const mpk_json_event *e) {
+  tree *t = ctx;
+  json_t *v;
+  switch (e->kind) {
+    case MPK_JSON_KEY: t->key = e->str, t->key_len = e->len; return 0;
+    case MPK_JSON_OBJECT_END:
+    case MPK_JSON_ARRAY_END: t->depth--; return 0;
+    case MPK_JSON_NULL: v = json_null(); break;
+    case MPK_JSON_FALSE: v = json_false(); break;
+    case MPK_JSON_TRUE: v = json_true(); break;
+    case MPK_JSON_INTEGER: v = json_integer(e->integer); break;
+    case MPK_JSON_REAL: v = json_real(e->real); break;
+    case MPK_JSON_STRING: v = json_stringn_nocheck(e->str, e->len); break; /* checked by the scan */
+    case MPK_JSON_OBJECT_START: v = json_object(); break;
+    case MPK_JSON_ARRAY_START: v = json_array(); break;
+    default: v = NULL;
   }
-  return max;
+  json_t **open = t->deep ? t->deep : t->open;
+  int bad = !v;
+  if (!bad && !t->depth) t->root = v;
+  else if (!bad && json_is_array(open[t->depth - 1])) bad = json_array_append_new(open[t->depth - 1], v);
+  else if (!bad) bad = json_object_setn_new_nocheck(open[t->depth - 1], t->key, t->key_len, v);
+  if (bad) return mpk_fail(t->err, MPK_ENOMEM, t->file, NULL, "out of memory");
+  if (e->kind == MPK_JSON_OBJECT_START || e->kind == MPK_JSON_ARRAY_START) open[t->depth++] = v;
+  return 0;
 }
 
 int mpk_json_parse(const void *data, size_t len, const mpk_json_opts *opts, const char *file,
                    json_t **out, mpk_error *err) {
   *out = NULL;
-  size_t max_bytes = opts && opts->max_bytes ? opts->max_bytes : MPK_JSON_DEFAULT_MAX_BYTES;
+  tree t = {.file = file, .err = err};
   size_t max_depth = opts && opts->max_depth ? opts->max_depth : MPK_JSON_DEFAULT_MAX_DEPTH;
-  if (len > max_bytes)
-    return mpk_fail_at(err, MPK_ELIMIT, file, 0, "document of %zu bytes exceeds the limit of %zu bytes",
-                       len, max_bytes);
-  const unsigned char *p = data;
-  size_t skip = 0;
-  /* A leading UTF-8 BOM is tolerated, as TextDecoder and Python's utf-8-sig do. */
-  if (len >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF) skip = 3;
-  size_t flags = JSON_REJECT_DUPLICATES | JSON_DECODE_ANY;
-  if (opts && opts->allow_nul) flags |= JSON_ALLOW_NUL;
-  json_error_t jerr;
-  json_t *v = json_loadb((const char *)p + skip, len - skip, flags, &jerr);
-  if (!v) {
-    int code = strstr(jerr.text, "maximum parsing depth") ? MPK_ELIMIT : MPK_EMALFORMED;
-    return mpk_fail_at(err, code, file, (int64_t)(jerr.position + skip),
-                       "invalid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
-  }
-  if (depth_of(v, max_depth, 1) > max_depth) {
-    json_decref(v);
-    return mpk_fail_at(err, MPK_ELIMIT, file, 0, "JSON nesting deeper than the limit of %zu levels",
-                       max_depth);
-  }
-  *out = v;
-  return 0;
+  if (max_depth > MPK_JSON_DEFAULT_MAX_DEPTH && !(t.deep = calloc(max_depth, sizeof *t.deep)))
+    return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
+  int rc = mpk_json_scan(data, len, opts, file, tree_event, &t, err);
+  free(t.deep);
+  if (rc) json_decref(t.root);
+  else *out = t.root;
+  return rc;
 }
 
 int mpk_json_load_file(const char *path, const mpk_json_opts *opts, json_t **out, mpk_error *err) {

@@ -34,4 +34,9 @@ int mpk_mlc_package_verify_interface_id(const mpk_mlc_package *pkg, const char *
 int mpk_mlc_artifact_from_json(const json_t *value, const char *file, mpk_mlc_artifact **out,
                                mpk_error *err);
 
+/* Read a tensor cache without a JSON tree into `tc`, its arrays in `arena` (tensor_cache_scan.c):
+   0 when the document is one it is sure of (every field read, not yet checked across records),
+   nonzero when the tree path must read it. */
+int mpk_mlc_tensor_cache_scan(const void *data, size_t len, mpk_arena *arena, mpk_mlc_tensor_cache *tc);
+
 #endif

@@ -217,9 +217,29 @@ static int parse_cache(mpk_jv *v, const json_t *root, mpk_arena *a, mpk_mlc_tens
   tc->n_shards = ns;
   tc->records = rec;
   tc->n_records = at;
-  for (size_t i = 0; i < ns; i++)
-    if ((rc = check_layout(v, &sh[i], rec, i))) return rc;
-  return check_unique(v, sh, rec, at);
+  return 0;
+}
+
+/* The checks across records, once every field has been read. */
+static int check_cache(mpk_jv *v, const mpk_mlc_tensor_cache *tc) {
+  int rc;
+  for (size_t i = 0; i < tc->n_shards; i++)
+    if ((rc = check_layout(v, &tc->shards[i], tc->records, i))) return rc;
+  return check_unique(v, tc->shards, tc->records, tc->n_records);
+}
+
+/* An empty cache in a new arena, or NULL. */
+static mpk_mlc_tensor_cache *new_cache(void) {
+  mpk_arena *a = mpk_arena_new();
+  mpk_mlc_tensor_cache *tc = a ? mpk_arena_alloc(a, sizeof *tc) : NULL;
+  struct mpk_mlc_tensor_cache_priv *priv = tc ? mpk_arena_alloc(a, sizeof *priv) : NULL;
+  if (!priv) {
+    mpk_arena_free(a);
+    return NULL;
+  }
+  priv->arena = a;
+  tc->priv_ = priv;
+  return tc;
 }
 
 int mpk_mlc_tensor_cache_parse(const void *data, size_t len, const char *file,
@@ -227,25 +247,24 @@ int mpk_mlc_tensor_cache_parse(const void *data, size_t len, const char *file,
   if (!out || (!data && len)) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
   *out = NULL;
   if (!file) file = MPK_MLC_TENSOR_CACHE_FILENAME;
-  json_t *root;
-  int rc = mpk_json_parse(data, len, NULL, file, &root, err);
-  if (rc) return rc;
-  mpk_arena *a = mpk_arena_new();
-  mpk_mlc_tensor_cache *tc = a ? mpk_arena_alloc(a, sizeof *tc) : NULL;
-  struct mpk_mlc_tensor_cache_priv *priv = tc ? mpk_arena_alloc(a, sizeof *priv) : NULL;
-  if (!priv) {
-    json_decref(root);
-    mpk_arena_free(a);
-    return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
-  }
-  priv->arena = a;
-  tc->priv_ = priv;
   mpk_jv v = {.file = file, .err = err};
   mpk_path_init(&v.path);
-  rc = parse_cache(&v, root, a, tc);
-  json_decref(root);
+  /* Without a tree first (tensor_cache_scan.c: most of the time is the tree otherwise); the tree
+     path reads what that one gives up on, and names what is wrong. */
+  mpk_mlc_tensor_cache *tc = new_cache();
+  if (!tc) return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
+  int rc = mpk_mlc_tensor_cache_scan(data, len, tc->priv_->arena, tc);
   if (rc) {
-    mpk_arena_free(a);
+    mpk_mlc_tensor_cache_free(tc);
+    json_t *root;
+    if ((rc = mpk_json_parse(data, len, NULL, file, &root, err))) return rc;
+    if (!(tc = new_cache())) rc = mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
+    else rc = parse_cache(&v, root, tc->priv_->arena, tc);
+    json_decref(root);
+  }
+  if (!rc) rc = check_cache(&v, tc);
+  if (rc) {
+    mpk_mlc_tensor_cache_free(tc);
     return rc;
   }
   *out = tc;

@@ -41,6 +41,112 @@ static void test_invalid_utf8_rejected(void **state) {
   assert_int_equal(parse("{\"a\":\"\\u0000\"}", &v, &err), MPK_EMALFORMED);      /* NUL unless allowed */
 }
 
+/* The rules yajl (the lexer under mpk_json_parse) does not enforce by itself. */
+static void test_lexer_gaps_closed(void **state) {
+  (void)state;
+  json_t *v;
+  mpk_error err;
+  /* yajl takes '\v' and '\f' for whitespace; JSON does not. */
+  assert_int_equal(parse("[1,\v2]", &v, &err), MPK_EMALFORMED);
+  assert_int_equal(err.offset, 3);
+  assert_int_equal(parse("\f{}", &v, &err), MPK_EMALFORMED);
+  /* yajl accepts an unfinished token after the value. */
+  assert_int_equal(parse("{} \"abc", &v, &err), MPK_EMALFORMED);
+  assert_int_equal(parse("1 \"", &v, &err), MPK_EMALFORMED);
+  assert_int_equal(parse("[1] x", &v, &err), MPK_EMALFORMED);
+  /* jansson accepted a NUL byte after a number; it is not whitespace. */
+  assert_int_equal(mpk_json_parse("[1\0]", 4, NULL, "doc.json", &v, &err), MPK_EMALFORMED);
+  /* yajl decodes a high surrogate followed by any \u escape as a pair, and drops a character after
+     a lone one; escapes are decoded strictly instead. */
+  assert_int_equal(parse("[\"\\ud800\\u0041\"]", &v, &err), MPK_EMALFORMED);
+  assert_int_equal(err.offset, 2);
+  assert_int_equal(parse("[\"\\ud800x\"]", &v, &err), MPK_EMALFORMED);
+  assert_int_equal(parse("[\"\\udc00\\ud800\"]", &v, &err), MPK_EMALFORMED);
+  /* yajl checks only the shape of UTF-8 sequences: overlong forms and code points past U+10FFFF. */
+  assert_int_equal(parse("[\"\xC0\x80\"]", &v, &err), MPK_EMALFORMED);
+  assert_int_equal(parse("[\"\xE0\x80\x80\"]", &v, &err), MPK_EMALFORMED);
+  assert_int_equal(parse("[\"\xF4\x90\x80\x80\"]", &v, &err), MPK_EMALFORMED);
+  assert_int_equal(parse("{\"\xED\xBF\xBF\":1}", &v, &err), MPK_EMALFORMED); /* in a key too */
+  assert_int_equal(parse("{\"a\\u0000\":1}", &v, &err), MPK_EMALFORMED);
+  assert_non_null(strstr(err.message, "NUL byte in object key"));
+  /* Leading zeros, a bare sign, a lone decimal point. */
+  assert_int_equal(parse("[01]", &v, &err), MPK_EMALFORMED);
+  assert_int_equal(parse("[-]", &v, &err), MPK_EMALFORMED);
+  assert_int_equal(parse("[1.]", &v, &err), MPK_EMALFORMED);
+  assert_int_equal(parse("[.5]", &v, &err), MPK_EMALFORMED);
+  assert_int_equal(parse("[1,]", &v, &err), MPK_EMALFORMED);
+  assert_int_equal(parse("[1]/* c */", &v, &err), MPK_EMALFORMED);
+}
+
+static void test_values_as_jansson_reads_them(void **state) {
+  (void)state;
+  json_t *v;
+  mpk_error err;
+  assert_int_equal(parse("{\"s\":\"a\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\u20AC\\ud83d\\ude00\",\"\\u00e9\":\"\xC3\xA9\","
+                   "\"i\":[-0,9223372036854775807,-9223372036854775808],\"r\":[1.5e3,-0.0,1E-400,2.5],"
+                   "\"k\":[true,false,null]}", &v, &err), 0);
+  size_t n;
+  const char *s = json_string_value(json_object_get(v, "s"));
+  n = json_string_length(json_object_get(v, "s"));
+  assert_int_equal(n, 18);
+  assert_memory_equal(s, "a\"\\/\b\f\n\r\t\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", 18);
+  assert_string_equal(json_string_value(json_object_get(v, "\xC3\xA9")), "\xC3\xA9"); /* escaped key */
+  const json_t *i = json_object_get(v, "i"), *r = json_object_get(v, "r");
+  assert_true(json_is_integer(json_array_get(i, 0)));
+  assert_int_equal(json_integer_value(json_array_get(i, 0)), 0);
+  assert_true(json_integer_value(json_array_get(i, 1)) == INT64_MAX);
+  assert_true(json_integer_value(json_array_get(i, 2)) == INT64_MIN);
+  assert_true(json_is_real(json_array_get(r, 0)));
+  assert_true(json_real_value(json_array_get(r, 0)) == 1500.0);
+  assert_true(json_is_real(json_array_get(r, 1)));
+  assert_true(json_real_value(json_array_get(r, 2)) == 0.0); /* underflow is not an error */
+  const char *keys[] = {"s", "\xC3\xA9", "i", "r", "k"};
+  const char **got;
+  assert_int_equal(mpk_json_keys_insertion(v, &got, &n), 0);
+  assert_int_equal(n, 5);
+  for (size_t k = 0; k < n; k++) assert_string_equal(got[k], keys[k]);
+  free(got);
+  json_decref(v);
+  /* A top-level scalar, ended by the end of the text. */
+  assert_int_equal(parse(" 42 ", &v, &err), 0);
+  assert_int_equal(json_integer_value(v), 42);
+  json_decref(v);
+  assert_int_equal(parse("-7", &v, &err), 0);
+  assert_int_equal(json_integer_value(v), -7);
+  json_decref(v);
+  assert_int_equal(parse("9223372036854775808", &v, &err), MPK_EMALFORMED);
+  assert_non_null(strstr(err.message, "too big integer"));
+  assert_int_equal(parse("[-1e999]", &v, &err), MPK_EMALFORMED);
+  assert_non_null(strstr(err.message, "real number overflow"));
+  /* \u0000 where the caller allows it. */
+  mpk_json_opts nul = {.allow_nul = true};
+  assert_int_equal(mpk_json_parse("[\"a\\u0000b\"]", 12, &nul, "d", &v, &err), 0);
+  assert_int_equal(json_string_length(json_array_get(v, 0)), 3);
+  assert_memory_equal(json_string_value(json_array_get(v, 0)), "a\0b", 3);
+  json_decref(v);
+}
+
+static void test_error_location(void **state) {
+  (void)state;
+  json_t *v;
+  mpk_error err;
+  assert_int_equal(parse("{\"a\": 1,\n \"b\": [1, 2,]}", &v, &err), MPK_EMALFORMED);
+  assert_string_equal(err.file, "doc.json");
+  assert_true(err.offset == 21 || err.offset == 22); /* at the ']' or just past it */
+  assert_non_null(strstr(err.message, "(line 2, column 1"));
+  assert_int_equal(strncmp(err.message, "invalid JSON: ", 14), 0);
+  /* Offsets count the BOM: they are offsets in the file. */
+  assert_int_equal(parse("\xEF\xBB\xBF[\"\xFF\"]", &v, &err), MPK_EMALFORMED);
+  assert_int_equal(err.offset, 5);
+  assert_int_equal(parse("[[[1]]]", &v, &err), 0);
+  json_decref(v);
+  mpk_json_opts o = {.max_depth = 3};
+  assert_int_equal(mpk_json_parse("[[[1]]]", 7, &o, "d", &v, &err), MPK_ELIMIT);
+  assert_int_equal(err.offset, 4);
+  assert_int_equal(mpk_json_parse("[[[]]]", 6, &o, "d", &v, &err), 0);
+  json_decref(v);
+}
+
 static void test_limits(void **state) {
   (void)state;
   json_t *v;
@@ -149,6 +255,9 @@ int main(void) {
       cmocka_unit_test(test_bom_tolerated),
       cmocka_unit_test(test_duplicate_keys_rejected),
       cmocka_unit_test(test_invalid_utf8_rejected),
+      cmocka_unit_test(test_lexer_gaps_closed),
+      cmocka_unit_test(test_values_as_jansson_reads_them),
+      cmocka_unit_test(test_error_location),
       cmocka_unit_test(test_limits),
       cmocka_unit_test(test_js_key_order),
       cmocka_unit_test(test_utf16_vs_codepoint_sort),

@@ -8,6 +8,7 @@
 
 #include <openssl/evp.h>
 
+#include "mlc/mlc.h"
 #include "testutil.h"
 
 /* ---------------------------------------------------------------- producer reference vectors */
@@ -421,11 +422,108 @@ static void test_dtypes(void **state) {
   assert_int_equal(mpk_dtype_bits(NULL), -1);
 }
 
+/* tensor_cache_scan.c reads the real caches without a tree, and reads what the tree holds. */
+static void test_realdata_caches_without_tree(void **state) {
+  (void)state;
+  for (size_t i = 0; i < N_CACHES; i++) {
+    char rel[512];
+    snprintf(rel, sizeof rel, "realdata/mlc-packages/%s/%s", caches[i].dir, caches[i].index);
+    size_t len;
+    char *text = (char *)tu_read_file(tu_shared(rel), &len);
+    mpk_arena *a = mpk_arena_new();
+    mpk_mlc_tensor_cache tc = {0};
+    assert_int_equal(mpk_mlc_tensor_cache_scan(text, len, a, &tc), 0);
+    json_t *root = tu_load_json(tu_shared(rel)), *shard, *rec;
+    size_t k, j, at = 0;
+    assert_int_equal(tc.n_shards, json_array_size(json_object_get(root, "records")));
+    json_array_foreach(json_object_get(root, "records"), k, shard) {
+      const mpk_mlc_shard *sh = &tc.shards[k];
+      assert_string_equal(sh->data_path, json_string_value(json_object_get(shard, "dataPath")));
+      assert_string_equal(sh->format, json_string_value(json_object_get(shard, "format")));
+      assert_int_equal(sh->nbytes, json_integer_value(json_object_get(shard, "nbytes")));
+      json_t *md5 = json_object_get(shard, "md5sum");
+      if (md5) assert_string_equal(sh->md5sum, json_string_value(md5));
+      else assert_null(sh->md5sum);
+      assert_int_equal(sh->first_record, at);
+      assert_int_equal(sh->n_records, json_array_size(json_object_get(shard, "records")));
+      json_array_foreach(json_object_get(shard, "records"), j, rec) {
+        const mpk_mlc_tensor_record *r = &tc.records[at++];
+        assert_string_equal(r->name, json_string_value(json_object_get(rec, "name")));
+        assert_string_equal(r->dtype, json_string_value(json_object_get(rec, "dtype")));
+        assert_string_equal(r->format, json_string_value(json_object_get(rec, "format")));
+        assert_int_equal(r->nbytes, json_integer_value(json_object_get(rec, "nbytes")));
+        assert_int_equal(r->byte_offset, json_integer_value(json_object_get(rec, "byteOffset")));
+        assert_int_equal(r->shard, k);
+        json_t *shape = json_object_get(rec, "shape");
+        assert_int_equal(r->ndim, json_array_size(shape));
+        for (size_t d = 0; d < r->ndim; d++) assert_int_equal(r->shape[d], json_integer_value(json_array_get(shape, d)));
+      }
+    }
+    assert_int_equal(tc.n_records, at);
+    json_t *meta = json_object_get(root, "metadata");
+    assert_int_equal(tc.has_param_size, json_object_get(meta, "ParamSize") != NULL);
+    assert_int_equal(tc.param_size, json_integer_value(json_object_get(meta, "ParamSize")));
+    assert_int_equal(tc.has_param_bytes, json_object_get(meta, "ParamBytes") != NULL);
+    if (tc.has_param_bytes) assert_true(tc.param_bytes == json_number_value(json_object_get(meta, "ParamBytes")));
+    json_decref(root);
+    mpk_arena_free(a);
+    free(text);
+  }
+}
+
+/* What the tree-free reader gives up on, the tree path reads: the same result when the document is
+   valid, the tree path's error when it is not. */
+static void test_cache_reader_gives_up(void **state) {
+  (void)state;
+  static const char *const head = "{\"metadata\":{\"ParamSize\":%s},\"records\":[{\"dataPath\":\"%s\","
+                                  "\"format\":\"raw-shard\",\"nbytes\":64,\"records\":[{\"name\":\"a\",\"shape\":[%s,4],"
+                                  "\"dtype\":\"float32\",\"format\":\"raw\",\"nbytes\":%s,\"byteOffset\":0%s}]}]}";
+  static const struct {
+    const char *size, *path, *dim, *nbytes, *extra;
+    int rc;
+    const char *pointer, *message;
+  } cases[] = {
+      {"1", "p.bin", "2", "32", "", 0, NULL, NULL},                /* taken without a tree */
+      {"1.0", "p.bin", "2.0", "32", ",\"x\":{\"y\":[1]}", 0, NULL, NULL}, /* integral reals: the tree path */
+      {"1", "p.bin", "2", "-32", "", MPK_EMALFORMED, "/records/0/records/0/nbytes",
+       "expected an integer greater than or equal to 0"},
+      {"1", "p.bin", "2", "31", "", MPK_EMALFORMED, "/records/0/records/0/nbytes", "nbytes 31 does not equal"},
+      {"1", "../p.bin", "2", "32", "", MPK_EMALFORMED, "/records/0/dataPath", "shard path \"../p.bin\""},
+      {"1", "p.bin", "2", "32", ",\"name\":\"b\"", MPK_EMALFORMED, "", "invalid JSON: duplicate object key"},
+      {"\"1\"", "p.bin", "2", "32", "", MPK_EMALFORMED, "/metadata/ParamSize", "expected an integer"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[1024];
+    snprintf(text, sizeof text, head, cases[i].size, cases[i].path, cases[i].dim, cases[i].nbytes, cases[i].extra);
+    mpk_arena *a = mpk_arena_new();
+    mpk_mlc_tensor_cache scanned = {0};
+    assert_int_equal(mpk_mlc_tensor_cache_scan(text, strlen(text), a, &scanned) == 0, i == 0);
+    mpk_arena_free(a);
+    mpk_mlc_tensor_cache *tc = NULL;
+    mpk_error err;
+    int rc = parse_text(text, &tc, &err);
+    assert_int_equal(rc, cases[i].rc);
+    if (rc) {
+      assert_string_equal(err.pointer, cases[i].pointer);
+      if (!strstr(err.message, cases[i].message)) fail_msg("case %zu: %s", i, tu_err(&err));
+      continue;
+    }
+    assert_int_equal(tc->param_size, 1);
+    assert_int_equal(tc->n_records, 1);
+    assert_int_equal(tc->records[0].ndim, 2);
+    assert_int_equal(tc->records[0].shape[0], 2);
+    assert_int_equal(tc->records[0].nbytes, 32);
+    mpk_mlc_tensor_cache_free(tc);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parameter_schema_vectors),
       cmocka_unit_test(test_resources_vectors),
       cmocka_unit_test(test_realdata_caches),
+      cmocka_unit_test(test_realdata_caches_without_tree),
+      cmocka_unit_test(test_cache_reader_gives_up),
       cmocka_unit_test(test_realdata_library_pairs),
       cmocka_unit_test(test_realdata_schema_id_agrees),
       cmocka_unit_test(test_synthetic_good),
