@@ -5,7 +5,10 @@
  *   core  — version, errors, canonical JSON and identities, digests, document versions, atomic writes
  *   mlc   — the MLC model artifact manifest (mlc-model-manifest.json, _metadata.artifact), weights,
  *           device fit, the producer
- *   mt    — the MobileTransformers package format (manifest, validation, builder)
+ *   mt    — the MobileTransformers package format (manifest, validation, builder, handoff map,
+ *           tensors and the load gate, safetensors, selection and download plans, the installer,
+ *           the LoRA merge)
+ *   audio — WAV / PCM to the mono float32 an audio_decode adapter expects
  *
  * Conventions
  *   - Every function returns 0 on success or a negative MPK_E* code. Details of a failure go into
@@ -1362,6 +1365,106 @@ MPK_API void mpk_mt_gate_report_free(mpk_mt_gate_report *r);
 MPK_API const char *mpk_mt_authority_name(mpk_mt_authority a);
 /** "verified", "present", "missing", "no checksum", "bad sidecar", "mismatch", "unreadable". */
 MPK_API const char *mpk_mt_tensor_status_name(mpk_mt_tensor_status s);
+
+/* ============================================================================================
+ * audio: a recording to the canonical mono float32 PCM an audio_decode adapter expects
+ *
+ * Accepts and refuses exactly what WebLLM 0.2.86's decodeAudioInput does (same decision, same
+ * output length, same message), then resamples with libsoxr (very high quality) instead of
+ * WebLLM's linear interpolation. Nothing here knows MLC: the caller passes the processor's rate
+ * and limits (an mpk_mlc_audio_decode maps onto mpk_audio_target field by field).
+ * ========================================================================================== */
+
+/** Highest source sample rate accepted (WebLLM's MAX_SAMPLE_RATE). */
+#define MPK_AUDIO_MAX_SAMPLE_RATE 384000
+/** WAVE_FORMAT_PCM, WAVE_FORMAT_IEEE_FLOAT, WAVE_FORMAT_EXTENSIBLE. */
+#define MPK_WAV_FORMAT_PCM 1
+#define MPK_WAV_FORMAT_IEEE_FLOAT 3
+#define MPK_WAV_FORMAT_EXTENSIBLE 0xFFFE
+
+/** What a RIFF/WAVE file holds once mpk_wav_parse() accepted it. */
+typedef struct mpk_wav_info {
+  uint32_t format_tag;      /**< wFormatTag as written: 1, 3 or 0xFFFE */
+  uint32_t codec;           /**< 1 (PCM integer) or 3 (IEEE float); the subformat when extensible */
+  uint32_t channels;        /**< >= 1 */
+  uint32_t sample_rate;     /**< >= 1, as declared (the 384 kHz limit is checked when decoding) */
+  uint32_t bits_per_sample; /**< 8, 16, 24, 32 (integer) or 32, 64 (float) */
+  uint32_t valid_bits;      /**< extensible: wValidBitsPerSample (not used for scaling); else bits */
+  uint32_t block_align;     /**< channels * bits / 8 */
+  uint64_t data_offset;     /**< byte offset of the last data chunk's payload */
+  uint64_t data_size;       /**< its size: a whole number of blocks, inside the file */
+  uint64_t frames;          /**< data_size / block_align */
+} mpk_wav_info;
+
+/**
+ * Read a RIFF/WAVE header with WebLLM's rules: chunks walked from byte 12 while 8 header bytes
+ * remain (the RIFF size field is ignored, odd chunks padded, the last fmt and the last data chunk
+ * win, in any order), a chunk reaching past the end refused; PCM 8/16/24/32-bit or IEEE float
+ * 32/64-bit, plain or WAVE_FORMAT_EXTENSIBLE with those subformats; block alignment consistent.
+ * Compressed codecs are MPK_EUNSUPPORTED ("WAV codec 6 is unsupported; ..."); anything else
+ * malformed is MPK_EMALFORMED. Reads only the header bytes; allocates nothing. `file` names the
+ * input in errors (NULL: "input_audio").
+ */
+MPK_API int mpk_wav_parse(const void *wav, size_t len, const char *file, mpk_wav_info *out,
+                          mpk_error *err);
+
+/**
+ * The bytes an OpenAI-style input_audio.data string carries: raw base64 (forgiving, as atob:
+ * ASCII whitespace skipped, padding optional) or a data:audio/wav;base64, URL (also audio/wave,
+ * audio/x-wav; the MIME type in any case). http(s) URLs are refused. `*out` is malloc'ed (at most
+ * 3/4 of `len`), freed with mpk_free().
+ */
+MPK_API int mpk_audio_data_decode(const char *text, size_t len, uint8_t **out, size_t *out_len,
+                                  mpk_error *err);
+
+/** The processor's side: output rate and the accepted output lengths (1 <= min <= max). */
+typedef struct mpk_audio_target {
+  int64_t sample_rate_hz;
+  int64_t min_samples;
+  int64_t max_samples;
+} mpk_audio_target;
+
+/**
+ * Output length for `frames` at `source_rate` Hz: 0 when frames is 0, `frames` when the rates
+ * are equal, else max(1, round-half-up(frames * target / source)) evaluated as WebLLM does (IEEE
+ * double; +Infinity for a source rate of 0, NaN for a NaN rate).
+ */
+MPK_API double mpk_audio_canonical_length(uint64_t frames, double source_rate, int64_t target_rate);
+
+/** Canonical audio and a report of where it came from. Freed with mpk_audio_free(). */
+typedef struct mpk_audio {
+  float *samples;            /**< mono float32 at sample_rate_hz */
+  size_t n_samples;          /**< the canonical length, min_samples..max_samples */
+  int64_t sample_rate_hz;
+  int from_wav;              /**< 1: a WAV file; 0: PCM float32 given by the caller */
+  mpk_wav_info wav;          /**< from_wav: the header */
+  double source_rate;        /**< Hz */
+  uint32_t source_channels;
+  uint64_t source_frames;
+  int resampled;             /**< 0: rates equal, the downmixed samples copied unchanged */
+  double peak;               /**< max |sample| of the output */
+  double rms;                /**< root mean square of the output */
+} mpk_audio;
+
+/**
+ * A WAV file (bytes) to canonical audio: mpk_wav_parse(), then the length check (before any
+ * sample buffer exists: "canonical audio must contain MIN..MAX samples; got N", MPK_ELIMIT), the
+ * samples (integer scaling (u8-128)/128, /32768, /8388608, /2147483648; the channels' mean;
+ * non-finite refused), the source rate (<= 384000), then soxr at very high quality, linear phase,
+ * mono, producing exactly the canonical length. Memory: the output plus a fixed working set.
+ */
+MPK_API int mpk_audio_from_wav(const void *wav, size_t len, const char *file,
+                               const mpk_audio_target *target, mpk_audio **out, mpk_error *err);
+/** input_audio.data text (raw base64 or a WAV data URL): mpk_audio_data_decode(), then the above. */
+MPK_API int mpk_audio_from_data(const char *text, size_t len, const mpk_audio_target *target,
+                                mpk_audio **out, mpk_error *err);
+/**
+ * Mono PCM float32 the caller already decoded, at `sample_rate` Hz (a double, as WebLLM takes a
+ * JS number: a fractional or non-positive rate is refused after the length check, as there).
+ */
+MPK_API int mpk_audio_from_pcm_f32(const float *samples, size_t n, double sample_rate,
+                                   const mpk_audio_target *target, mpk_audio **out, mpk_error *err);
+MPK_API void mpk_audio_free(mpk_audio *a);
 
 /* ============================================================================================
  * mt: choosing a variant and planning its download (what `modelpkg mt select` / `mt plan` run)

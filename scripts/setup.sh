@@ -10,6 +10,7 @@ PACKAGES=(
   libjansson-dev libssl-dev                  # JSON, SHA-256 (OpenSSL libcrypto)
   libyajl-dev                                # JSON lexer under core/json_scan.c (trees stay jansson's)
   libcurl4-openssl-dev                       # mt install: http(s) sources (libcurl)
+  libsoxr-dev                                # audio: resampling to the processor rate (libsoxr)
   nginx                                      # mt install tests: a real HTTP server on 127.0.0.1
   libcmocka-dev                              # unit tests
   libdlpack-dev                              # dlpack/dlpack.h (DLTensor export of tensor views)

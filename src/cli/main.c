@@ -33,6 +33,8 @@ static const char usage[] =
     "                 the variant a device gets and why; the exact files and bytes to download\n"
     "  mt install SOURCE --repo-id ID --cache DIR\n"
     "                 install a variant from a directory or URL: verified, resumable, atomic\n"
+    "  audio IN.wav --package DIR [-o OUT.f32] [--json]\n"
+    "                 a recording to the mono float32 PCM of the package's audio_decode processor\n"
     "\n"
     "options:\n"
     "  -h, --help     show help (also after a command: modelpkg check --help)\n"
@@ -76,6 +78,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "fit") == 0) return mpk_cmd_fit(argc - 1, argv + 1);
   if (strcmp(cmd, "mlc") == 0) return mpk_cmd_mlc(argc - 1, argv + 1);
   if (strcmp(cmd, "mt") == 0) return mpk_cmd_mt(argc - 1, argv + 1);
+  if (strcmp(cmd, "audio") == 0) return mpk_cmd_audio(argc - 1, argv + 1);
   fprintf(stderr, "modelpkg: unknown command '%s'\n\n%s", cmd, usage);
   return MPK_EXIT_USAGE;
 }

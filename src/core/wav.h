@@ -1,0 +1,17 @@
+/* Internal: reading the samples of a WAV file mpk_wav_parse() accepted (wav.c), for audio.c. */
+#ifndef MPK_WAV_H
+#define MPK_WAV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "modelpkg.h"
+
+/* Frames [first, first + n) of `info`'s data chunk in `wav`, each the mean of its channels
+   computed as WebLLM does (the channel samples summed in double, divided by the channel count,
+   rounded to float32). Returns false at the first non-finite channel sample. `out` may be NULL
+   (only the non-finite check runs). */
+bool mpk_wav_mix(const uint8_t *wav, const mpk_wav_info *info, uint64_t first, size_t n, float *out);
+
+#endif

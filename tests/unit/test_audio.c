@@ -1,0 +1,251 @@
+/* Audio frontend beyond the WebLLM vectors: a table of malformed WAV files, each refused with its
+   message before any sample buffer exists; WebLLM's acceptance corners (fmt after data, padding);
+   the resampler's passband and stopband on tones. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* ---------------------------------------------------------------- a WAV builder */
+
+typedef struct wavb {
+  uint8_t b[4096];
+  size_t n;
+} wavb;
+
+static void put(wavb *w, const void *p, size_t n) {
+  assert_true(w->n + n <= sizeof w->b);
+  memcpy(w->b + w->n, p, n);
+  w->n += n;
+}
+static void put16(wavb *w, uint32_t v) { uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)}; put(w, b, 2); }
+static void put32(wavb *w, uint32_t v) {
+  uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+  put(w, b, 4);
+}
+static void riff(wavb *w) { w->n = 0; put(w, "RIFF", 4); put32(w, 0); put(w, "WAVE", 4); }
+static void fmt(wavb *w, uint32_t tag, uint32_t ch, uint32_t rate, uint32_t align, uint32_t bits) {
+  put(w, "fmt ", 4); put32(w, 16); put16(w, tag); put16(w, ch); put32(w, rate); put32(w, rate * align);
+  put16(w, align); put16(w, bits);
+}
+static void chunk(wavb *w, const char *id, uint32_t declared, const void *p, size_t n) {
+  put(w, id, 4); put32(w, declared); if (n) put(w, p, n);
+}
+
+typedef struct row {
+  const char *what;
+  int code;           /* 0: accepted */
+  const char *message;
+  size_t n_samples;   /* when accepted */
+} row;
+
+static const int16_t two[2] = {1000, -1000};
+static const uint8_t zeros_1k[1024];
+
+static void build(int i, wavb *w) {
+  riff(w);
+  switch (i) {
+    case 0: /* a chunk that declares more than the file has */
+      fmt(w, 1, 1, 16000, 2, 16); chunk(w, "LIST", 100, "abcd", 4); break;
+    case 1: /* data declares 4 GiB - 1 in a 60-byte file */
+      fmt(w, 1, 1, 16000, 2, 16); chunk(w, "data", 0xFFFFFFFFu, two, 4); break;
+    case 2: /* fmt declares 4 GiB - 1 */
+      put(w, "fmt ", 4); put32(w, 0xFFFFFFFFu); put16(w, 1); break;
+    case 3: /* fmt chunk header cut short: only 6 of its 8 bytes */
+      fmt(w, 1, 1, 16000, 2, 16); chunk(w, "data", 4, two, 4); put(w, "fmt \x10\x00", 6); break;
+    case 4: /* fmt after data: accepted, as WebLLM (the last of each wins, in any order) */
+      chunk(w, "data", 4, two, 4); fmt(w, 1, 1, 16000, 2, 16); break;
+    case 5: /* a second fmt after data, broken: refused where it stands */
+      fmt(w, 1, 1, 16000, 2, 16); chunk(w, "data", 4, two, 4); chunk(w, "fmt ", 8, zeros_1k, 8); break;
+    case 6: /* zero channels */
+      fmt(w, 1, 0, 16000, 2, 16); chunk(w, "data", 4, two, 4); break;
+    case 7: /* sample rate 0 */
+      fmt(w, 1, 1, 0, 2, 16); chunk(w, "data", 4, two, 4); break;
+    case 8: /* sample rate 4294967295: length max(1, ...) = 1, then the rate limit */
+      fmt(w, 1, 1, 0xFFFFFFFFu, 2, 16); chunk(w, "data", 4, two, 4); break;
+    case 9: /* 384001 Hz */
+      fmt(w, 1, 1, 384001, 2, 16); chunk(w, "data", 4, two, 4); break;
+    case 10: /* 1 Hz: 2 frames make 32000 samples > max 16000 */
+      fmt(w, 1, 1, 1, 2, 16); chunk(w, "data", 4, two, 4); break;
+    case 11: /* block align 4 for mono 16-bit */
+      fmt(w, 1, 1, 16000, 4, 16); chunk(w, "data", 4, two, 4); break;
+    case 12: /* block align 0 */
+      fmt(w, 1, 1, 16000, 0, 16); chunk(w, "data", 4, two, 4); break;
+    case 13: /* data not a whole number of blocks */
+      fmt(w, 1, 1, 16000, 2, 16); chunk(w, "data", 3, two, 3); put(w, "", 1); break;
+    case 14: /* odd chunk padded, then data */
+      fmt(w, 1, 1, 16000, 2, 16); chunk(w, "junk", 1, "x\0", 2); chunk(w, "data", 4, two, 4); break;
+    case 15: /* odd chunk NOT padded: the walk lands one byte into the data header */
+      fmt(w, 1, 1, 16000, 2, 16); chunk(w, "junk", 1, "x", 1); chunk(w, "data", 4, two, 4); break;
+    case 16: /* 65535 channels of 8-bit: block align 65535 */
+      fmt(w, 1, 65535, 16000, 65535, 8); chunk(w, "data", 0, NULL, 0); break;
+    case 17: /* mu-law */
+      fmt(w, 7, 1, 8000, 1, 8); chunk(w, "data", 2, two, 2); break;
+    case 18: /* non-finite float sample */
+      fmt(w, 3, 1, 16000, 4, 32); chunk(w, "data", 4, "\x00\x00\x80\x7f", 4); break;
+    case 19: /* refused by its length before decoding: 1024 frames at 1000 Hz -> 16384 samples */
+      fmt(w, 1, 1, 1000, 1, 8); chunk(w, "data", 1024, zeros_1k, 1024); break;
+    case 20: /* not RIFF */
+      w->b[3] = (uint8_t)'X'; break;
+    case 21: /* 11 bytes */
+      w->n = 11; break;
+    case 22: /* 24-bit stereo, 3 frames */
+      fmt(w, 1, 2, 16000, 6, 24); chunk(w, "data", 18, zeros_1k, 18); break;
+    case 23: /* a chunk id that is not text, declaring too much */
+      fmt(w, 1, 1, 16000, 2, 16); chunk(w, "\x01\xff\x00z", 9, NULL, 0); break;
+  }
+}
+
+static const row rows[] = {
+    {"chunk past the end", MPK_EMALFORMED, "WAV LIST chunk is truncated", 0},
+    {"4 GiB data in a small file", MPK_EMALFORMED, "WAV data chunk is truncated", 0},
+    {"4 GiB fmt", MPK_EMALFORMED, "WAV fmt  chunk is truncated", 0},
+    {"trailing 6 bytes", 0, NULL, 2},
+    {"fmt after data", 0, NULL, 2},
+    {"broken fmt after data", MPK_EMALFORMED, "WAV fmt chunk is truncated", 0},
+    {"zero channels", MPK_EMALFORMED, "WAV channel count, sample rate, and block alignment must be positive", 0},
+    {"rate 0", MPK_EMALFORMED, "WAV channel count, sample rate, and block alignment must be positive", 0},
+    {"rate 2^32-1", MPK_EUNSUPPORTED, "input_audio.sample_rate must not exceed 384000", 0},
+    {"rate 384001", MPK_EUNSUPPORTED, "input_audio.sample_rate must not exceed 384000", 0},
+    {"rate 1", MPK_ELIMIT, "canonical audio must contain 1..16000 samples; got 32000", 0},
+    {"block align 4", MPK_EMALFORMED, "WAV block alignment does not match its sample format", 0},
+    {"block align 0", MPK_EMALFORMED, "WAV channel count, sample rate, and block alignment must be positive", 0},
+    {"partial block", MPK_EMALFORMED, "WAV block alignment does not match its sample format", 0},
+    {"odd chunk padded", 0, NULL, 2},
+    {"odd chunk unpadded: the walk reads \"ata\\x04\" as an id", MPK_EMALFORMED, "WAV ata\\x04 chunk is truncated", 0},
+    {"65535 channels, no frames", MPK_ELIMIT, "canonical audio must contain 1..16000 samples; got 0", 0},
+    {"mu-law", MPK_EUNSUPPORTED, "WAV codec 7 is unsupported; use PCM integer or IEEE float WAV", 0},
+    {"infinite float", MPK_EMALFORMED, "WAV input contains a non-finite sample", 0},
+    {"too long", MPK_ELIMIT, "canonical audio must contain 1..16000 samples; got 16384", 0},
+    {"not RIFF", MPK_EMALFORMED, "input_audio is not a RIFF/WAVE file", 0},
+    {"11 bytes", MPK_EMALFORMED, "WAV input is truncated", 0},
+    {"24-bit stereo", 0, NULL, 3},
+    {"binary chunk id", MPK_EMALFORMED, "WAV \\x01\\xff\\x00z chunk is truncated", 0},
+};
+
+static void test_malformed_table(void **state) {
+  (void)state;
+  mpk_audio_target t = {16000, 1, 16000};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    wavb w;
+    build((int)i, &w);
+    mpk_audio *a = NULL;
+    mpk_error err;
+    mpk_error_clear(&err);
+    int rc = mpk_audio_from_wav(w.b, w.n, "t.wav", &t, &a, &err);
+    if (rows[i].code == 0) {
+      if (rc) fail_msg("%s: refused: %s", rows[i].what, tu_err(&err));
+      assert_int_equal(a->n_samples, rows[i].n_samples);
+    } else {
+      if (rc == 0) fail_msg("%s: accepted", rows[i].what);
+      if (rc != rows[i].code || strncmp(err.message, rows[i].message, strlen(rows[i].message)) != 0)
+        fail_msg("%s: expected %d %s\n got %d %s", rows[i].what, rows[i].code, rows[i].message, rc, err.message);
+      assert_null(a);
+    }
+    mpk_audio_free(a);
+  }
+}
+
+/* The header reader alone: what it reports, and that the 4 GiB declaration is compared with the
+   real size (it allocates nothing at all). */
+static void test_wav_parse_fields(void **state) {
+  (void)state;
+  wavb w;
+  build(22, &w);
+  mpk_wav_info info;
+  mpk_error err;
+  assert_int_equal(mpk_wav_parse(w.b, w.n, NULL, &info, &err), 0);
+  assert_int_equal(info.channels, 2);
+  assert_int_equal(info.bits_per_sample, 24);
+  assert_int_equal(info.block_align, 6);
+  assert_int_equal(info.frames, 3);
+  assert_int_equal(info.data_offset, 12 + 24 + 8);
+  build(1, &w);
+  assert_int_equal(mpk_wav_parse(w.b, w.n, NULL, &info, &err), MPK_EMALFORMED);
+  assert_non_null(strstr(err.message, "declares 4294967295 bytes, 4 remain"));
+  assert_int_equal(err.offset, 36);
+}
+
+/* ---------------------------------------------------------------- resampling quality */
+
+static double tone_gain_db(double freq, double src, double dst, double *out_amp) {
+  size_t n = (size_t)src; /* one second */
+  float *x = malloc(n * sizeof *x);
+  assert_non_null(x);
+  for (size_t i = 0; i < n; i++) x[i] = (float)(0.5 * sin(2 * M_PI * freq * (double)i / src));
+  mpk_audio_target t = {(int64_t)dst, 1, 1000000};
+  mpk_audio *a = NULL;
+  mpk_error err;
+  assert_int_equal(mpk_audio_from_pcm_f32(x, n, src, &t, &a, &err), 0);
+  assert_int_equal(a->n_samples, (size_t)dst);
+  assert_int_equal(a->resampled, 1);
+  /* Amplitude in the middle half (away from the edges), by projection onto the tone. */
+  size_t lo = a->n_samples / 4, hi = 3 * a->n_samples / 4;
+  double amp;
+  if (freq < dst / 2) {
+    double sc = 0, ss = 0;
+    for (size_t i = lo; i < hi; i++) {
+      double ph = 2 * M_PI * freq * (double)i / dst;
+      sc += a->samples[i] * cos(ph);
+      ss += a->samples[i] * sin(ph);
+    }
+    amp = 2 * sqrt(sc * sc + ss * ss) / (double)(hi - lo);
+  } else { /* above Nyquist: whatever is left is alias; take its peak */
+    amp = 0;
+    for (size_t i = lo; i < hi; i++) amp = fmax(amp, fabs(a->samples[i]));
+  }
+  mpk_audio_free(a);
+  free(x);
+  *out_amp = amp;
+  return 20 * log10(amp / 0.5);
+}
+
+static void test_tones(void **state) {
+  (void)state;
+  double amp;
+  const double rates[] = {44100, 48000, 22050, 96000};
+  for (size_t r = 0; r < 4; r++) {
+    for (double f = 100; f <= 7000; f += 1150) {
+      double g = tone_gain_db(f, rates[r], 16000, &amp);
+      if (fabs(g) > 0.1) fail_msg("%g Hz tone at %g -> 16000: %.4f dB", f, rates[r], g);
+    }
+    double g7 = tone_gain_db(7000, rates[r], 16000, &amp);
+    double s = tone_gain_db(9000, rates[r], 16000, &amp);
+    double s2 = tone_gain_db(rates[r] / 2 * 0.9, rates[r], 16000, &amp);
+    printf("  %6.0f -> 16000 Hz: 7 kHz %+.4f dB; 9 kHz %.1f dB; %.0f Hz %.1f dB\n", rates[r], g7, s,
+           rates[r] / 2 * 0.9, s2);
+    if (s > -90 || s2 > -90) fail_msg("%g -> 16000: stopband only %.1f / %.1f dB", rates[r], s, s2);
+  }
+}
+
+/* Equal rates: the downmixed samples, unchanged; a stereo 16-bit mean is exact. */
+static void test_equal_rate_copy(void **state) {
+  (void)state;
+  wavb w;
+  riff(&w);
+  fmt(&w, 1, 2, 16000, 4, 16);
+  const int16_t s[4] = {32767, -32768, 3, 4};
+  chunk(&w, "data", 8, s, 8);
+  mpk_audio_target t = {16000, 1, 10};
+  mpk_audio *a = NULL;
+  mpk_error err;
+  assert_int_equal(mpk_audio_from_wav(w.b, w.n, NULL, &t, &a, &err), 0);
+  assert_int_equal(a->resampled, 0);
+  assert_int_equal(a->n_samples, 2);
+  assert_true(a->samples[0] == (float)((32767 / 32768.0 + -1.0) / 2));
+  assert_true(a->samples[1] == (float)((3 / 32768.0 + 4 / 32768.0) / 2));
+  assert_true(a->peak == fabs((double)a->samples[1]) || a->peak == fabs((double)a->samples[0]));
+  mpk_audio_free(a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_malformed_table),
+      cmocka_unit_test(test_wav_parse_fields),
+      cmocka_unit_test(test_tones),
+      cmocka_unit_test(test_equal_rate_copy),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
