@@ -58,13 +58,12 @@ static mpk_mt_merge_options options(const char *root) {
   return (mpk_mt_merge_options){.adapter = fx_adapter(root), .workers = 2};
 }
 
-/* Fork a merge; kill it after `delay` seconds (< 0: let it finish, and meanwhile watch for the
-   transaction's journal: `window` gets the first and last instants it was seen, -1 when never).
+/* Fork a merge and kill it: after `delay` seconds, or — `at_journal` — `delay` seconds after its
+   transaction's journal appears (the commit point; the renames follow). delay < 0: let it finish.
    Its exit status, or -1 when killed. */
-static int child_merge(const char *root, double delay, double window[2]) {
+static int child_merge(const char *root, double delay, bool at_journal) {
   char journal[700];
   snprintf(journal, sizeof journal, "%s/.merge.txn-journal", fx_inference(root));
-  double t0 = now();
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
@@ -76,21 +75,15 @@ static int child_merge(const char *root, double delay, double window[2]) {
   }
   int st;
   if (delay >= 0) {
+    if (at_journal) /* watch for it; a merge that ends first is simply not killed */
+      while (access(journal, F_OK) != 0) {
+        if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        struct timespec poll = {0, 50000};
+        nanosleep(&poll, NULL);
+      }
     struct timespec ts = {(time_t)delay, (long)((delay - (double)(time_t)delay) * 1e9)};
     nanosleep(&ts, NULL);
     kill(pid, SIGKILL);
-  } else if (window) {
-    window[0] = window[1] = -1;
-    while (waitpid(pid, &st, WNOHANG) == 0) {
-      if (access(journal, F_OK) == 0) {
-        double t = now() - t0;
-        if (window[0] < 0) window[0] = t;
-        window[1] = t;
-      }
-      struct timespec ts = {0, 100000};
-      nanosleep(&ts, NULL);
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   }
   assert_int_equal(waitpid(pid, &st, 0), pid);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -124,15 +117,12 @@ static void test_kill_anywhere(void **state) {
   snapshot old, merged;
   snap(fx_inference(root), &old);
   /* The reference result, and how long a whole merge takes here (median of three). */
-  /* ... and when its journal exists: from the commit point to the end of the renames. */
-  double t[3], window[2] = {-1, -1};
+  double t[3];
   for (int k = 0; k < 3; k++) {
     tu_sh("rm -rf '%s' && cp -a '%s' '%s'", fx_pkg(root), pristine, fx_pkg(root));
-    double t0 = now(), w[2];
-    assert_int_equal(child_merge(root, -1, w), 0);
+    double t0 = now();
+    assert_int_equal(child_merge(root, -1, false), 0);
     t[k] = now() - t0;
-    if (w[0] >= 0 && (window[0] < 0 || w[0] < window[0])) window[0] = w[0];
-    if (w[1] > window[1]) window[1] = w[1];
   }
   double span = t[0] < t[1] ? (t[1] < t[2] ? t[1] : (t[0] < t[2] ? t[2] : t[0]))
                             : (t[0] < t[2] ? t[0] : (t[1] < t[2] ? t[2] : t[1]));
@@ -141,21 +131,16 @@ static void test_kill_anywhere(void **state) {
 
   unsigned seed = 12345;
   int n_old = 0, n_new = 0, n_staging = 0, n_committed = 0;
-  if (window[0] < 0) { /* too brief to be seen: aim at the end of the merge instead */
-    window[0] = span * 0.6;
-    window[1] = span;
-  }
   /* At least KILLS kills, and on until some landed both while staging and after the commit point
      (at most 3 × KILLS: the timing of a loaded machine varies). */
   int kill_i = 0;
   for (; kill_i < KILLS || ((n_staging == 0 || n_committed == 0) && kill_i < 3 * KILLS); kill_i++) {
     tu_sh("rm -rf '%s' && cp -a '%s' '%s'", fx_pkg(root), pristine, fx_pkg(root));
-    /* Half uniform over the whole merge and a little past it; half over the window in which its
-       journal was seen (the commit point to the end of the renames), a little widened. */
+    /* Half at a uniform instant over the whole merge and a little past it; half within 2 ms of the
+       moment its journal appears, i.e. during the renames and the cleanup of the commit. */
     double u = (double)(rand_r(&seed) % 10000) / 10000.0;
-    double lo = window[0] * 0.95, hi = window[1] * 1.05 + 0.0005;
-    double delay = kill_i % 2 ? lo + (hi - lo) * u : span * 1.1 * u;
-    child_merge(root, delay, NULL);
+    double delay = kill_i % 2 ? 0.002 * u : span * 1.1 * u;
+    child_merge(root, delay, kill_i % 2);
     /* Where the kill landed, from what it left (read-only): a journal means after the commit point
        (renames or cleanup pending), temporaries without one mean while staging. */
     mpk_txn_state st;
@@ -196,9 +181,9 @@ static void test_kill_anywhere(void **state) {
     }
     mpk_mt_merge_report_free(r);
   }
-  print_message("%d kills over %.1f ms merges (journal seen %.1f-%.1f ms): %d left the package unmerged, %d merged; "
-                "%d while staging, %d after the commit point with renames or cleanup pending\n",
-                kill_i, span * 1e3, window[0] * 1e3, window[1] * 1e3, n_old, n_new, n_staging, n_committed);
+  print_message("%d kills over %.1f ms merges: %d left the package unmerged, %d merged; %d while staging, %d after "
+                "the commit point with renames or cleanup pending\n",
+                kill_i, span * 1e3, n_old, n_new, n_staging, n_committed);
   /* the kills landed on both sides of the commit point, and inside the commit itself */
   assert_true(n_old > 0 && n_new > 0);
   assert_true(n_staging > 0 && n_committed > 0);
