@@ -39,4 +39,7 @@ int mpk_mlc_artifact_from_json(const json_t *value, const char *file, mpk_mlc_ar
    nonzero when the tree path must read it. */
 int mpk_mlc_tensor_cache_scan(const void *data, size_t len, mpk_arena *arena, mpk_mlc_tensor_cache *tc);
 
+/* tensor_cache.c: a record's nbytes, elements x ceil(bits/8); false on uint64 overflow. */
+bool mpk_mlc_record_bytes(const int64_t *shape, size_t ndim, int bits, uint64_t *out);
+
 #endif

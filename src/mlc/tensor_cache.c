@@ -25,8 +25,8 @@ static bool is_md5_hex(const char *s) {
   return s[32] == '\0';
 }
 
-/* nbytes of a record: elements x ceil(bits/8), overflow-checked. */
-static bool record_bytes(const int64_t *shape, size_t ndim, int bits, uint64_t *out) {
+/* nbytes of a record: elements x ceil(bits/8), overflow-checked (also tensor_cache_scan.c). */
+bool mpk_mlc_record_bytes(const int64_t *shape, size_t ndim, int bits, uint64_t *out) {
   uint64_t n = (uint64_t)((bits + 7) / 8);
   for (size_t i = 0; i < ndim; i++) {
     if (shape[i] != 0 && n > UINT64_MAX / (uint64_t)shape[i]) return false;
@@ -67,7 +67,7 @@ static int parse_record(mpk_jv *v, const json_t *obj, mpk_arena *a, mpk_mlc_tens
   if ((rc = u64_field(v, obj, "nbytes", &r->nbytes))) return rc;
   if ((rc = u64_field(v, obj, "byteOffset", &r->byte_offset))) return rc;
   uint64_t want = 0;
-  if (!record_bytes(r->shape, r->ndim, bits, &want))
+  if (!mpk_mlc_record_bytes(r->shape, r->ndim, bits, &want))
     AT_KEY(v, "shape", mpk_jv_fail(v, MPK_ELIMIT, "element count overflows 64 bits"));
   if (want != r->nbytes)
     AT_KEY(v, "nbytes", mpk_jv_fail(v, MPK_EMALFORMED,

@@ -99,17 +99,6 @@ static bool is_md5_hex(const char *p, size_t n) {
   return true;
 }
 
-/* nbytes of a record: elements x ceil(bits/8), overflow-checked (as tensor_cache.c). */
-static bool record_bytes(const int64_t *shape, size_t ndim, int bits, uint64_t *out) {
-  uint64_t n = (uint64_t)((bits + 7) / 8);
-  for (size_t i = 0; i < ndim; i++) {
-    if (shape[i] != 0 && n > UINT64_MAX / (uint64_t)shape[i]) return false;
-    n *= (uint64_t)shape[i];
-  }
-  *out = n;
-  return true;
-}
-
 /* A scalar or the start of a container, as the value of s->next (in an object) or as an element. */
 static int on_value(scan *s, const mpk_json_event *e, role in) {
   bool start = e->kind == MPK_JSON_OBJECT_START || e->kind == MPK_JSON_ARRAY_START;
@@ -227,7 +216,7 @@ static int on_end(scan *s, size_t d) {
     case RECORD: {
       uint64_t want;
       if ((s->record_seen & RECORD_REQUIRED) != RECORD_REQUIRED) return GIVE_UP;
-      if (!record_bytes(r->shape, r->ndim, s->bits, &want) || want != r->nbytes) return GIVE_UP;
+      if (!mpk_mlc_record_bytes(r->shape, r->ndim, s->bits, &want) || want != r->nbytes) return GIVE_UP;
       return 0;
     }
     default: return 0;
