@@ -1695,6 +1695,13 @@ typedef struct mpk_mt_install_result {
 } mpk_mt_install_result;
 
 /**
+ * Read the manifest of a package source — a directory or an http(s) base URL — as the installer
+ * does: at most MPK_MT_MANIFEST_MAX_BYTES, version-gated and parsed (mpk_mt_manifest_parse()).
+ * What `mt select` and `mt plan` run on a URL.
+ */
+MPK_API int mpk_mt_manifest_open_source(const char *source, mpk_mt_manifest **out, mpk_error *err);
+
+/**
  * Install `variant` of the package at `source` (a directory, or an http(s) base URL: files are
  * fetched as <base>/<package path>) into `<cache_dir>/<sanitized repo id>/`, in the spec's installed
  * layout: the variant's inference/, train/, embedding/ and the tokenizer under their stage names,

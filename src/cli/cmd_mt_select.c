@@ -10,13 +10,13 @@
 #include "core/core.h"
 
 static const char select_help[] =
-    "usage: modelpkg mt select DIR [--abi A[,B...]] [--ep E] [--quant Q] [--engine E]\n"
+    "usage: modelpkg mt select DIR|URL [--abi A[,B...]] [--ep E] [--quant Q] [--engine E]\n"
     "                          [--memory-mb N] [--api-level N] [--features F[,F...]]\n"
     "                          [--prefer-quant Q1[,Q2...]] [--storage-bytes N] [--json]\n"
     "\n"
-    "Choose the variant of a MobileTransformers package (DIR, or its manifest file) for a device,\n"
-    "and explain the choice (docs/mt-select.md). Hard filters, in order; an option not given\n"
-    "filters nothing:\n"
+    "Choose the variant of a MobileTransformers package (DIR, its manifest file, or an http(s) base\n"
+    "URL) for a device, and explain the choice (docs/mt-select.md). Hard filters, in order; an\n"
+    "option not given filters nothing:\n"
     "  --abi A,B        device ABIs: the variant's abi list must share one (abi null runs anywhere,\n"
     "                   an empty list nowhere)\n"
     "  --ep E           executionProvider must be E (cpu, xnnpack, nnapi)\n"
@@ -37,14 +37,14 @@ static const char select_help[] =
     "excluded it) or the manifest is refused, 2 usage error\n";
 
 static const char plan_help[] =
-    "usage: modelpkg mt plan DIR --variant ID [--features F[,F...]] [--json]\n"
+    "usage: modelpkg mt plan DIR|URL --variant ID [--features F[,F...]] [--json]\n"
     "\n"
-    "The exact files and bytes to download for a variant of a MobileTransformers package (DIR, or\n"
-    "its manifest file): the files the manifest lists that the download plan's groups select —\n"
-    "core and checksums always, then --features (default: inference) — each with its group, size\n"
-    "and sha256 digest, and the total. The manifest itself (in core) is already in hand: it is not\n"
-    "counted. A planned file without a size or a digest is marked: the installer refuses files it\n"
-    "cannot verify, so such a plan is refused.\n"
+    "The exact files and bytes to download for a variant of a MobileTransformers package (DIR, its\n"
+    "manifest file, or an http(s) base URL): the files the manifest lists that the download\n"
+    "plan's groups select — core and checksums always, then --features (default: inference) —\n"
+    "each with its group, size and sha256 digest, and the total. The manifest itself (in core) is\n"
+    "already in hand: it is not counted. A planned file without a size or a digest is marked: the\n"
+    "installer refuses files it cannot verify, so such a plan is refused.\n"
     "\n"
     "  --variant ID     the variant (required; modelpkg mt select chooses one)\n"
     "  --features F,... the feature groups wanted; each must be declared by the variant\n"
@@ -53,9 +53,11 @@ static const char plan_help[] =
     "exit status: 0 every planned file can be verified, 1 the plan is refused or the manifest is,\n"
     "2 usage error\n";
 
-/* The manifest of a package source. A directory or a manifest file today; the installer's source
-   layer makes this accept a URL. */
+/* The manifest of a package source: an http(s) base URL (read as the installer reads it), else a
+   directory or a manifest file. */
 static int load_manifest(const char *source, mpk_mt_manifest **m, mpk_error *err) {
+  if (strncmp(source, "http://", 7) == 0 || strncmp(source, "https://", 8) == 0)
+    return mpk_mt_manifest_open_source(source, m, err);
   return mpk_mt_manifest_load(source, m, err);
 }
 

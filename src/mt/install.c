@@ -713,6 +713,24 @@ int mpk_mt_install_recover(const char *cache_dir, const char *repo_id, int *reco
   return rc;
 }
 
+int mpk_mt_manifest_open_source(const char *source, mpk_mt_manifest **out, mpk_error *err) {
+  if (!source || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
+  *out = NULL;
+  mpk_src *src = NULL;
+  uint8_t *data = NULL;
+  size_t len = 0;
+  int rc = mpk_src_open(source, NULL, &src, err);
+  if (!rc) rc = mpk_src_read_small(src, MPK_MT_MANIFEST_FILENAME, MPK_MT_MANIFEST_MAX_BYTES, &data, &len, err);
+  if (!rc) {
+    char *url = mpk_src_url(src, MPK_MT_MANIFEST_FILENAME);
+    rc = mpk_mt_manifest_parse(data, len, url ? url : MPK_MT_MANIFEST_FILENAME, out, err);
+    free(url);
+  }
+  free(data);
+  mpk_src_free(src);
+  return rc;
+}
+
 int mpk_mt_install(const char *source, const mpk_mt_install_options *o, mpk_mt_install_result *out, mpk_error *err) {
   return mpk_mt_install_ex(source, o, NULL, out, err);
 }

@@ -95,6 +95,14 @@ out="$(inst "$BASE/pkg" "$T/c1" cpu-int4 --json 2>/dev/null)"
 check "http: clean install" same_tree "$T/c1/org__tiny" "$T/ref4/org__tiny"
 check "http: --json result" grep -q '"ok": true' <<<"$out"
 
+# ---- mt select / mt plan read the manifest from the URL as the installer does
+out="$("$MPK" mt select "$BASE/pkg" --abi arm64-v8a --json 2>&1)"
+check "http: mt select reads the manifest from the URL" grep -q '"chosen": "cpu-int4"' <<<"$out"
+out="$("$MPK" mt plan "$BASE/pkg" --variant cpu-int4 2>&1)"
+check "http: mt plan from the URL" grep -q 'big.bin' <<<"$out"
+out="$("$MPK" mt select "$BASE/nope" 2>&1)"
+check "http: mt select on a URL without a manifest says not found" grep -qi 'not found' <<<"$out"
+
 # ---- SIGKILL midway, then re-run: resumes with Range (206 in nginx's log), ends byte-identical
 : > "$T/ngx/access.log"
 inst_bg "$BASE/slow" "$T/k1"
