@@ -774,10 +774,10 @@ int mpk_mt_build(const char *dir, const mpk_mt_build_input *in, mpk_mt_build_res
   n_docs++;
 
   /* Read back what is about to be written, as a reader will. */
-  if ((rc = mpk_mt_manifest_parse(man->bytes, man->len, manifest_path, &readback, err))) {
-    char msg[sizeof err->message];
-    snprintf(msg, sizeof msg, "%s", err->message);
-    mpk_fail(err, rc, err->file, err->pointer, "the manifest built would not read back: %s", msg);
+  mpk_error why; /* the caller's err may be NULL */
+  mpk_error_clear(&why);
+  if ((rc = mpk_mt_manifest_parse(man->bytes, man->len, manifest_path, &readback, &why))) {
+    mpk_fail(err, rc, why.file, why.pointer, "the manifest built would not read back: %s", why.message);
     goto done;
   }
 

@@ -356,7 +356,7 @@ int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *opts, mpk_mt_merge
     txn = NULL;
     mpk_txn_state st;
     mpk_error ierr;
-    if (rc && mpk_txn_inspect(p.loc.inference_dir, JOURNAL, &st, &ierr) == 0 && st.journal) {
+    if (rc && err && mpk_txn_inspect(p.loc.inference_dir, JOURNAL, &st, &ierr) == 0 && st.journal) {
       /* Past the commit point: the merge will happen; say so rather than "nothing changed". */
       char why[sizeof err->message];
       snprintf(why, sizeof why, "%s", err->message);

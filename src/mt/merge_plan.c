@@ -226,10 +226,12 @@ static const mpk_st_tensor *find_factor(const mpk_safetensors *st, const mpk_mt_
 }
 
 static int factor_f32(const mpk_st_tensor *t, const char *file, const char *layer, float **out, mpk_error *err) {
-  int rc = mpk_st_tensor_to_f32(t, out, err);
+  mpk_error why; /* the caller's err may be NULL */
+  mpk_error_clear(&why);
+  int rc = mpk_st_tensor_to_f32(t, out, &why);
   if (rc)
     return mpk_fail(err, rc, file, NULL, "entry \"%.200s\": factor \"%.200s\" (%s) cannot be read as float: %s", layer,
-                    t->name, t->dtype, err->message);
+                    t->name, t->dtype, why.message);
   return 0;
 }
 
@@ -269,8 +271,10 @@ static int plan_item(merge_plan *p, const mpk_mt_merge_options *o, const mpk_mt_
                     layer, mpk_mt_role_name(it->role));
   const int64_t *shape;
   size_t ndim;
-  int rc = mpk_mt_handoff_role_layout(e, it->role, &it->dtype, &shape, &ndim, err);
-  if (rc) return mpk_fail(err, rc, p->loc.map_file, NULL, "%s", err->message);
+  mpk_error why;
+  mpk_error_clear(&why);
+  int rc = mpk_mt_handoff_role_layout(e, it->role, &it->dtype, &shape, &ndim, &why);
+  if (rc) return mpk_fail(err, rc, p->loc.map_file, NULL, "%s", why.message);
   if (ndim != 2)
     return mpk_fail(err, MPK_EUNSUPPORTED, p->loc.map_file, NULL,
                     "entry \"%.200s\": the %s is %zu-D; a LoRA delta merges into a 2-D weight", layer,
