@@ -376,7 +376,7 @@ expect merge_wrong_adapter 1 'not a safetensors|header' -- "$MPK" mt merge "$MT"
 # the filter that excluded it; cpu-int4 core+inference is 2,700 bytes: 3,000 free fits (budget
 # 2,700), 2,999 does not (2,699) and cpu-fp16 (2,301) is taken instead.
 expect select_help 0 'usage: modelpkg mt select DIR' -- "$MPK" mt select --help
-expect plan_help 0 'usage: modelpkg mt plan DIR --variant ID' -- "$MPK" mt plan --help
+expect plan_help 0 'usage: modelpkg mt plan DIR\|URL --variant ID' -- "$MPK" mt plan --help
 expect mt_help_lists_select 0 'mt select DIR' -- "$MPK" mt --help
 expect select_no_dir 2 'missing the package directory' -- "$MPK" mt select
 expect select_bad_memory 2 "--memory-mb needs a non-negative integer, not '1G'" -- "$MPK" mt select "$T" --memory-mb 1G
