@@ -36,24 +36,6 @@ int mpk_mt_merge_recover(const char *inference_dir, mpk_mt_recovery *outcome, si
 
 /* ---------------------------------------------------------------- the base: unmerged, or frozen */
 
-/* The first line of <file>.sha256, trimmed ("" when absent or unreadable). */
-static void read_sidecar(const char *bin, char out[65]) {
-  out[0] = '\0';
-  char path[4096];
-  snprintf(path, sizeof path, "%s.sha256", bin);
-  FILE *f = fopen(path, "r");
-  if (!f) return;
-  char line[128];
-  if (fgets(line, sizeof line, f)) {
-    size_t n = strcspn(line, " \t\r\n");
-    if (n == 64) {
-      for (size_t i = 0; i < 64; i++) out[i] = (char)(line[i] >= 'A' && line[i] <= 'F' ? line[i] + 32 : line[i]);
-      out[64] = '\0';
-    }
-  }
-  fclose(f);
-}
-
 /* Every file an item rewrites must still hold the shipped bytes: its SHA-256 equals the map's
    sha256[role]. Hashed together, in parallel. Items with a frozen base skip it. */
 static int gate_bases(merge_plan *p, unsigned workers, mpk_error *err) {
@@ -99,8 +81,10 @@ static int gate_bases(merge_plan *p, unsigned workers, mpk_error *err) {
       if (j->code) {
         rc = mpk_fail(err, j->code, j->path, NULL, "entry \"%.200s\": the base cannot be read", layer);
       } else if (strcmp(j->hex, it->e->sha256[r]) != 0) {
-        char side[65];
-        read_sidecar(j->path, side);
+        char side[65], side_path[4096];
+        const char *why = NULL;
+        snprintf(side_path, sizeof side_path, "%s.sha256", j->path);
+        if (mpk_mt_read_sidecar(side_path, side, &why) != 1) side[0] = '\0';
         if (side[0] && strcmp(side, j->hex) == 0)
           rc = mpk_fail(err, MPK_EMISMATCH, j->path, NULL,
                         "entry \"%.200s\": already merged: its bytes (sha256 %s) are those its sidecar records, not the "

@@ -32,4 +32,8 @@ typedef struct mpk_mt_located {
 int mpk_mt_locate(const char *dir, const char *variant, mpk_mt_located *out, mpk_error *err);
 void mpk_mt_located_free(mpk_mt_located *l);
 
+/* tensor.c: a checksum sidecar's digest — its first line, trimmed, 64 hex digits in any case
+   (lowercased into hex). 1 when valid, 0 when there is no sidecar, -1 when unusable (*why says). */
+int mpk_mt_read_sidecar(const char *path, char hex[65], const char **why);
+
 #endif

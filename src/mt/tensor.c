@@ -198,9 +198,7 @@ const char *mpk_mt_tensor_status_name(mpk_mt_tensor_status s) {
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "?";
 }
 
-/* The sidecar's digest: its first line, trimmed, 64 hex digits in any case (lowercased into hex).
-   Returns 1 when there is a valid one, 0 when there is no sidecar, -1 when it is unusable (*why). */
-static int read_sidecar(const char *path, char hex[65], const char **why) {
+int mpk_mt_read_sidecar(const char *path, char hex[65], const char **why) {
   hex[0] = '\0';
   struct stat st;
   if (stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) return 0;
@@ -313,7 +311,7 @@ int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const
       }
       sprintf(side, "%s.sha256", t->file);
       const char *why = NULL;
-      int s = read_sidecar(side, t->sidecar, &why);
+      int s = mpk_mt_read_sidecar(side, t->sidecar, &why);
       if (s < 0) {
         t->status = MPK_MT_TENSOR_BAD_SIDECAR;
         t->authority = MPK_MT_AUTH_SIDECAR;
