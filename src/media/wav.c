@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core.h"
+#include "../core/core.h"
 #include "wav.h"
 
 static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }

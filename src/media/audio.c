@@ -12,7 +12,7 @@
 
 #include <soxr.h>
 
-#include "core.h"
+#include "../core/core.h"
 #include "wav.h"
 
 #define MIX_BLOCK 16384 /* frames mixed to mono per step: 64 KiB of float */
