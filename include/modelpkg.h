@@ -1370,7 +1370,7 @@ MPK_API const char *mpk_mt_tensor_status_name(mpk_mt_tensor_status s);
  * audio: a recording to the canonical mono float32 PCM an audio_decode adapter expects
  *
  * Accepts and refuses exactly what WebLLM 0.2.86's decodeAudioInput does (same decision, same
- * output length, same message), then resamples with libsoxr (very high quality) instead of
+ * output length, same message), then resamples with libsoxr set to SoX's `rate -v` filter instead of
  * WebLLM's linear interpolation. Nothing here knows MLC: the caller passes the processor's rate
  * and limits (an mpk_mlc_audio_decode maps onto mpk_audio_target field by field).
  * ========================================================================================== */
@@ -1417,11 +1417,18 @@ MPK_API int mpk_wav_parse(const void *wav, size_t len, const char *file, mpk_wav
 MPK_API int mpk_audio_data_decode(const char *text, size_t len, uint8_t **out, size_t *out_len,
                                   mpk_error *err);
 
+/** Threads a long recording is resampled on by default (one per online CPU, at most this). */
+#define MPK_AUDIO_MAX_THREADS 4
+
 /** The processor's side: output rate and the accepted output lengths (1 <= min <= max). */
 typedef struct mpk_audio_target {
   int64_t sample_rate_hz;
   int64_t min_samples;
   int64_t max_samples;
+  /** Threads for resampling recordings longer than about a minute of output: 0 = one per online
+      CPU (at most MPK_AUDIO_MAX_THREADS), 1 = the caller's thread only. The samples are the same
+      whatever the number. */
+  unsigned threads;
 } mpk_audio_target;
 
 /**
@@ -1450,11 +1457,20 @@ typedef struct mpk_audio {
  * A WAV file (bytes) to canonical audio: mpk_wav_parse(), then the length check (before any
  * sample buffer exists: "canonical audio must contain MIN..MAX samples; got N", MPK_ELIMIT), the
  * samples (integer scaling (u8-128)/128, /32768, /8388608, /2147483648; the channels' mean;
- * non-finite refused), the source rate (<= 384000), then soxr at very high quality, linear phase,
+ * non-finite refused), the source rate (<= 384000), then soxr with SoX's rate -v filter (linear phase),
  * mono, producing exactly the canonical length. Memory: the output plus a fixed working set.
  */
 MPK_API int mpk_audio_from_wav(const void *wav, size_t len, const char *file,
                                const mpk_audio_target *target, mpk_audio **out, mpk_error *err);
+/** Largest WAV file mpk_audio_from_wav_file() reads (16 GiB; the length limits bind long before). */
+#define MPK_AUDIO_MAX_FILE_BYTES ((size_t)1 << 34)
+/**
+ * A WAV file by path: the same as mpk_audio_from_wav() on its bytes, but the file is mapped and the
+ * pages already read are released as it goes, so memory is the output plus a fixed working set
+ * whatever the input's size (a 10-minute 44.1 kHz stereo file: about 40 MiB, not 150).
+ */
+MPK_API int mpk_audio_from_wav_file(const char *path, const mpk_audio_target *target, mpk_audio **out,
+                                    mpk_error *err);
 /** input_audio.data text (raw base64 or a WAV data URL): mpk_audio_data_decode(), then the above. */
 MPK_API int mpk_audio_from_data(const char *text, size_t len, const mpk_audio_target *target,
                                 mpk_audio **out, mpk_error *err);

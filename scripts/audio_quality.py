@@ -8,15 +8,14 @@ Needs Debian's espeak-ng and sox, numpy, and for the WebLLM column Node 20 with 
 
 Signals: speech synthesised with espeak-ng, converted with sox to 44.1 kHz stereo 16-bit, 30 s
 (and 10 min with --long); tones. Figures: SNR against sox -v over the whole band; gain at 7 kHz;
-attenuation of a tone above the 8 kHz output Nyquist.
+attenuation of a tone above the 8 kHz output Nyquist (tones are float32 WAV input, so that the residual
+is the resampler's and not the 16-bit quantisation noise of the input).
 """
 import json, math, os, struct, subprocess, sys, tempfile
 import numpy as np
 
-MODELPKG = sys.argv[1]
-WEBLLM = next((a for a in sys.argv[2:] if a.endswith(".js")), None)
-LONG = "--long" in sys.argv
 RATE = 16000
+MODELPKG = WEBLLM = None  # set by main(); bench/audio_bench.py imports this file for speech() and the driver
 
 NODE_DRIVER = r"""
 const fs = require('fs');
@@ -45,12 +44,22 @@ def f32(path):
     return np.fromfile(path, dtype="<f4").astype(np.float64)
 
 
-def wav16_stereo(path, left, right, sr):
-    pcm = np.stack([left, right], 1)
-    pcm = np.clip(np.round(pcm * 32767), -32768, 32767).astype("<i2").tobytes()
+def wav_f32_stereo(path, left, right, sr):
+    """IEEE float stereo: a tone's residual is then the resampler's, not 16-bit quantisation noise."""
+    pcm = np.stack([left, right], 1).astype("<f4").tobytes()
     hdr = b"RIFF" + struct.pack("<I", 36 + len(pcm)) + b"WAVE" + b"fmt " + struct.pack(
-        "<IHHIIHH", 16, 1, 2, sr, sr * 4, 4, 16) + b"data" + struct.pack("<I", len(pcm))
+        "<IHHIIHH", 16, 3, 2, sr, sr * 8, 8, 32) + b"data" + struct.pack("<I", len(pcm))
     open(path, "wb").write(hdr + pcm)
+
+
+def band_snr(ref, x, lo, hi):
+    """SNR against the reference within [lo, hi) Hz, from the spectra of the reference and the error."""
+    n = min(len(ref), len(x))
+    f = np.fft.rfftfreq(n, 1 / RATE)
+    sel = (f >= lo) & (f < hi)
+    p_ref = np.sum(np.abs(np.fft.rfft(ref[:n]))[sel] ** 2)
+    p_err = np.sum(np.abs(np.fft.rfft(x[:n] - ref[:n]))[sel] ** 2)
+    return float("inf") if p_err == 0 else 10 * math.log10(p_ref / p_err)
 
 
 def convert(tmp, wav):
@@ -76,13 +85,14 @@ def snr_db(ref, x):
 
 
 def tone_db(x, f, amp):
+    """Gain of a tone in the middle half; above the output Nyquist, its largest residual (-inf: exact zeros)."""
     m = x[len(x) // 4: 3 * len(x) // 4]
     t = np.arange(len(x) // 4, len(x) // 4 + len(m)) / RATE
     if f < RATE / 2:
         a = 2 * abs(np.sum(m * np.exp(-2j * np.pi * f * t))) / len(m)
     else:
         a = np.max(np.abs(m))
-    return 20 * math.log10(max(a, 1e-30) / amp)
+    return float("-inf") if a == 0 else 20 * math.log10(a / amp)
 
 
 def speech(tmp, seconds):
@@ -97,6 +107,10 @@ def speech(tmp, seconds):
 
 
 def main():
+    global MODELPKG, WEBLLM
+    MODELPKG = sys.argv[1]
+    WEBLLM = next((a for a in sys.argv[2:] if a.endswith(".js")), None)
+    LONG = "--long" in sys.argv
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for secs in ([30, 600] if LONG else [30]):
@@ -106,12 +120,15 @@ def main():
                 if name in res:
                     rows.append(("speech %d s, SNR vs sox -v" % secs, name, "%.1f dB" % snr_db(ref, res[name]),
                                  "length %d (sox %d)" % (len(res[name]), len(ref))))
+                    for lo, hi in ((0, 4000), (4000, 7000), (7000, 8001)):
+                        rows.append(("  band %d-%d Hz" % (lo, min(hi, 8000)), name,
+                                     "%.1f dB" % band_snr(ref, res[name], lo, hi), ""))
         sr, n = 44100, 44100 * 2
         t = np.arange(n) / sr
         for f in (1000, 7000, 9000, 12000):
             wav = os.path.join(tmp, "tone%d.wav" % f)
             x = 0.5 * np.sin(2 * np.pi * f * t)
-            wav16_stereo(wav, x, x, sr)
+            wav_f32_stereo(wav, x, x, sr)
             res = convert(tmp, wav)
             what = "gain at %d Hz" % f if f < RATE / 2 else "tone %d Hz (above Nyquist), residual" % f
             for name in ("sox -v", "modelpkg", "WebLLM"):

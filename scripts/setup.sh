@@ -17,6 +17,11 @@ PACKAGES=(
   python3                                    # example generator (standard library only)
   clang libclang-rt-14-dev                   # libFuzzer targets (optional build, MPK_FUZZ=ON)
   python3-numpy python3-onnx                 # the merge's ONNX Runtime test: models and expected values
+  libjpeg62-turbo-dev libspng-dev libwebp-dev # image: JPEG (DCT-domain scaling), PNG, WebP decoders
+  libexif-dev                                # image: EXIF orientation
+  imagemagick python3-pil libjpeg-turbo-progs # image tests and bench: synthetic images, Pillow, djpeg
+  protobuf-c-compiler libprotobuf-c-dev libonnx-dev # mt graph: C reader generated from Debian's onnx.proto
+  sox espeak-ng                              # audio quality script and bench: speech, sox -v reference
 )
 
 missing=()

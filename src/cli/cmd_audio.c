@@ -164,13 +164,17 @@ int mpk_cmd_audio(int argc, char **argv) {
 
   mpk_error err;
   mpk_error_clear(&err);
-  mpk_mapped m;
   mpk_audio *a = NULL;
-  int rc = mpk_map_file(in, base64 ? MPK_JSON_DEFAULT_MAX_BYTES : ((size_t)1 << 34), &m, &err);
-  if (!rc) {
-    rc = base64 ? mpk_audio_from_data((const char *)m.data, m.size, &t, &a, &err)
-                : mpk_audio_from_wav(m.data, m.size, in, &t, &a, &err);
-    mpk_unmap_file(&m);
+  int rc;
+  if (base64) {
+    mpk_mapped m;
+    rc = mpk_map_file(in, MPK_JSON_DEFAULT_MAX_BYTES, &m, &err);
+    if (!rc) {
+      rc = mpk_audio_from_data((const char *)m.data, m.size, &t, &a, &err);
+      mpk_unmap_file(&m);
+    }
+  } else {
+    rc = mpk_audio_from_wav_file(in, &t, &a, &err);
   }
   if (!rc && output) rc = write_f32le(output, a, &err);
   int status = MPK_EXIT_OK;

@@ -172,6 +172,16 @@ typedef struct mpk_mapped {
   bool mapped;
 } mpk_mapped;
 
+/* ---- parallel.c: a parallel for-loop */
+/* One task; returns 0 or a negative MPK_E* code (its details go wherever the caller's ctx says). */
+typedef int (*mpk_task_fn)(void *ctx, size_t task);
+/* Online CPUs, at least 1, at most 64. */
+unsigned mpk_online_cpus(void);
+/* Run fn(ctx, i) for i in 0..n-1 on up to `workers` threads (0: online CPUs; the caller's thread is
+   one of them). Tasks are handed out in index order; after a failure no new task starts. Returns 0,
+   or the code of the lowest-numbered failed task (its index in *failed_task when not NULL). */
+int mpk_parallel_for(size_t n, unsigned workers, mpk_task_fn fn, void *ctx, size_t *failed_task);
+
 int mpk_map_file(const char *path, size_t max_size, mpk_mapped *out, mpk_error *err);
 /* Map a document given as its file, or as a directory holding `default_name`. *file receives the
    path used (malloc'ed, for error messages; free it). */

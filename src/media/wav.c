@@ -135,11 +135,52 @@ static inline double read_sample(const uint8_t *p, uint32_t codec, uint32_t bits
   }
 }
 
+/* One integer channel sample, unscaled (u8 re-centred on 0). */
+static inline int64_t read_int(const uint8_t *p, uint32_t bits) {
+  switch (bits) {
+    case 8: return (int)p[0] - 128;
+    case 16: return (int16_t)le16(p);
+    case 24: {
+      int32_t v = (int32_t)(p[0] | (p[1] << 8) | ((uint32_t)p[2] << 16));
+      return (v & 0x800000) ? v - 0x1000000 : v;
+    }
+    default: return (int32_t)le32(p);
+  }
+}
+
+/* Integer PCM, the common case, without a double per channel sample. Bit-exact with the double
+   path: each scaled sample int / 2^k is exact in double, and so is every partial sum (at most
+   65535 channels of 32-bit values stay below 2^53 units of 2^-31), so WebLLM's double sum equals
+   isum * 2^-k exactly; the one rounding is the division by the channel count, done the same way. */
+static void mix_int(const uint8_t *p, size_t align, uint32_t ch, uint32_t bits, size_t n, float *out) {
+  const double scale = bits == 8 ? 1 / 128.0 : bits == 16 ? 1 / 32768.0 : bits == 24 ? 1 / 8388608.0
+                                                                                    : 1 / 2147483648.0;
+  const size_t bps = bits / 8;
+  if (bits == 16 && ch == 2) { /* the usual stereo recording */
+    for (size_t i = 0; i < n; i++, p += 4)
+      out[i] = (float)((double)((int16_t)le16(p) + (int16_t)le16(p + 2)) * scale / 2);
+    return;
+  }
+  if (ch == 1) {
+    for (size_t i = 0; i < n; i++, p += align) out[i] = (float)((double)read_int(p, bits) * scale);
+    return;
+  }
+  for (size_t i = 0; i < n; i++, p += align) {
+    int64_t sum = 0;
+    for (uint32_t c = 0; c < ch; c++) sum += read_int(p + c * bps, bits);
+    out[i] = (float)((double)sum * scale / ch);
+  }
+}
+
 bool mpk_wav_mix(const uint8_t *wav, const mpk_wav_info *info, uint64_t first, size_t n, float *out) {
   const uint32_t ch = info->channels, bits = info->bits_per_sample, codec = info->codec;
   const size_t bps = bits / 8, align = info->block_align;
   const uint8_t *p = wav + info->data_offset + first * align;
   const bool is_float = codec == MPK_WAV_FORMAT_IEEE_FLOAT;
+  if (!is_float) { /* integers are always finite */
+    if (out) mix_int(p, align, ch, bits, n, out);
+    return true;
+  }
   if (ch == 1) {
     for (size_t i = 0; i < n; i++, p += align) {
       double s = read_sample(p, codec, bits);

@@ -14,4 +14,8 @@
    (only the non-finite check runs). */
 bool mpk_wav_mix(const uint8_t *wav, const mpk_wav_info *info, uint64_t first, size_t n, float *out);
 
+/* Outputs per resampling segment (audio.c); tests shrink it to exercise the segmentation. */
+extern size_t mpk_audio_segment_len_;
+extern _Atomic size_t mpk_audio_segments_used_; /* how many the latest resampling used */
+
 #endif

@@ -5,8 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
+#include "core/core.h"
+#include "media/wav.h"
 
 /* ---------------------------------------------------------------- a WAV builder */
 
@@ -240,8 +243,156 @@ static void test_equal_rate_copy(void **state) {
   mpk_audio_free(a);
 }
 
+/* WebLLM's readSample + mix, one double per channel sample: the reference the integer fast path
+   (summed as integers, scaled once) must equal bit for bit. */
+static float reference_mix(const uint8_t *p, uint32_t ch, uint32_t bits) {
+  double sum = 0;
+  for (uint32_t c = 0; c < ch; c++, p += bits / 8) {
+    double v;
+    if (bits == 8) v = ((int)p[0] - 128) / 128.0;
+    else if (bits == 16) v = (int16_t)(p[0] | (p[1] << 8)) / 32768.0;
+    else if (bits == 24) {
+      int32_t x = (int32_t)(p[0] | (p[1] << 8) | ((uint32_t)p[2] << 16));
+      v = (x & 0x800000 ? x - 0x1000000 : x) / 8388608.0;
+    } else v = (int32_t)((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24)) /
+               2147483648.0;
+    sum += v;
+  }
+  return (float)(sum / ch);
+}
+
+static void test_integer_mix_exact(void **state) {
+  (void)state;
+  static const uint32_t bits_list[] = {8, 16, 24, 32}, ch_list[] = {1, 2, 3, 5, 7};
+  uint32_t seed = 12345;
+  for (size_t bi = 0; bi < 4; bi++)
+    for (size_t ci = 0; ci < 5; ci++) {
+      uint32_t bits = bits_list[bi], ch = ch_list[ci], align = ch * bits / 8, frames = 600 / align;
+      uint8_t data[600];
+      for (size_t i = 0; i < sizeof data; i++) {
+        seed = seed * 1103515245u + 12345u;
+        data[i] = (uint8_t)(seed >> 16);
+        if (i % 97 == 0) data[i] = i % 2 ? 0x80 : 0x7f; /* extremes */
+      }
+      wavb w;
+      riff(&w);
+      fmt(&w, 1, ch, 8000, align, bits);
+      chunk(&w, "data", frames * align, data, frames * align);
+      mpk_audio_target t = {8000, 1, 1000};
+      mpk_audio *a = NULL;
+      mpk_error err;
+      if (mpk_audio_from_wav(w.b, w.n, NULL, &t, &a, &err)) fail_msg("%u-bit x%u: %s", bits, ch, tu_err(&err));
+      assert_int_equal(a->n_samples, frames);
+      for (uint32_t f = 0; f < frames; f++) {
+        float want = reference_mix(data + f * align, ch, bits);
+        if (memcmp(&want, &a->samples[f], sizeof want) != 0)
+          fail_msg("%u-bit x%u frame %u: %.9g != %.9g", bits, ch, f, (double)a->samples[f], (double)want);
+      }
+      mpk_audio_free(a);
+    }
+}
+
+/* The file entry point gives the same samples as the bytes one, and releases the pages it has
+   read: resident memory grows by about the output, not by the input. */
+static long rss_kib(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long size = 0, res = 0;
+  if (!f) return -1;
+  if (fscanf(f, "%ld %ld", &size, &res) != 2) res = -1;
+  fclose(f);
+  return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void test_wav_file_releases_input(void **state) {
+  (void)state;
+  /* 64 MiB of 16-bit stereo at 48 kHz (~350 s) to 8 kHz: output 11 MiB. */
+  const uint32_t frames = 16u << 20, rate = 48000;
+  char path[] = "/tmp/mpk_audio_file_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  wavb w;
+  riff(&w);
+  fmt(&w, 1, 2, rate, 4, 16);
+  put(&w, "data", 4);
+  put32(&w, frames * 4);
+  assert_int_equal(write(fd, w.b, w.n), (ssize_t)w.n);
+  int16_t *blk = malloc(1 << 20);
+  for (uint32_t done = 0; done < frames; done += (1 << 20) / 4) {
+    for (size_t i = 0; i < (1 << 20) / 2; i++) blk[i] = (int16_t)(((done * 2 + i) * 2654435761u) >> 18);
+    assert_int_equal(write(fd, blk, 1 << 20), 1 << 20);
+  }
+  free(blk);
+  close(fd);
+  mpk_audio_target t = {8000, 1, 1 << 24};
+  mpk_audio *a = NULL, *b = NULL;
+  mpk_error err;
+  long before = rss_kib();
+  if (mpk_audio_from_wav_file(path, &t, &a, &err)) fail_msg("%s", tu_err(&err));
+  long grown = rss_kib() - before, out_kib = (long)(a->n_samples * 4 / 1024);
+  print_message("   file: output %ld KiB, resident grew %ld KiB (input %u KiB)\n", out_kib, grown, frames * 4 / 1024);
+  assert_true(grown < out_kib + 8 * 1024); /* the 64 MiB input is not resident */
+  mpk_mapped m;
+  assert_int_equal(mpk_map_file(path, (size_t)1 << 30, &m, &err), 0);
+  assert_int_equal(mpk_audio_from_wav(m.data, m.size, path, &t, &b, &err), 0);
+  mpk_unmap_file(&m);
+  assert_int_equal(a->n_samples, b->n_samples);
+  assert_memory_equal(a->samples, b->samples, a->n_samples * 4);
+  mpk_audio_free(a);
+  mpk_audio_free(b);
+  /* A missing file names itself. */
+  assert_int_equal(mpk_audio_from_wav_file("/nonexistent/x.wav", &t, &a, &err), MPK_ENOTFOUND);
+  assert_string_equal(err.file, "/nonexistent/x.wav");
+  assert_null(a);
+  unlink(path);
+}
+
+/* Long recordings are resampled in fixed segments, each with its own filter warm-up: the samples
+   must be those of one long stream (to float32 rounding) and must not depend on the thread count. */
+static void test_segmented_resampling(void **state) {
+  (void)state;
+  static const double rates[] = {8000, 11025, 22050, 44100, 48000, 96000, 384000, 44101};
+  for (size_t r = 0; r < sizeof rates / sizeof rates[0]; r++) {
+    size_t n = (size_t)(rates[r] * 3); /* 3 s */
+    float *x = malloc(n * sizeof *x);
+    uint32_t seed = 7;
+    for (size_t i = 0; i < n; i++) {
+      seed = seed * 1664525u + 1013904223u;
+      double noise = ((seed >> 8) / 16777216.0 - 0.5) * 0.2;
+      x[i] = (float)(0.4 * sin(2 * M_PI * 440.0 * (double)i / rates[r]) + noise);
+    }
+    mpk_audio_target t = {16000, 1, 1 << 20, 1};
+    mpk_audio *whole = NULL, *seg1 = NULL, *seg2 = NULL;
+    mpk_error err;
+    size_t saved = mpk_audio_segment_len_;
+    assert_int_equal(mpk_audio_from_pcm_f32(x, n, rates[r], &t, &whole, &err), 0);
+    assert_int_equal(mpk_audio_segments_used_, 1);
+    mpk_audio_segment_len_ = 5000; /* 48000 outputs: about 10 segments (44101 Hz: whole seconds, 3) */
+    assert_int_equal(mpk_audio_from_pcm_f32(x, n, rates[r], &t, &seg1, &err), 0);
+    assert_true(mpk_audio_segments_used_ >= 3);
+    t.threads = 2;
+    assert_int_equal(mpk_audio_from_pcm_f32(x, n, rates[r], &t, &seg2, &err), 0);
+    mpk_audio_segment_len_ = saved;
+    assert_int_equal(whole->n_samples, seg1->n_samples);
+    assert_memory_equal(seg1->samples, seg2->samples, seg1->n_samples * sizeof(float));
+    double maxdiff = 0;
+    for (size_t i = 0; i < whole->n_samples; i++) {
+      double d = fabs((double)whole->samples[i] - seg1->samples[i]);
+      if (d > maxdiff) maxdiff = d;
+    }
+    print_message("   %6.0f -> 16000 Hz in segments: max difference from one stream %.2g\n", rates[r], maxdiff);
+    assert_true(maxdiff < 1e-6); /* float32 rounding of the same arithmetic, not a different filter */
+    mpk_audio_free(whole);
+    mpk_audio_free(seg1);
+    mpk_audio_free(seg2);
+    free(x);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_segmented_resampling),
+      cmocka_unit_test(test_integer_mix_exact),
+      cmocka_unit_test(test_wav_file_releases_input),
       cmocka_unit_test(test_malformed_table),
       cmocka_unit_test(test_wav_parse_fields),
       cmocka_unit_test(test_tones),
