@@ -256,3 +256,59 @@ write("fuzz_safetensors", st_file(dict(good_h, __metadata__=None), good_d))
 write("fuzz_safetensors", st_file(dict(good_h, **{"": good_h["a"]}), good_d))
 text = json.dumps(good_h, separators=(",", ":"))
 write("fuzz_safetensors", st_file(text[:-1] + ',"a":' + json.dumps(good_h["a"]) + "}", good_d))
+
+# fuzz_mt_select: the same manifests drive selection and plans (the target parses them), plus repo
+# ids for the sanitize rule (the target runs it on every input's bytes).
+write("fuzz_mt_select", raw)
+for m in (mt, dict(mt, variants=mt["variants"][::-1]), mt_variant(abi=["x86_64"]),
+          mt_variant(minMemoryMb=8192), dict(mt, fileSizes=dict(mt["fileSizes"], **{first_file: 2 ** 40}))):
+    write("fuzz_mt_select", dumps(m))
+with open(os.path.join(MT_CONF, "sanitize_repo_id_cases.json"), encoding="utf-8") as f:
+    for c in json.load(f)["cases"]:
+        if isinstance(c.get("input"), str):
+            write("fuzz_mt_select", c["input"])
+
+
+# fuzz_wav: the first byte picks the output rate (16000, 8000, 44100, 22050); then a WAV file.
+# Every WAV case of the WebLLM vectors, and synthetic files around the reader's rules.
+def riff(*chunks):
+    body = b"".join(cid + struct.pack("<I", len(p)) + p + (b"\0" if len(p) % 2 else b"") for cid, p in chunks)
+    return b"RIFF" + struct.pack("<I", 4 + len(body)) + b"WAVE" + body
+
+
+def fmt(tag, ch, rate, bits, ext_sub=None):
+    align = ch * bits // 8
+    p = struct.pack("<HHIIHH", tag, ch, rate, rate * align, align, bits)
+    if ext_sub is not None:
+        p += struct.pack("<HHI", 22, bits, 3) + struct.pack("<H", ext_sub) + bytes(
+            [0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xaa, 0x00, 0x38, 0x9b, 0x71])
+    return (b"fmt ", p)
+
+
+for c in cases("audio_decode.json"):
+    if c["input"].get("format") == "wav" and isinstance(c["input"].get("data"), str):
+        try:
+            wav = base64.b64decode(c["input"]["data"].split(",", 1)[-1])
+        except Exception:
+            continue
+        write("fuzz_wav", b"\0" + wav)
+tone16 = struct.pack("<8h", 0, 1000, 2000, 1000, 0, -1000, -2000, -32768)
+for sel, wav in ((0, riff(fmt(1, 1, 16000, 16), (b"data", tone16))),
+                 (1, riff(fmt(1, 2, 48000, 16), (b"data", tone16))),
+                 (2, riff(fmt(1, 1, 8000, 8), (b"data", bytes(range(0, 256, 16))))),
+                 (3, riff(fmt(1, 2, 44100, 24), (b"data", bytes(range(24))))),
+                 (0, riff(fmt(1, 1, 22050, 32), (b"data", tone16))),
+                 (1, riff(fmt(3, 1, 96000, 32), (b"data", struct.pack("<4f", 0.5, -0.5, 1.5, 0)))),
+                 (2, riff(fmt(3, 3, 11025, 64), (b"data", struct.pack("<6d", 0.1, 0.2, 0.3, -0.1, -0.2, -0.3)))),
+                 (0, riff(fmt(0xFFFE, 2, 16000, 16, ext_sub=1), (b"data", tone16))),
+                 (0, riff(fmt(0xFFFE, 1, 16000, 32, ext_sub=3), (b"data", struct.pack("<2f", 0.25, -0.25)))),
+                 (0, riff((b"data", tone16), fmt(1, 1, 16000, 16))),               # data before fmt
+                 (0, riff((b"LIST", b"odd"), fmt(1, 1, 16000, 16), (b"data", tone16))),  # padded chunk
+                 (0, riff(fmt(6, 1, 8000, 8), (b"data", b"\x55" * 8))),           # A-law: refused
+                 (0, riff(fmt(1, 1, 16000, 12), (b"data", tone16))),              # 12-bit: refused
+                 (0, riff(fmt(1, 1, 500000, 16), (b"data", tone16))),             # rate over 384 kHz
+                 (0, riff(fmt(3, 1, 16000, 32), (b"data", struct.pack("<f", float("inf")))))):
+    write("fuzz_wav", bytes([sel]) + wav)
+big = riff(fmt(1, 1, 16000, 16), (b"data", tone16))
+write("fuzz_wav", b"\0" + big[:-4])                                    # truncated data chunk
+write("fuzz_wav", b"\0" + big[:40] + struct.pack("<I", 0xFFFFFFFF) + big[44:])  # 4 GiB declared
