@@ -1835,6 +1835,226 @@ typedef enum mpk_mt_recovery {
 MPK_API int mpk_mt_merge_recover(const char *inference_dir, mpk_mt_recovery *outcome, size_t *files,
                                  mpk_error *err);
 
+/* ============================================================================================
+ * mlc: prompt assembly and prefill planning
+ * ========================================================================================== */
+
+/*
+ * How a runtime feeds a prompt of text and adapter outputs to the compiled functions, as WebLLM
+ * 0.2.86's getArtifactPrefillChunks does (docs/prefill.md). The prompt is assembled as: the system
+ * prefix token ids (only while the KV cache is empty), then each segment in order — text tokens
+ * (modality id 0), or for an audio or image item its prefix_token_ids, one placeholder token per
+ * adapter output row (modality id 1), its suffix_token_ids. It is cut into chunks of at most
+ * prefill_chunk_size positions; text is flushed before an adapter span, so no chunk mixes text
+ * rows with adapter rows, and a span longer than a chunk is split across chunks. Each chunk is one
+ * prefill call:
+ *   tokens pair:  prefill_tokens(embeddings [1, n, hidden], token ids [1, n], modality ids [1, n], kv, params)
+ *   embeds pair:  prefill_embeds(embeddings [1, n, hidden], kv, params)
+ * where the embeddings are embed_tokens(token ids) for a text chunk, and rows [row_start,
+ * row_start + n) of one adapter output for an adapter chunk. Decoding one token is
+ * decode_tokens(token ids [1, 1], kv, params), or decode_embeds(embed_tokens(id) viewed as
+ * [1, 1, hidden], kv, params). Token and modality ids are int32, as the compiled functions take them.
+ */
+
+/** The most positions one prompt may hold (bounds what a plan allocates). */
+#define MPK_MLC_PREFILL_MAX_POSITIONS (INT64_C(1) << 24)
+
+typedef enum mpk_mlc_segment_kind {
+  MPK_MLC_SEGMENT_TEXT = 0, /**< token ids from the tokenizer */
+  MPK_MLC_SEGMENT_AUDIO,    /**< an input_audio item: the audio adapter's output rows */
+  MPK_MLC_SEGMENT_IMAGE     /**< an image_url item: the image adapter's output rows */
+} mpk_mlc_segment_kind;
+
+/** A media input as the planner sees it. */
+typedef struct mpk_mlc_prefill_input {
+  const mpk_mlc_prompt *prompt;  /**< NULL: the contract declares no such input */
+  const char *adapter_function;  /**< the adapter to run; may be NULL (only named in plans) */
+  int64_t num_embeddings;        /**< rows the adapter always returns (image_decode); 0: known only
+                                      once it ran (audio) */
+} mpk_mlc_prefill_input;
+
+/** Everything planning needs: the resolved contract and the runtime's window. */
+typedef struct mpk_mlc_prefill_config {
+  mpk_mlc_generation_inputs generation_inputs; /**< which role pair the prefill and decode are */
+  const char *embed_tokens;          /**< function names, for plans (may be NULL) */
+  const char *prefill;
+  const char *decode;
+  mpk_mlc_prefill_input audio;
+  mpk_mlc_prefill_input image;
+  int64_t prefill_chunk_size;        /**< > 0: the library's _metadata.prefill_chunk_size */
+  int64_t context_window_size;       /**< the chat config's; -1 with a sliding window */
+  int64_t sliding_window_size;       /**< -1: none, and both context checks run; > 0: both skipped */
+  const int64_t *system_prefix_token_ids; /**< conv_template.system_prefix_token_ids; NULL: none */
+  size_t n_system_prefix_token_ids;
+} mpk_mlc_prefill_config;
+
+/**
+ * Fill the contract half of `cfg` (role pair, function names, media prompts, adapters, an image's
+ * num_embeddings) from a binding; the window half is left as it is. Pointers borrow from `b`.
+ */
+MPK_API void mpk_mlc_prefill_config_from_binding(const mpk_mlc_binding *b, mpk_mlc_prefill_config *cfg);
+
+/** A checked, immutable copy of a configuration; shareable between threads. Freed with _free(). */
+typedef struct mpk_mlc_planner {
+  mpk_mlc_prefill_config config;     /**< every pointer owned by the planner */
+  const char *prefill_chunk_size_from; /**< where mpk_mlc_planner_open() found it: "_metadata" (the
+                                            library's) or "chat_config"; NULL when given */
+  struct mpk_mlc_planner_priv *priv_;
+} mpk_mlc_planner;
+
+/**
+ * Check and copy `cfg`. MPK_EINVAL with WebLLM's message when prefill_chunk_size <= 0, when both
+ * or neither of context_window_size and sliding_window_size are -1, when the one in use is not
+ * positive, or when a token id (system prefix, prompt prefix/placeholder/suffix) is outside
+ * [0, 2^31 - 1].
+ */
+MPK_API int mpk_mlc_planner_new(const mpk_mlc_prefill_config *cfg, mpk_mlc_planner **out, mpk_error *err);
+/**
+ * The planner for a package directory and its compiled library: the manifest (with its
+ * interface_id self-check), the library's _metadata bound to it (mpk_mlc_resolve(),
+ * mpk_mlc_check_kv_state()), prefill_chunk_size from _metadata (else the chat config's),
+ * context_window_size / sliding_window_size (absent: -1) and conv_template.system_prefix_token_ids
+ * from the chat config the manifest names. MPK_ENOTFOUND when DIR has no manifest (such packages
+ * take the legacy chunker, mpk_mlc_legacy_chunks()).
+ */
+MPK_API int mpk_mlc_planner_open(const char *dir, const char *lib_path, mpk_mlc_planner **out,
+                                 mpk_error *err);
+MPK_API void mpk_mlc_planner_free(mpk_mlc_planner *p);
+
+/** One prefill call. Its rows are the prompt positions [offset, offset + n). */
+typedef struct mpk_mlc_prefill_chunk {
+  size_t offset;              /**< first position, counted from the start of the prompt */
+  size_t n;                   /**< positions, 1..prefill_chunk_size */
+  const int32_t *token_ids;   /**< n ids (text tokens, or the placeholder over adapter rows) */
+  const int32_t *modality_ids;/**< n ids: all 0 (text) or all 1 (adapter rows) */
+  int from_adapter;           /**< 0: embeddings = embed_tokens(token_ids); 1: adapter rows */
+  size_t item;                /**< from_adapter: index into the plan's items */
+  int64_t row_start;          /**< from_adapter: first row of that item's output */
+} mpk_mlc_prefill_chunk;
+
+/** One audio or image item of the prompt: one adapter call. */
+typedef struct mpk_mlc_prefill_item {
+  mpk_mlc_segment_kind kind;     /**< AUDIO or IMAGE */
+  size_t segment;                /**< which segment (add call) it was */
+  const char *adapter_function;  /**< may be NULL (the configuration named none) */
+  int64_t rows;                  /**< the output is [rows, hidden_size] */
+  size_t offset;                 /**< where its placeholder span starts in the prompt */
+  size_t first_chunk;            /**< its rows are chunks [first_chunk, first_chunk + n_chunks) */
+  size_t n_chunks;
+} mpk_mlc_prefill_item;
+
+/** A prompt planned. Read-only; freed with mpk_mlc_prefill_plan_free(). */
+typedef struct mpk_mlc_prefill_plan {
+  size_t prompt_length;             /**< positions the prompt adds to the KV cache */
+  int64_t filled_kv_cache_length;   /**< positions already in the KV cache before it */
+  const int32_t *token_ids;         /**< the assembled prompt, prompt_length ids */
+  const int32_t *modality_ids;
+  const mpk_mlc_prefill_chunk *chunks; /**< in call order; they tile the prompt */
+  size_t n_chunks;
+  const mpk_mlc_prefill_item *items;   /**< in prompt order */
+  size_t n_items;
+  mpk_mlc_generation_inputs generation_inputs;
+  const char *embed_tokens, *prefill, *decode; /**< borrowed from the planner (may be NULL) */
+  struct mpk_mlc_prefill_plan_priv *priv_;
+} mpk_mlc_prefill_plan;
+
+/**
+ * Plan a prompt step by step, so that a runtime makes the checks where WebLLM does: begin, add
+ * each segment in order, finish. add_media runs the context check for the item's rows before any
+ * of them is sliced; for an image (rows known from num_embeddings, pass 0) it can run before the
+ * adapter, for audio once the adapter's row count is known. The builder borrows `planner`; it is
+ * one-thread-at-a-time, and after a failed call every later call fails (MPK_EINVAL).
+ */
+typedef struct mpk_mlc_prefill_builder mpk_mlc_prefill_builder;
+/** `filled_kv_cache_length` >= 0: positions already in the KV cache (0: the system prefix goes first). */
+MPK_API int mpk_mlc_prefill_begin(const mpk_mlc_planner *planner, int64_t filled_kv_cache_length,
+                                  mpk_mlc_prefill_builder **out, mpk_error *err);
+/** Text tokens (each in [0, 2^31 - 1]); n may be 0. */
+MPK_API int mpk_mlc_prefill_add_text(mpk_mlc_prefill_builder *b, const int32_t *token_ids, size_t n,
+                                     mpk_error *err);
+/**
+ * An audio or image item with `rows` adapter output rows (0 for an image: num_embeddings).
+ * MPK_EUNSUPPORTED when the contract declares no such input; MPK_EMISMATCH when an image's rows
+ * differ from num_embeddings; MPK_EINVAL for audio without rows > 0; MPK_ELIMIT (WebLLM's
+ * ContextWindowSizeExceededError) when the positions so far plus these rows exceed the context
+ * window, unless a sliding window is used.
+ */
+MPK_API int mpk_mlc_prefill_add_media(mpk_mlc_prefill_builder *b, mpk_mlc_segment_kind kind, int64_t rows,
+                                      mpk_error *err);
+/**
+ * Flush the last text and check the whole prompt: MPK_EINVAL when it holds no position,
+ * MPK_ELIMIT when it and the filled KV cache exceed the context window (no sliding window).
+ */
+MPK_API int mpk_mlc_prefill_finish(mpk_mlc_prefill_builder *b, mpk_mlc_prefill_plan **out, mpk_error *err);
+MPK_API void mpk_mlc_prefill_builder_free(mpk_mlc_prefill_builder *b);
+
+/** One segment of a prompt, for planning in one call. */
+typedef struct mpk_mlc_segment {
+  mpk_mlc_segment_kind kind;
+  const int32_t *token_ids;   /**< TEXT */
+  size_t n_token_ids;
+  int64_t rows;               /**< AUDIO / IMAGE: see mpk_mlc_prefill_add_media() */
+} mpk_mlc_segment;
+
+/** begin, add every segment, finish. Errors about a segment point at "/segments/<i>". */
+MPK_API int mpk_mlc_prefill_plan_segments(const mpk_mlc_planner *planner, int64_t filled_kv_cache_length,
+                                          const mpk_mlc_segment *segments, size_t n,
+                                          mpk_mlc_prefill_plan **out, mpk_error *err);
+MPK_API void mpk_mlc_prefill_plan_free(mpk_mlc_prefill_plan *plan);
+
+/** A prompt described as JSON (the SEGMENTS.json of `modelpkg mlc plan`, docs/prefill.md). */
+typedef struct mpk_mlc_segments {
+  int64_t filled_kv_cache_length;
+  const mpk_mlc_segment *segments;
+  size_t n;
+  struct mpk_mlc_segments_priv *priv_;
+} mpk_mlc_segments;
+
+/**
+ * Parse SEGMENTS.json strictly: {"filled_kv_cache_length"?: N, "segments": [{"text": [ids...]} |
+ * {"audio": {"rows": N}} | {"image": {}} | {"image": {"rows": N}}, ...]}; unknown fields refused,
+ * ids in [0, 2^31 - 1], rows in [1, MPK_MLC_PREFILL_MAX_POSITIONS]. `file` names it in errors.
+ */
+MPK_API int mpk_mlc_segments_parse(const void *data, size_t len, const char *file, mpk_mlc_segments **out,
+                                   mpk_error *err);
+MPK_API void mpk_mlc_segments_free(mpk_mlc_segments *s);
+
+/* Packages without a manifest: WebLLM's getChunkedPrefillInputData. Images are never split and
+   share a chunk with the text around them when it fits; text is split at chunk boundaries. */
+
+typedef struct mpk_mlc_legacy_item {
+  int is_image;               /**< 0: text tokens; 1: an image */
+  int64_t length;             /**< tokens, or the image's embedding size (rows) */
+} mpk_mlc_legacy_item;
+
+/** A piece of one item inside a chunk: positions [start, start + count) of item `item`. */
+typedef struct mpk_mlc_legacy_piece {
+  size_t item;
+  int64_t start, count;       /**< an image is always whole: 0, length */
+} mpk_mlc_legacy_piece;
+
+typedef struct mpk_mlc_legacy_chunk {
+  const mpk_mlc_legacy_piece *pieces;
+  size_t n_pieces;
+  int64_t length;             /**< positions, at most the chunk size */
+} mpk_mlc_legacy_chunk;
+
+/** Read-only; freed with mpk_mlc_legacy_plan_free(). */
+typedef struct mpk_mlc_legacy_plan {
+  const mpk_mlc_legacy_chunk *chunks;
+  size_t n_chunks;
+  struct mpk_mlc_legacy_plan_priv *priv_;
+} mpk_mlc_legacy_plan;
+
+/**
+ * Chunk items greedily as WebLLM's legacy path does. MPK_ELIMIT (WebLLM's
+ * PrefillChunkSizeSmallerThanImageError) when an image is longer than `prefill_chunk_size`;
+ * MPK_EINVAL for a chunk size <= 0 or a negative length. Text items of length 0 add no piece.
+ */
+MPK_API int mpk_mlc_legacy_chunks(const mpk_mlc_legacy_item *items, size_t n, int64_t prefill_chunk_size,
+                                  mpk_mlc_legacy_plan **out, mpk_error *err);
+MPK_API void mpk_mlc_legacy_plan_free(mpk_mlc_legacy_plan *plan);
+
 #ifdef __cplusplus
 }
 #endif

@@ -17,6 +17,10 @@ static const char help[] =
     "  mlc build DIR --tasks TASKS.json [--lib FILE | --params FILE] [...]\n"
     "                        write DIR/mlc-model-manifest.json and print the artifact to embed\n"
     "                        (see modelpkg mlc build --help)\n"
+    "  mlc plan --package DIR --lib LIB --segments SEGMENTS.json [--json]\n"
+    "                        plan a prompt's prefill calls: text and adapter rows in chunks, context\n"
+    "                        checks, which rows come from embed_tokens and which from an adapter\n"
+    "                        (see modelpkg mlc plan --help; --case runs a conformance case)\n"
     "  -h, --help            show this help\n";
 
 static int cmd_id(const char *arg) {
@@ -72,6 +76,7 @@ int mpk_cmd_mlc(int argc, char **argv) {
   }
   const char *sub = argv[1];
   if (strcmp(sub, "build") == 0) return mpk_cmd_mlc_build(argc, argv);
+  if (strcmp(sub, "plan") == 0) return mpk_cmd_mlc_plan(argc, argv);
   if (strcmp(sub, "id") != 0 && strcmp(sub, "metadata") != 0)
     return mpk_cli_usage_error("mlc", "unknown subcommand '%s'", sub);
   const char *arg = NULL;
