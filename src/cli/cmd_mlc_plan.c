@@ -304,8 +304,9 @@ static void plan_text(const char *dir, const mpk_mlc_planner *pl, const mpk_mlc_
          str_or(pl->prefill_chunk_size_from, "given"));
   if (c->sliding_window_size == -1) printf("context_window_size %" PRId64 "\n", c->context_window_size);
   else printf("sliding_window_size %" PRId64 " (no context checks)\n", c->sliding_window_size);
-  printf("prompt:   %zu positions after %" PRId64 " in the KV cache, %zu prefill calls, %zu adapter items\n",
-         p->prompt_length, p->filled_kv_cache_length, p->n_chunks, p->n_items);
+  printf("prompt:   %zu position%s after %" PRId64 " in the KV cache, %zu prefill call%s, %zu adapter item%s\n",
+         p->prompt_length, p->prompt_length == 1 ? "" : "s", p->filled_kv_cache_length, p->n_chunks,
+         p->n_chunks == 1 ? "" : "s", p->n_items, p->n_items == 1 ? "" : "s");
   for (size_t i = 0; i < p->n_items; i++) {
     const mpk_mlc_prefill_item *it = &p->items[i];
     printf("item %zu:   %s (segment %zu): %s -> [%" PRId64 ", hidden_size], positions %zu..%zu, calls %zu..%zu\n", i,

@@ -61,7 +61,7 @@ EOF
 out=$("$CLI" mlc plan --package "$G" --lib "$G/lib/gemma4-audio-webgpu.wasm" --segments "$T/seg.json")
 echo "$out" | head -12
 echo "$out" | grep -q "prefill_chunk_size 1024 (_metadata), context_window_size 4096" || fail "window line"
-echo "$out" | grep -q "1506 positions after 0 in the KV cache, 4 prefill calls, 1 adapter items" || fail "prompt line"
+echo "$out" | grep -q "1506 positions after 0 in the KV cache, 4 prefill calls, 1 adapter item" || fail "prompt line"
 echo "$out" | grep -q "token ids \[1, 4\], modality ids \[1, 4\]" || fail "tokens pair call shapes"
 echo "$out" | grep -q "embeddings = embed(3 4 5 256000)" || fail "text chunk"
 echo "$out" | grep -q "item 0 (audio_embed) rows 1024..1499, token ids: placeholder 258881 x 476" || fail "second slice"
