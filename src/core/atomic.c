@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core.h"
@@ -26,15 +29,33 @@ int mpk_write_all(int fd, const void *data, size_t len) {
   return 0;
 }
 
+/* Like mkstemp(), but created 0666 so that the kernel applies the umask: a written document gets
+   the usual 0644, and no thread has to read the process-wide umask by changing it (umask(0) and
+   back would let another thread create a file world-writable in between). O_EXCL makes any name
+   safe to try; the names only need to differ between tries, processes and threads. */
 int mpk_temp_open(char *template_path) {
-  int fd = mkstemp(template_path);
-  if (fd < 0) return -1;
-  fcntl(fd, F_SETFD, FD_CLOEXEC);
-  /* mkstemp makes the file 0600; a written document gets the usual 0644 (less the umask). */
-  mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd, 0666 & ~mask);
-  return fd;
+  static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  static _Atomic uint64_t counter;
+  size_t n = strlen(template_path);
+  if (n < 6 || strcmp(template_path + n - 6, "XXXXXX") != 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t x = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+               (uint64_t)(uintptr_t)&ts;
+  for (int attempt = 0; attempt < 1000; attempt++) {
+    uint64_t v = x + 0x9E3779B97F4A7C15ull * (atomic_fetch_add(&counter, 1) + 1); /* splitmix64 */
+    v = (v ^ (v >> 30)) * 0xBF58476D1CE4E5B9ull;
+    v = (v ^ (v >> 27)) * 0x94D049BB133111EBull;
+    v ^= v >> 31;
+    for (int i = 0; i < 6; i++, v /= 62) template_path[n - 6 + i] = chars[v % 62];
+    int fd = open(template_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
 }
 
 int mpk_fsync_dir(int dfd) {
