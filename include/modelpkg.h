@@ -1356,7 +1356,10 @@ typedef struct mpk_mt_gate_report {
  * gate ran (`ready` is the verdict), or a negative code when it could not (no memory, bad args).
  * The declared layout and the size rule are reported per tensor, not part of the verdict. First,
  * an interrupted merge in `inference_dir` is finished or undone (mpk_mt_merge_recover(); its
- * failure, e.g. a merge in progress, is the gate's failure).
+ * failure, e.g. a merge in progress, is the gate's failure). Then the directory is held against
+ * merges (a shared lock) until the report is freed: keep the report while opening the tensors,
+ * and no merge can replace them in between (mpk_mt_merge fails "... a reader holds it"); any
+ * number of gates may hold the same directory.
  */
 MPK_API int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const mpk_mt_gate_options *opts,
                              mpk_mt_gate_report **out, mpk_error *err);

@@ -150,7 +150,8 @@ static int open_locked(const char *dir, const char *name, int *dfd, mpk_error *e
     *dfd = -1;
     if (e == EWOULDBLOCK)
       return mpk_fail(err, MPK_EIO, dir, NULL,
-                      "another %s transaction is in progress in this directory (it holds the lock)", name);
+                      "another %s transaction is in progress in this directory, or a reader holds it (the lock is taken)",
+                      name);
     return mpk_fail(err, MPK_EIO, dir, NULL, "cannot lock the directory: %s", strerror(e));
   }
   return 0;
@@ -657,6 +658,53 @@ int mpk_txn_inspect(const char *dir, const char *name, mpk_txn_state *out, mpk_e
   scan_free(&s);
   close(dfd);
   return 0;
+}
+
+/* ---------------------------------------------------------------- readers */
+
+int mpk_txn_hold(const char *dir, const char *name, int *fd, mpk_txn_outcome *recovered, mpk_error *err) {
+  mpk_txn_outcome o;
+  if (!recovered) recovered = &o;
+  memset(recovered, 0, sizeof *recovered);
+  if (!fd) return mpk_fail(err, MPK_EINVAL, dir, NULL, "NULL argument");
+  *fd = -1;
+  /* Recovery needs the lock exclusively, so it runs only when there is something to recover: two
+     readers holding at once must not make each other fail. A writer that dies between the look and
+     the shared lock leaves a journal or temporaries behind; the look after the lock catches it. */
+  for (int round = 0; round < 3; round++) {
+    mpk_txn_state st;
+    int rc = mpk_txn_inspect(dir, name, &st, err);
+    if (rc) return rc;
+    if (st.pending != MPK_TXN_NOTHING && !st.busy) {
+      mpk_txn_outcome r;
+      if ((rc = mpk_txn_recover(dir, name, &r, err))) return rc;
+      if (r.action != MPK_TXN_NOTHING) *recovered = r;
+    }
+    int dfd;
+    if ((rc = open_dir(dir, &dfd, err))) return rc;
+    if (flock(dfd, LOCK_SH | LOCK_NB) != 0) {
+      int e = errno;
+      close(dfd);
+      if (e == EWOULDBLOCK)
+        return mpk_fail(err, MPK_EIO, dir, NULL, "a %s transaction is in progress in this directory; try again when it has finished",
+                        name);
+      return mpk_fail(err, MPK_EIO, dir, NULL, "cannot lock the directory: %s", strerror(e));
+    }
+    if ((rc = mpk_txn_inspect(dir, name, &st, err))) {
+      close(dfd);
+      return rc;
+    }
+    if (st.pending == MPK_TXN_NOTHING) {
+      *fd = dfd;
+      return 0;
+    }
+    close(dfd); /* left behind after our first look: recover it, then hold again */
+  }
+  return mpk_fail(err, MPK_EIO, dir, NULL, "the directory keeps changing (%s transactions); try again", name);
+}
+
+void mpk_txn_release(int fd) {
+  if (fd >= 0) close(fd); /* closing the only descriptor of the open file releases the flock */
 }
 
 /* ---------------------------------------------------------------- the writer */

@@ -84,6 +84,15 @@ int mpk_txn_recover(const char *dir, const char *name, mpk_txn_outcome *out, mpk
    A corrupt journal is MPK_EMALFORMED. */
 int mpk_txn_inspect(const char *dir, const char *name, mpk_txn_state *out, mpk_error *err);
 
+/* A reader's hold on `dir`: any interrupted transaction `name` is recovered first, then a shared
+   lock on the directory is taken and kept in *fd (close it with mpk_txn_release). While any hold
+   exists, no transaction can begin in `dir` (begin needs the lock exclusively), so what a reader
+   sees cannot change under it; several readers may hold at once. A transaction in progress makes
+   it MPK_EIO "... in progress" at once (no waiting). `recovered` may be NULL. */
+int mpk_txn_hold(const char *dir, const char *name, int *fd, mpk_txn_outcome *recovered, mpk_error *err);
+/* Release a hold (accepts -1). */
+void mpk_txn_release(int fd);
+
 /* ---------------------------------------------------------------- for the crash tests only */
 
 /* Returned by the *_until functions when they stopped early on purpose. */

@@ -11,7 +11,7 @@
 #include "merge.h"
 #include "merge_kernel.h"
 
-#define JOURNAL "merge"
+#define JOURNAL MPK_MT_MERGE_TXN
 
 struct mpk_mt_merge_priv {
   mpk_arena *arena;

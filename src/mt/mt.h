@@ -36,4 +36,7 @@ void mpk_mt_located_free(mpk_mt_located *l);
    (lowercased into hex). 1 when valid, 0 when there is no sidecar, -1 when unusable (*why says). */
 int mpk_mt_read_sidecar(const char *path, char hex[65], const char **why);
 
+/* The merge's transaction name in an inference directory (merge.c writes, the load gate holds). */
+#define MPK_MT_MERGE_TXN "merge"
+
 #endif

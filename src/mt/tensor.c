@@ -13,6 +13,7 @@
 
 #include <dlpack/dlpack.h>
 
+#include "../core/txn.h"
 #include "mt.h"
 
 _Static_assert(sizeof(DLDataType) == 4, "DLDataType layout");
@@ -182,6 +183,7 @@ struct mpk_mt_gate_priv {
   mpk_findings found;
   mpk_mt_gate_tensor *tensors;
   char **files;
+  int hold; /* the inference directory held against merges while the report lives (-1: none) */
 };
 
 const char *mpk_mt_authority_name(mpk_mt_authority a) {
@@ -244,19 +246,24 @@ int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const
     return mpk_fail(err, MPK_ENOMEM, inference_dir, NULL, "out of memory");
   }
   r->priv_ = p;
+  p->hold = -1;
   size_t n = 0;
   for (size_t i = 0; map && i < map->n_entries; i++)
     for (int role = 0; role < MPK_MT_ROLE_COUNT; role++) n += map->entries[i].external_data_location[role] != NULL;
-  /* An interrupted merge is finished or undone before anything is judged: the gate never sees some
-     tensors merged and others not. */
+  /* An interrupted merge is finished or undone before anything is judged, and the directory is
+     then held (a shared lock) until the report is freed: no merge can begin while the gate reads
+     the tensors or the caller opens them, so neither sees some tensors merged and others not. */
   if (mpk_is_dir(inference_dir)) {
-    mpk_mt_recovery how;
-    int rrc = mpk_mt_merge_recover(inference_dir, &how, &r->recovery_files, err);
+    mpk_txn_outcome o;
+    int rrc = mpk_txn_hold(inference_dir, MPK_MT_MERGE_TXN, &p->hold, &o, err);
     if (rrc) {
       mpk_mt_gate_report_free(r);
       return rrc;
     }
-    r->recovery = (int)how;
+    r->recovery = o.action == MPK_TXN_ROLLED_FORWARD ? MPK_MT_RECOVERY_ROLLED_FORWARD
+                  : o.action == MPK_TXN_ROLLED_BACK  ? MPK_MT_RECOVERY_ROLLED_BACK
+                                                     : MPK_MT_RECOVERY_NONE;
+    r->recovery_files = o.action == MPK_TXN_ROLLED_FORWARD ? o.files : o.removed;
   }
   if (!map || map->n_entries == 0 || n == 0) {
     r->no_merged_weights = 1;
@@ -385,6 +392,7 @@ void mpk_mt_gate_report_free(mpk_mt_gate_report *r) {
   if (!r) return;
   struct mpk_mt_gate_priv *p = r->priv_;
   if (p) {
+    mpk_txn_release(p->hold);
     mpk_findings_free(&p->found);
     for (size_t i = 0; p->files && i < r->n_tensors; i++) free(p->files[i]);
     /* files allocated past n_tensors on an early failure */

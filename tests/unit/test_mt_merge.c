@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/txn.h"
 #include "mt/merge_kernel.h"
+#include "mt/mt.h"
 #include "mt_fixture.h"
 #include "testutil.h"
 
@@ -482,8 +484,77 @@ static void test_check_after_merge(void **state) {
   tu_sh("rm -rf '%s'", root);
 }
 
+/* ---------------------------------------------------------------- readers hold against merges */
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  char *out = malloc(2 * n + 1); /* hex, so that bytes compare as a string */
+  for (size_t i = 0; i < n; i++) snprintf(out + 2 * i, 3, "%02x", (unsigned char)buf[i]);
+  out[2 * n] = '\0';
+  return out;
+}
+
+static int gate_open(const char *inf, mpk_mt_gate_report **g, mpk_error *err) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/weight_handoff_map.json", inf);
+  mpk_mt_handoff *hm = NULL;
+  int rc = mpk_mt_handoff_load(path, &hm, err);
+  if (!rc) rc = mpk_mt_load_gate(inf, hm, NULL, g, err);
+  mpk_mt_handoff_free(hm);
+  return rc;
+}
+
+/* While a load gate's report lives, no merge can begin (the tensors a runtime opens after the gate
+   are the ones it verified); several gates hold at once; a merge in progress fails the gate. */
+static void test_gate_holds_against_merge(void **state) {
+  (void)state;
+  const char *root = tu_tmpdir();
+  fx_entry es[] = {{L0, "float32", 12, 8, 12, 8, 2, NULL}};
+  fx_options fo = {.alpha = 2, .rank = 2, .seed = 9};
+  fx_build(root, es, 1, &fo);
+  const char *inf = fx_inference(root);
+  mpk_error err;
+  mpk_error_clear(&err);
+  mpk_mt_gate_report *g1 = NULL, *g2 = NULL;
+  if (gate_open(inf, &g1, &err)) fail_msg("%s", tu_err(&err));
+  if (gate_open(inf, &g2, &err)) fail_msg("second gate: %s", tu_err(&err));
+  assert_true(g1->ready && g2->ready);
+  char bin[700];
+  snprintf(bin, sizeof bin, "%s/t0.MatMul.weight.bin", inf);
+  char *before = slurp(bin);
+  mpk_mt_merge_options o = opts_for(root);
+  mpk_mt_merge_report *r = NULL;
+  assert_int_equal(merge(root, &o, &r, &err), MPK_EIO);
+  assert_non_null(strstr(err.message, "a reader holds it"));
+  assert_null(r);
+  mpk_mt_gate_report_free(g1);
+  assert_int_equal(merge(root, &o, &r, &err), MPK_EIO); /* one holder is enough */
+  mpk_mt_gate_report_free(g2);
+  char *same = slurp(bin);
+  assert_string_equal(before, same); /* nothing was replaced while held */
+  if (merge(root, &o, &r, &err)) fail_msg("after release: %s", tu_err(&err));
+  mpk_mt_merge_report_free(r);
+  /* A transaction in progress (here: begun and not finished) makes the gate fail at once. */
+  mpk_txn *t = NULL;
+  if (mpk_txn_begin(inf, MPK_MT_MERGE_TXN, NULL, &t, &err)) fail_msg("%s", tu_err(&err));
+  assert_int_equal(gate_open(inf, &g1, &err), MPK_EIO);
+  assert_non_null(strstr(err.message, "in progress"));
+  assert_null(g1);
+  mpk_txn_abort(t);
+  if (gate_open(inf, &g1, &err)) fail_msg("after abort: %s", tu_err(&err));
+  mpk_mt_gate_report_free(g1);
+  free(before);
+  free(same);
+  tu_sh("rm -rf '%s'", root);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gate_holds_against_merge),
       cmocka_unit_test(test_orientation_table),
       cmocka_unit_test(test_square_exported_at),
       cmocka_unit_test(test_values),
