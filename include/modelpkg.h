@@ -936,6 +936,8 @@ typedef struct mpk_mt_check_options {
   const char *variant;      /**< the variant to check; NULL: the manifest's defaultVariant */
   int all_variants;         /**< 1: every variant, and every file the manifest lists (not with variant) */
   int no_hash;              /**< 1: presence, confinement and sizes only; no digest is computed */
+  int no_graph;             /**< 1: inference/model.onnx is not read (no map-vs-graph or precision
+                                 checks; docs/mt-graph.md) */
   unsigned workers;         /**< threads hashing files; 0: one per CPU, at most 8 */
   mpk_progress_fn progress; /**< hashing progress (bytes); may be NULL; non-zero return cancels */
   void *progress_ctx;
@@ -2057,6 +2059,195 @@ typedef struct mpk_mlc_legacy_plan {
 MPK_API int mpk_mlc_legacy_chunks(const mpk_mlc_legacy_item *items, size_t n, int64_t prefill_chunk_size,
                                   mpk_mlc_legacy_plan **out, mpk_error *err);
 MPK_API void mpk_mlc_legacy_plan_free(mpk_mlc_legacy_plan *plan);
+
+/* ============================================================================================
+ * mt: the ONNX inference graph (initializers, the map checked against it, precision, map builder)
+ * ========================================================================================== */
+
+/*
+ * A variant's inference/model.onnx names its weights as initializers, most of them external (raw
+ * bytes in inference/<name>.bin, or at an offset in frozen_base.onnx.data). The reader is C generated
+ * at build time by protoc-c from Debian's onnx.proto, behind a bounded pre-scan: nothing is decoded
+ * before the file size, the message nesting, every length and varint, the initializer count and the
+ * memory the decoded message will take are checked. Rules and limits: docs/mt-graph.md.
+ */
+
+#define MPK_MT_GRAPH_FILENAME "model.onnx"
+#define MPK_MT_OPTIMUM_CONFIG_FILENAME "optimum_config.json"
+/** Largest model.onnx read by default (protobuf's own 2 GiB bound). */
+#define MPK_MT_GRAPH_DEFAULT_MAX_BYTES ((uint64_t)2 << 30)
+/** Most initializers read by default. */
+#define MPK_MT_GRAPH_DEFAULT_MAX_INITIALIZERS 1000000u
+/** Deepest message nesting accepted (a subgraph costs three levels: node, attribute, graph). */
+#define MPK_MT_GRAPH_MAX_DEPTH 64
+/** Most dimensions of one initializer. */
+#define MPK_MT_GRAPH_MAX_DIMS 64
+
+typedef struct mpk_mt_graph_options {
+  uint64_t max_bytes;         /**< file size bound; 0: MPK_MT_GRAPH_DEFAULT_MAX_BYTES */
+  uint64_t max_decoded_bytes; /**< memory the decoded message may take; 0: 64 MiB + 4 x the file size */
+  size_t max_initializers;    /**< 0: MPK_MT_GRAPH_DEFAULT_MAX_INITIALIZERS */
+} mpk_mt_graph_options;
+
+/** One initializer of the main graph, in graph order. */
+typedef struct mpk_mt_initializer {
+  size_t index;
+  const char *name;
+  int32_t data_type;          /**< ONNX TensorProto.DataType (1 FLOAT, 2 UINT8, 7 INT64, 10 FLOAT16, ...) */
+  const char *dtype;          /**< numpy's name of it ("float32", "uint8", "int64", "bool", ...); NULL: unknown */
+  const int64_t *dims;        /**< every dimension >= 0 */
+  size_t ndim;
+  uint64_t numel;             /**< product of dims (1 for a scalar) */
+  int has_nbytes;             /**< 1: a fixed-width type, so `nbytes` is the tensor's full byte length */
+  uint64_t nbytes;            /**< numel x width; ceil(numel / 2) for 4-bit types */
+  int external;               /**< data_location EXTERNAL */
+  const char *location;       /**< external: the file, relative to the model's directory (confined) */
+  uint64_t offset;            /**< external: "offset" (0 when not given) */
+  int has_length;             /**< external: "length" given */
+  uint64_t length;
+  int has_embedded_data;      /**< raw_data or a typed data field is present in the file */
+  int embedded_complete;      /**< the embedded data holds exactly the tensor's elements */
+  uint64_t embedded_bytes;    /**< bytes of raw_data (typed fields: values x their width) */
+} mpk_mt_initializer;
+
+/** A read graph (initializers only are kept). Immutable; freed with mpk_mt_graph_free(). */
+typedef struct mpk_mt_graph {
+  const char *file;
+  int64_t ir_version;
+  const char *producer_name;  /**< NULL when absent */
+  const char *producer_version;
+  int64_t opset;              /**< the default domain's opset version; -1 when not imported */
+  size_t n_nodes;             /**< of the main graph */
+  size_t n_sparse_initializers; /**< read past: not described by the handoff contract */
+  const mpk_mt_initializer *initializers;
+  size_t n_initializers;
+  size_t n_external;          /**< initializers with external data */
+  struct mpk_mt_graph_priv *priv_;
+} mpk_mt_graph;
+
+/**
+ * Read an ONNX ModelProto from memory, fail-closed. Before anything is decoded, a pre-scan walks the
+ * wire format guided by the message descriptors: every tag, varint (at most 10 bytes, never past the
+ * end) and length inside its parent; no groups; message nesting at most MPK_MT_GRAPH_MAX_DEPTH; no
+ * NUL inside a string; at most `max_initializers` initializers; and the memory the decoded message
+ * will take, summed from the wire, within `max_decoded_bytes` (MPK_ELIMIT) — the decoder's allocator
+ * enforces the same bound. Then each initializer: a unique non-empty name, at most
+ * MPK_MT_GRAPH_MAX_DIMS dimensions, each >= 0, numel and byte length within uint64 (MPK_ELIMIT);
+ * external data has exactly the keys location (required), offset, length, checksum, each once,
+ * offset/length decimal integers, and the location a confined relative path (not absolute, no ".."
+ * or "." segment, no backslash: refused, MPK_EMALFORMED, without any file being touched). `file` names
+ * the document in errors (NULL: "model.onnx"); errors carry the byte offset or the initializer.
+ */
+MPK_API int mpk_mt_graph_parse(const void *data, size_t len, const char *file, const mpk_mt_graph_options *opts,
+                               mpk_mt_graph **out, mpk_error *err);
+/**
+ * Read `path` (size checked before it is mapped) as mpk_mt_graph_parse(), then every external
+ * location that exists must resolve, through symbolic links, inside the model's directory
+ * (MPK_EMALFORMED otherwise). Locations are resolved with lstat/readlink only: no external file is
+ * opened.
+ */
+MPK_API int mpk_mt_graph_load(const char *path, const mpk_mt_graph_options *opts, mpk_mt_graph **out, mpk_error *err);
+MPK_API void mpk_mt_graph_free(mpk_mt_graph *g);
+/** The initializer named `name`, or NULL. */
+MPK_API const mpk_mt_initializer *mpk_mt_graph_find(const mpk_mt_graph *g, const char *name);
+/** numpy's name of an ONNX data type ("float32", ...); NULL when unknown. */
+MPK_API const char *mpk_mt_onnx_dtype_name(int32_t data_type);
+
+/**
+ * The precision the graph's weights are stored in, measured from its initializers (the reference's
+ * describe_graph_precision): elements counted per data type, skipping INT32, INT64 and BOOL (shape,
+ * index and mask constants); one name when homogeneous ("float32"), else "mixed(a/b/...)" ordered by
+ * element count (ties in first-seen order), "unknown" with no counted initializer. Names: float32
+ * uint8 int8 float16 bfloat16 uint4 int4, else "elem_type=N". Writes at most `size` bytes with a NUL
+ * (like snprintf) and returns the length wanted; -1 when out of memory.
+ */
+MPK_API int mpk_mt_graph_precision(const mpk_mt_graph *g, char *out, size_t size);
+
+/**
+ * Check a handoff map against the graph it describes (`model_dir`: the graph's directory, where the
+ * external files are; `map_file` names the map in problems). For every entry and role:
+ * inferenceInitializerNames[role] names an initializer; its dtype and dims equal the role's declared
+ * ones (mpk_mt_handoff_role_layout); it is external, at externalDataLocation[role], offset 0, with
+ * the tensor's full length (a "length" key equal to it, else the file's size). Every other external
+ * initializer lives in frozenBaseBlob, within that file's size. No initializer is left without data
+ * (external with its file present, or embedded with exactly its elements). Each violation goes to
+ * `on_problem` (may be NULL) naming the entry, the role and the rule — at the map's JSON pointer for
+ * a map disagreement, else naming model.onnx and the initializer; `*n_problems` (may be NULL) counts
+ * them. Files are examined with stat only. Returns 0 when the check ran, MPK_ENOMEM otherwise.
+ */
+MPK_API int mpk_mt_graph_check(const mpk_mt_graph *g, const mpk_mt_handoff *map, const char *map_file,
+                               const char *model_dir, mpk_problem_fn on_problem, void *problem_ctx,
+                               size_t *n_problems, mpk_error *err);
+
+/** One variant's graph, map and precision, checked (what `modelpkg mt graph` prints). */
+typedef struct mpk_mt_graph_report {
+  const char *variant;
+  const char *quantization;      /**< the variant's training-side quantization (manifest); NULL: null */
+  const char *graph_file;        /**< .../inference/model.onnx */
+  int graph_present;
+  const mpk_mt_graph *graph;     /**< NULL when absent or refused (a problem says why) */
+  const char *map_file;          /**< NULL when the variant has no weightHandoff */
+  const mpk_mt_handoff *map;     /**< NULL when absent or refused */
+  const char *measured;          /**< the graph's precision; NULL without a graph */
+  const char *declared;          /**< inference/optimum_config.json's inferenceGraphPrecision; NULL: absent */
+  const char *optimum_config_file; /**< NULL when the variant's inference/ has none */
+  const int *claim_entry;        /**< per initializer: the map entry naming it, or -1 */
+  const int *claim_role;         /**< per initializer: its mpk_mt_role there, or -1 */
+  const mpk_error *problems;     /**< graph refused, map refused, map/graph disagreements, precision mismatch */
+  size_t n_problems;
+  const char *const *notes;
+  size_t n_notes;
+  struct mpk_mt_graph_report_priv *priv_;
+} mpk_mt_graph_report;
+
+/**
+ * Read variant `variant` (NULL: defaultVariant) of package `dir`: its inference/model.onnx
+ * (mpk_mt_graph_load), its weight handoff map, mpk_mt_graph_check() of one against the other, and the
+ * measured precision against inferenceGraphPrecision in inference/optimum_config.json (a mismatch is
+ * a problem, MPK_EMISMATCH; an absent file or key a note). A variant without a graph has nothing to
+ * check (graph_present 0, no problem). Returns 0 when the report was made; MPK_ENOTFOUND /
+ * MPK_EMALFORMED when the manifest or the variant cannot be read; MPK_ENOMEM.
+ */
+MPK_API int mpk_mt_graph_report_open(const char *dir, const char *variant, const mpk_mt_graph_options *opts,
+                                     mpk_mt_graph_report **out, mpk_error *err);
+MPK_API void mpk_mt_graph_report_free(mpk_mt_graph_report *r);
+
+typedef struct mpk_mt_handoff_build_options {
+  const char *variant;           /**< NULL: defaultVariant */
+  const char *peft_method;       /**< "lora" "lora-xs" "mars" "all" "nolora"; NULL: the manifest's single
+                                      peftMethods entry */
+  const char *attention_module;  /**< the architecture's attention module name; NULL: "self_attn" */
+  int dry_run;                   /**< 1: build and validate, write nothing */
+} mpk_mt_handoff_build_options;
+
+typedef struct mpk_mt_handoff_build_result {
+  char *path;                    /**< the map written: <inference dir>/weight_handoff_map.json */
+  char *map;                     /**< its bytes (NUL-terminated) */
+  size_t map_len;
+  int changed;                   /**< 1: the bytes differ from the file's (written unless dry_run) */
+  size_t n_entries;
+  mpk_mt_transpose_policy policy; /**< the package-wide orientation */
+} mpk_mt_handoff_build_result;
+
+/**
+ * Build a variant's inference/weight_handoff_map.json as the reference codec
+ * (TrainableTensorCodec.from_peft_mapping + HandoffMap.to_json) does, from train/training_config.json
+ * (peft_mapping: layer -> {role: checkpoint name}; rank, alpha; trainable_tensor_specs) and the
+ * initializers observed in inference/model.onnx: one entry per peft_mapping layer, in its order; the
+ * base name ending ".base_layer"; candidate seeds with the wrapper prefixes (backbone.,
+ * base_model.model., base_model.) removed and ".base_layer" -> ".MatMul", the "attn" spelling first;
+ * roles from the observed names' last token (weight, weight_quantized/qweight, weight_scale/scales,
+ * weight_zero_point/qzeros); dtypes and shapes as observed; quantization names as observed;
+ * externalDataLocation "<name>.bin"; sha256 of each shipped .bin; transposePolicy derived from the
+ * adapter shapes and resolved package-wide. Refused, naming the layer: a layer no initializer matches
+ * (naming drift), adapter shapes that fit neither orientation, mixed orientations. The bytes are read
+ * back with mpk_mt_handoff_parse() and mpk_mt_graph_check() must hold before the file is replaced
+ * (atomically, only when they change). The package's manifest lists the map: reseal it afterwards.
+ */
+MPK_API int mpk_mt_handoff_build(const char *dir, const mpk_mt_handoff_build_options *opts,
+                                 mpk_mt_handoff_build_result *out, mpk_error *err);
+/** Release what a result holds (accepts NULL and a zeroed result). */
+MPK_API void mpk_mt_handoff_build_result_free(mpk_mt_handoff_build_result *r);
 
 #ifdef __cplusplus
 }

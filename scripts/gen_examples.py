@@ -418,7 +418,7 @@ def mt_tiny(out):
         write(os.path.join(inf, "weight_handoff_map.json"), py_json(handoff))
         write(os.path.join(inf, "generation_config.json"), py_json(generation))
         write(os.path.join(inf, "optimum_config.json"), py_json({
-            "inferenceGraphPrecision": "mixed", "modelId": "MobileTransformers/Tiny-0.1B", "modelType": "llama",
+            "inferenceGraphPrecision": "mixed(float16/float32)", "modelId": "MobileTransformers/Tiny-0.1B", "modelType": "llama",
             "quantization": quant, "supportedEngines": ["native", "genai"] if with_train else ["native"],
             "task": "text-generation-with-past"}))
         if not with_train:

@@ -9,7 +9,7 @@
 static const char help[] =
     "usage: modelpkg check DIR [--lib FILE] [--device-features F,...] [--max-binding-size N]\n"
     "                      [--no-weights] [--jobs N] [--json]\n"
-    "       modelpkg check DIR [--variant ID | --all-variants] [--no-hash] [--jobs N] [--json]\n"
+    "       modelpkg check DIR [--variant ID | --all-variants] [--no-hash] [--no-graph] [--jobs N] [--json]\n"
     "\n"
     "DIR holding mobiletransformers_manifest.json is checked as a MobileTransformers package (second\n"
     "form, see below); otherwise as an MLC package. A directory holding both manifests is refused.\n"
@@ -43,6 +43,7 @@ static const char help[] =
     "  --variant ID             check this variant (default: the manifest's defaultVariant)\n"
     "  --all-variants           check every variant and every file the manifest lists\n"
     "  --no-hash                presence, confinement and sizes only; no digests\n"
+    "  --no-graph               do not read inference/model.onnx (no map-vs-graph, precision checks)\n"
     "  --jobs N, --json         as above\n"
     "\n"
     "Each problem is one line: FILE: JSON-POINTER: RULE.\n"

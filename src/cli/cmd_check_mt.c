@@ -1,4 +1,4 @@
-/* modelpkg check DIR [--variant ID | --all-variants] [--no-hash] [--jobs N] [--json], when DIR holds
+/* modelpkg check DIR [--variant ID | --all-variants] [--no-hash] [--no-graph] [--jobs N] [--json], when DIR holds
    a MobileTransformers package (mobiletransformers_manifest.json). */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,7 +15,8 @@ static bool is_value_option(const char *a) {
 }
 
 static bool is_mt_option(const char *a) {
-  return strcmp(a, "--variant") == 0 || strcmp(a, "--all-variants") == 0 || strcmp(a, "--no-hash") == 0;
+  return strcmp(a, "--variant") == 0 || strcmp(a, "--all-variants") == 0 || strcmp(a, "--no-hash") == 0 ||
+         strcmp(a, "--no-graph") == 0;
 }
 
 static bool is_mlc_option(const char *a) {
@@ -38,7 +39,7 @@ static bool has_entry(const char *dir, const char *name) {
 /* `dir_hint`: DIR as the dispatcher found it, for messages about options given before it. */
 static int run(int argc, char **argv, const char *dir_hint) {
   const char *dir = NULL, *variant = NULL;
-  bool json = false, all = false, no_hash = false;
+  bool json = false, all = false, no_hash = false, no_graph = false;
   long long jobs = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -48,6 +49,8 @@ static int run(int argc, char **argv, const char *dir_hint) {
       all = true;
     } else if (strcmp(a, "--no-hash") == 0) {
       no_hash = true;
+    } else if (strcmp(a, "--no-graph") == 0) {
+      no_graph = true;
     } else if (strcmp(a, "--variant") == 0 || strcmp(a, "--jobs") == 0) {
       if (i + 1 >= argc) return mpk_cli_usage_error("check", "%s needs a value", a);
       const char *val = argv[++i];
@@ -77,6 +80,7 @@ static int run(int argc, char **argv, const char *dir_hint) {
   mpk_mt_check_options opts = {.variant = variant,
                                .all_variants = all,
                                .no_hash = no_hash,
+                               .no_graph = no_graph,
                                .workers = (unsigned)jobs,
                                .progress = bar.enabled ? mpk_cli_progress : NULL,
                                .progress_ctx = &bar};

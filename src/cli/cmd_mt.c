@@ -1,7 +1,8 @@
 /* modelpkg mt build DIR --describe BUILD.json [--jobs N] [--dry-run]
    modelpkg mt reseal DIR [--jobs N] [--dry-run]
    modelpkg mt handoff fmt FILE
-   (mt tensors and mt merge live in their own files) */
+   (mt tensors, mt merge, mt select/plan, mt install, and mt graph / mt inspect / mt handoff build
+   live in their own files) */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,9 @@ static const char help[] =
     "usage: modelpkg mt build DIR --describe BUILD.json [--jobs N] [--dry-run]\n"
     "       modelpkg mt reseal DIR [--jobs N] [--dry-run]\n"
     "       modelpkg mt handoff fmt FILE\n"
+    "       modelpkg mt handoff build DIR [--variant ID] [--peft METHOD] [--dry-run]\n"
+    "       modelpkg mt graph DIR [--variant ID] [--json]\n"
+    "       modelpkg mt inspect DIR [--json]\n"
     "       modelpkg mt tensors DIR [--variant ID] [--jobs N]\n"
     "       modelpkg mt merge DIR --adapter ADAPTER.safetensors [options]\n"
     "       modelpkg mt select DIR [device options] [--json]\n"
@@ -44,6 +48,12 @@ static const char help[] =
     "  handoff fmt FILE  read a weight_handoff_map.json (version gate, every invariant) and\n"
     "           rewrite it atomically in canonical form: the reference to_json() bytes (sorted keys\n"
     "           and entries, indent 2, ASCII escapes); unchanged bytes are not rewritten\n"
+    "  handoff build DIR  write a variant's inference/weight_handoff_map.json from its\n"
+    "           train/training_config.json and the initializers of inference/model.onnx, as the\n"
+    "           reference codec does (modelpkg mt graph --help)\n"
+    "  graph DIR    list a variant's inference graph initializers and check the handoff map and the\n"
+    "           declared inferenceGraphPrecision against them (modelpkg mt graph --help)\n"
+    "  inspect DIR  per variant: training quantization beside the measured inference precision\n"
     "  tensors DIR  list each merged-weight tensor of a variant: dtype, shape, bytes, file, size\n"
     "           and checksum status under the load gate (modelpkg mt tensors --help)\n"
     "  merge DIR    merge a trained LoRA adapter into a variant's weights, as one crash-safe\n"
@@ -58,12 +68,13 @@ static const char help[] =
 
 /* modelpkg mt handoff fmt FILE */
 static int handoff_fmt(int argc, char **argv) {
+  if (argc >= 3 && strcmp(argv[2], "build") == 0) return mpk_cmd_mt_graph(argc, argv);
   if (argc < 3 || strcmp(argv[2], "fmt") != 0) {
     if (argc >= 3 && mpk_cli_is_help(argv[2])) {
       fputs(help, stdout);
       return MPK_EXIT_OK;
     }
-    if (argc < 3) return mpk_cli_usage_error("mt handoff", "missing the subcommand (fmt)");
+    if (argc < 3) return mpk_cli_usage_error("mt handoff", "missing the subcommand (fmt or build)");
     return mpk_cli_usage_error("mt handoff", "unknown subcommand '%s'", argv[2]);
   }
   const char *file = NULL;
@@ -157,6 +168,7 @@ int mpk_cmd_mt(int argc, char **argv) {
   const char *verb = argv[1];
   if (strcmp(verb, "handoff") == 0) return handoff_fmt(argc, argv);
   if (strcmp(verb, "tensors") == 0) return mpk_cmd_mt_tensors(argc, argv);
+  if (strcmp(verb, "graph") == 0 || strcmp(verb, "inspect") == 0) return mpk_cmd_mt_graph(argc, argv);
   if (strcmp(verb, "merge") == 0) return mpk_cmd_mt_merge(argc, argv);
   if (strcmp(verb, "select") == 0) return mpk_cmd_mt_select(argc, argv);
   if (strcmp(verb, "plan") == 0) return mpk_cmd_mt_plan(argc, argv);

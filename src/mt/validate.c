@@ -1,9 +1,10 @@
 /* Checking a MobileTransformers package directory, fail-closed: the manifest and its version gate,
    the selected variant's structure (feature paths, the inference/ group, the weight handoff map and
-   the external data files it names), requiredFiles, then integrity — every listed file in scope
-   present, inside the package, of its listed size (all sizes before any hashing, so a truncated
-   file fails fast), and of its listed SHA-256 (hashed streaming on a bounded pool). Every problem is
-   collected; files on disk that the manifest does not list are warnings. Rules: docs/mt.md. */
+   the external data files it names, the inference graph against the map), requiredFiles, then
+   integrity — every listed file in scope present, inside the package, of its listed size (all
+   sizes before any hashing, so a truncated file fails fast), and of its listed SHA-256 (hashed
+   streaming on a bounded pool). Every problem is collected; files on disk that the manifest does
+   not list are warnings. Rules: docs/mt.md, docs/mt-graph.md. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "mt.h"
+#include "graph.h"
 
 #define MAX_UNLISTED_LINES 20 /* warnings naming unlisted files; the rest are counted */
 
@@ -287,6 +288,21 @@ static void gate(check *c, const mpk_mt_variant *v, const mpk_mt_handoff *map, c
   free(inf);
 }
 
+/* The inference graph, when the variant ships one (graph_report.c): the map checked against its
+   initializers, and its measured precision against inference/optimum_config.json. */
+static void check_graph(check *c, const mpk_mt_variant *v) {
+  mpk_mt_graph_report *g = NULL;
+  mpk_error e;
+  mpk_error_clear(&e);
+  if (mpk_mt_graph_report_variant(c->r->dir, c->m, v, NULL, &g, &e)) {
+    c->p->found.oom = true;
+    return;
+  }
+  for (size_t i = 0; i < g->n_problems; i++) add_error(c, &g->problems[i]);
+  for (size_t i = 0; i < g->n_notes; i++) note(c, "%s", g->notes[i]);
+  mpk_mt_graph_report_free(g);
+}
+
 /* The variant's weight_handoff_map.json: present, read by the handoff-map reader (version gate,
    typed fields, every invariant: mpk_mt_handoff_parse), and every externalDataLocation file present
    in inference/. */
@@ -320,6 +336,7 @@ static void check_handoff(check *c, const mpk_mt_variant *v, size_t vi) {
     if (inf) {
       check_locations(c, v->weight_handoff, map, inf);
       gate(c, v, map, inf);
+      if (!c->o->no_graph) check_graph(c, v);
     } else {
       c->p->found.oom = true;
     }

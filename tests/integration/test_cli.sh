@@ -191,50 +191,54 @@ print("ok")' "$TMP/fit.json"
 
 # check on a MobileTransformers package: dispatched on mobiletransformers_manifest.json.
 # The fixture's sidecars are placeholders (64 zeros): the load gate refuses its tensors, naming the
-# file and both digests. TOK is a copy with correct sidecars, resealed: every check holds.
+# file and both digests. TOK is a copy with correct sidecars, resealed: every check holds. Its
+# inference/model.onnx is a 17-byte placeholder, not a graph: by default check says so (mt_placeholder_graph);
+# the other cases here are about files and the gate and pass --no-graph.
 T="$SHARED/conformance/mobiletransformers/tiny_package"
 TW="variants/cpu-int4/inference/model.layers.0.attn.q_proj.MatMul.weight.bin"
 expect mt_placeholder_sidecars 1 "$TW: layer \"backbone.model.layers.0.self_attn.q_proj.base_layer\" role \"weight\": SHA-256 b39a7c6175b60a789569dd83dafebc0ef35cd78d53f955bdcd05fd8142895da3 does not equal its sidecar.s 0{64} \[mismatch\]" \
+  -- "$MPK" check "$T" --no-graph
+expect mt_placeholder_size_warning 1 "^warning: .*$TW \(layer .*\) is 23 bytes, but float32 of 2 dimensions is 48 bytes" -- "$MPK" check "$T" --no-graph
+expect mt_placeholder_graph 1 'inference/model.onnx@0: not a valid ONNX model: invalid wire type 7 \(field 9\) \[malformed\]' \
   -- "$MPK" check "$T"
-expect mt_placeholder_size_warning 1 "^warning: .*$TW \(layer .*\) is 23 bytes, but float32 of 2 dimensions is 48 bytes" -- "$MPK" check "$T"
-expect mt_placeholder_all 1 'FAILED: 2 problems' -- "$MPK" check "$T" --all-variants
-expect mt_placeholder_no_hash 0 'load gate, variant "cpu-int4": 1 tensor present \(digests not computed\)' -- "$MPK" check "$T" --no-hash
+expect mt_placeholder_all 1 'FAILED: 2 problems' -- "$MPK" check "$T" --no-graph --all-variants
+expect mt_placeholder_no_hash 0 'load gate, variant "cpu-int4": 1 tensor present \(digests not computed\)' -- "$MPK" check "$T" --no-graph --no-hash
 TOK="$TMP/tinyok"
 cp -r "$T" "$TOK" && chmod -R u+w "$TOK"
 for f in "$TOK"/variants/*/inference/*.bin; do sha256sum "$f" | cut -c1-64 > "$f.sha256"; done
 "$MPK" mt reseal "$TOK" >/dev/null
-expect mt_ok 0 'OK: all checks hold' -- "$MPK" check "$TOK"
-expect mt_gate_note 0 "note: load gate, variant \"cpu-int4\": .*$TW \(layer .*\) verified against the sidecar" -- "$MPK" check "$TOK"
-expect mt_gate_tensors 0 'tensors: +1 merged-weight tensor, 1 verified by the load gate' -- "$MPK" check "$TOK"
-expect mt_default_variant 0 'checked: +variant cpu-int4$' -- "$MPK" check "$TOK"
+expect mt_ok 0 'OK: all checks hold' -- "$MPK" check "$TOK" --no-graph
+expect mt_gate_note 0 "note: load gate, variant \"cpu-int4\": .*$TW \(layer .*\) verified against the sidecar" -- "$MPK" check "$TOK" --no-graph
+expect mt_gate_tensors 0 'tensors: +1 merged-weight tensor, 1 verified by the load gate' -- "$MPK" check "$TOK" --no-graph
+expect mt_default_variant 0 'checked: +variant cpu-int4$' -- "$MPK" check "$TOK" --no-graph
 expect mt_variant 0 'files: +19 listed files in scope, 19 present with their listed size, 19 SHA-256 verified' \
-  -- "$MPK" check "$TOK" --variant cpu-fp16
+  -- "$MPK" check "$TOK" --no-graph --variant cpu-fp16
 expect mt_all_variants 0 'files: +31 listed files in scope, 31 present with their listed size, 31 SHA-256 verified' \
-  -- "$MPK" check "$TOK" --all-variants --jobs 2
-expect mt_no_hash 0 'digests not computed' -- "$MPK" check "$T" --no-hash
+  -- "$MPK" check "$TOK" --no-graph --all-variants --jobs 2
+expect mt_no_hash 0 'digests not computed' -- "$MPK" check "$T" --no-graph --no-hash
 expect mt_example 0 'tensors: +4 merged-weight tensors, 4 verified by the load gate' -- "$MPK" check "$EX/mt-tiny" --all-variants
 expect mt_unknown_variant 1 'mobiletransformers_manifest.json: /variants: the requested variant "cpu-int8" is not among the variants \(cpu-int4, cpu-fp16\)' \
-  -- "$MPK" check "$T" --variant cpu-int8
-expect mt_variant_and_all 2 'give --variant ID or --all-variants, not both' -- "$MPK" check "$T" --variant cpu-int4 --all-variants
+  -- "$MPK" check "$T" --no-graph --variant cpu-int8
+expect mt_variant_and_all 2 'give --variant ID or --all-variants, not both' -- "$MPK" check "$T" --no-graph --variant cpu-int4 --all-variants
 expect mt_mlc_option 2 '--lib applies to an MLC package; .*tiny_package is a MobileTransformers package' -- "$MPK" check --lib x "$T"
 expect mt_option_on_mlc 2 '--variant applies to a MobileTransformers package; .*gemma4-audio has no mobiletransformers_manifest.json' \
   -- "$MPK" check "$G" --variant cpu-int4
 expect mt_missing_dir_arg 2 'missing the package directory' -- "$MPK" check --all-variants
 expect mt_help 0 '--all-variants +check every variant' -- "$MPK" check --help
-expect mt_progress_tty 0 'hashing files \[#+\] 100%' -- script -qec "'$MPK' check '$TOK'" /dev/null
+expect mt_progress_tty 0 'hashing files \[#+\] 100%' -- script -qec "'$MPK' check '$TOK' --no-graph" /dev/null
 cp -r "$TOK" "$TMP/mt" && chmod -R u+w "$TMP/mt"
 printf '\x01' | dd of="$TMP/mt/variants/cpu-int4/inference/model.onnx" bs=1 seek=3 conv=notrunc status=none
 expect mt_flipped_byte 1 'mt/variants/cpu-int4/inference/model.onnx: SHA-256 [0-9a-f]{64} does not equal the manifest.s sha256 f41027621d84' \
-  -- "$MPK" check "$TMP/mt"
-expect mt_flipped_no_hash 0 'OK: all checks hold' -- "$MPK" check "$TMP/mt" --no-hash
-expect mt_flipped_other_variant 0 'OK: all checks hold' -- "$MPK" check "$TMP/mt" --variant cpu-fp16
+  -- "$MPK" check "$TMP/mt" --no-graph
+expect mt_flipped_no_hash 0 'OK: all checks hold' -- "$MPK" check "$TMP/mt" --no-graph --no-hash
+expect mt_flipped_other_variant 0 'OK: all checks hold' -- "$MPK" check "$TMP/mt" --no-graph --variant cpu-fp16
 head -c 10 "$T/variants/cpu-int4/inference/frozen_base.onnx.data" > "$TMP/mt/variants/cpu-int4/inference/frozen_base.onnx.data"
 expect mt_truncated 1 'inference/frozen_base.onnx.data: file is 10 bytes, fileSizes says 24 \(truncated\) \[mismatch\]' \
-  -- "$MPK" check "$TMP/mt" --jobs 1
+  -- "$MPK" check "$TMP/mt" --no-graph --jobs 1
 echo extra > "$TMP/mt/stray.txt"
-expect mt_unlisted_warns 0 '^warning: .*/mt/stray.txt is on disk but the manifest does not list it' -- "$MPK" check "$TMP/mt" --variant cpu-fp16
-expect mt_unlisted_ok 0 'OK: all checks hold \(2 warnings\)' -- "$MPK" check "$TMP/mt" --variant cpu-fp16
-"$MPK" check "$TMP/mt" --json > "$TMP/mt.json"
+expect mt_unlisted_warns 0 '^warning: .*/mt/stray.txt is on disk but the manifest does not list it' -- "$MPK" check "$TMP/mt" --no-graph --variant cpu-fp16
+expect mt_unlisted_ok 0 'OK: all checks hold \(2 warnings\)' -- "$MPK" check "$TMP/mt" --no-graph --variant cpu-fp16
+"$MPK" check "$TMP/mt" --no-graph --json > "$TMP/mt.json"
 expect mt_json 0 '^ok$' -- python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -251,16 +255,16 @@ assert any(n.startswith("warning: ") and "stray.txt" in n for n in r["notes"]), 
 print("ok")' "$TMP/mt.json"
 rm "$TMP/mt/variants/cpu-int4/inference/weight_handoff_map.json"
 expect mt_missing_handoff 1 'inference/weight_handoff_map.json: the weight handoff map of variant "cpu-int4" \(weightHandoff\) is missing' \
-  -- "$MPK" check "$TMP/mt" --no-hash
+  -- "$MPK" check "$TMP/mt" --no-graph --no-hash
 rm "$TMP/mt/variants/cpu-int4/inference/model.onnx" && ln -s /etc/hostname "$TMP/mt/variants/cpu-int4/inference/model.onnx"
-expect mt_symlink_outside 1 'inference/model.onnx: listed file resolves outside the package directory' -- "$MPK" check "$TMP/mt" --no-hash
+expect mt_symlink_outside 1 'inference/model.onnx: listed file resolves outside the package directory' -- "$MPK" check "$TMP/mt" --no-graph --no-hash
 sed -i 's/"schemaVersion": "1.0"/"schemaVersion": "2.0"/' "$TMP/mt/mobiletransformers_manifest.json"
 expect mt_future_major 1 'mobiletransformers_manifest.json: /schemaVersion: schemaVersion 2.0 is a newer major version than this reader supports \(1.0\)' \
-  -- "$MPK" check "$TMP/mt"
+  -- "$MPK" check "$TMP/mt" --no-graph
 sed -i 's/"README.md": 42/"..\/README.md": 42/; s/"schemaVersion": "2.0"/"schemaVersion": "1.0"/' "$TMP/mt/mobiletransformers_manifest.json"
-expect mt_dotdot 1 'mobiletransformers_manifest.json: /fileSizes/..~1README.md: file "../README.md" leaves the package' -- "$MPK" check "$TMP/mt"
+expect mt_dotdot 1 'mobiletransformers_manifest.json: /fileSizes/..~1README.md: file "../README.md" leaves the package' -- "$MPK" check "$TMP/mt" --no-graph
 touch "$TMP/mt/mlc-model-manifest.json"
-expect mt_and_mlc 1 'holds both mlc-model-manifest.json and mobiletransformers_manifest.json' -- "$MPK" check "$TMP/mt"
+expect mt_and_mlc 1 'holds both mlc-model-manifest.json and mobiletransformers_manifest.json' -- "$MPK" check "$TMP/mt" --no-graph
 
 # Sealing MobileTransformers packages (mt build / mt reseal): the committed example and the
 # fixture re-sealed byte for byte, cross-checked against the generator's restatement of the

@@ -69,11 +69,16 @@ static void edit(const char *rel, const char *from, const char *to) {
   free(text);
 }
 
+/* The conformance tiny package's inference/model.onnx is a 17-byte placeholder, not a graph, so
+   these tests, which are about the manifest, the files and the load gate, do not read it
+   (no_graph); test_tiny_placeholder_graph checks what the default says about it. */
 static mpk_mt_report *check(const char *dir, const mpk_mt_check_options *o) {
   mpk_mt_report *r = NULL;
   mpk_error err;
   mpk_error_clear(&err);
-  int rc = mpk_mt_check(dir, o, &r, &err);
+  mpk_mt_check_options opts = o ? *o : (mpk_mt_check_options){0};
+  opts.no_graph = 1;
+  int rc = mpk_mt_check(dir, &opts, &r, &err);
   if (rc) fail_msg("mpk_mt_check: %d %s", rc, tu_err(&err));
   return r;
 }
@@ -137,6 +142,20 @@ static void expect_placeholder_sidecars(const mpk_mt_report *r, size_t n_variant
 }
 
 /* ---------------------------------------------------------------- the tiny package as shipped */
+
+/* By default check reads the inference graph: the tiny package's placeholder is refused as not an
+   ONNX model, naming the file — one problem more than with no_graph, nothing else changes. */
+static void test_tiny_placeholder_graph(void **state) {
+  (void)state;
+  mpk_mt_report *r = NULL;
+  mpk_error err;
+  mpk_error_clear(&err);
+  if (mpk_mt_check(tiny, NULL, &r, &err)) fail_msg("%s", tu_err(&err));
+  assert_int_equal(r->n_problems, 2);
+  expect_problem(r, MPK_EMALFORMED, "/inference/model.onnx", NULL, "not a valid ONNX model");
+  expect_problem(r, MPK_EMISMATCH, "/inference/" TENSOR_BIN, "", "does not equal its sidecar's");
+  mpk_mt_report_free(r);
+}
 
 static void test_tiny_default_variant(void **state) {
   (void)state;
@@ -686,6 +705,7 @@ static void test_handoff_map_refusals(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_tiny_placeholder_graph),
       cmocka_unit_test(test_tiny_default_variant),
       cmocka_unit_test(test_tiny_each_variant),
       cmocka_unit_test(test_tiny_all_variants),
