@@ -5,10 +5,24 @@
 # optional GPU execution providers from outside the npm registry, which the CPU tests never use.
 # Idempotent: does nothing when the pinned version is there and loads. Needs node and npm
 # (scripts/setup.sh installs them).
+#
+# `deps_node.sh webllm` installs WebLLM's bundle (@mlc-ai/web-llm) instead, for the audio benchmark
+# and scripts/audio_quality.py, which run its decodeAudioInput as the reference.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ORT_VERSION=1.30.0
+WEBLLM_VERSION=0.2.86
 DEPS=.deps
+
+if [ "${1:-}" = webllm ]; then
+  have="$(node -e "process.stdout.write(require('./$DEPS/node_modules/@mlc-ai/web-llm/package.json').version)" 2>/dev/null || true)"
+  [ "$have" = "$WEBLLM_VERSION" ] && exit 0
+  echo "deps_node: installing @mlc-ai/web-llm@$WEBLLM_VERSION into $DEPS/node_modules" >&2
+  mkdir -p "$DEPS"
+  [ -f "$DEPS/package.json" ] || echo '{"private": true, "description": "modelpkg test dependencies (scripts/deps_node.sh)"}' >"$DEPS/package.json"
+  npm install --prefix "$DEPS" --ignore-scripts --no-audit --no-fund --save-exact "@mlc-ai/web-llm@$WEBLLM_VERSION"
+  exit 0
+fi
 
 have="$(node -e "
   const p = require('./$DEPS/node_modules/onnxruntime-node/package.json');
