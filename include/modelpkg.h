@@ -118,6 +118,8 @@ MPK_API int mpk_sha256_id(const void *data, size_t len, char out[MPK_SHA256_ID_S
  * Replace `path` with `len` bytes so that a crash at any instant leaves the old file or the new
  * one, never a mix: a temporary file in the same directory ("<name>.tmp.XXXXXX"), fsync, rename,
  * fsync the directory. A crash may leave the temporary file behind, never the target half-written.
+ * An existing device, FIFO or socket (/dev/null, /dev/stdout, a pipe) is written into as it is,
+ * never replaced by the renamed file; a directory is refused (MPK_EIO).
  */
 MPK_API int mpk_write_file_atomic(const char *path, const void *data, size_t len, mpk_error *err);
 
