@@ -372,13 +372,27 @@ static int check_source_rate(double rate, const char *file, mpk_error *err) {
   return 0;
 }
 
+/* The output buffer. A long one is 2 MiB aligned and asks for transparent huge pages: filling 37 MiB
+   (10 minutes at 16 kHz) then takes 19 page faults instead of 9400, a tenth of the whole run's
+   time (bench/run_audio.sh). free() releases it either way. */
+static float *alloc_output(size_t n) {
+  size_t bytes = n * sizeof(float), huge = (size_t)2 << 20;
+  if (bytes < 4 * huge) return malloc(bytes ? bytes : 1);
+  void *p = NULL;
+  if (posix_memalign(&p, huge, (bytes + huge - 1) / huge * huge) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+  madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
 /* The length has passed check_range, so it is an integer in min..max. */
 static int finish(mono_src *src, double rate, size_t length, const mpk_audio_target *t, mpk_audio *a,
                   const char *file, mpk_error *err) {
   a->sample_rate_hz = t->sample_rate_hz;
   a->source_rate = rate;
   a->source_frames = src->frames;
-  if (length > SIZE_MAX / sizeof(float) || !(a->samples = malloc(length * sizeof(float))))
+  if (length > SIZE_MAX / sizeof(float) || !(a->samples = alloc_output(length)))
     return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory (%zu samples)", length);
   a->n_samples = length;
   if (rate == (double)t->sample_rate_hz) { /* the downmixed samples, unchanged */
