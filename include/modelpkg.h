@@ -9,6 +9,7 @@
  *           tensors and the load gate, safetensors, selection and download plans, the installer,
  *           the LoRA merge)
  *   audio — WAV / PCM to the mono float32 an audio_decode adapter expects
+ *   image — JPEG / PNG / WebP to the NHWC pixel tensor an image_decode adapter expects
  *
  * Conventions
  *   - Every function returns 0 on success or a negative MPK_E* code. Details of a failure go into
@@ -1488,6 +1489,104 @@ MPK_API int mpk_audio_from_data(const char *text, size_t len, const mpk_audio_ta
 MPK_API int mpk_audio_from_pcm_f32(const float *samples, size_t n, double sample_rate,
                                    const mpk_audio_target *target, mpk_audio **out, mpk_error *err);
 MPK_API void mpk_audio_free(mpk_audio *a);
+
+/* ============================================================================================
+ * image: a photo to the [1, height, width, 3] pixel tensor an image_decode adapter expects
+ *
+ * Decodes JPEG (libjpeg-turbo, DCT-domain downscaling), PNG (libspng) and WebP (libwebp); anything
+ * else is refused naming the format. The resize plan is WebLLM 0.2.86's planImageResize; the pixels
+ * come from an antialiased separable filter over the target window only. Nothing here knows MLC:
+ * the caller passes the processor's resize (an mpk_mlc_image_decode maps onto mpk_image_target).
+ * ========================================================================================== */
+
+/** Largest width or height accepted from a header (checked before any pixel buffer exists). */
+#define MPK_IMAGE_MAX_DIM 65535
+/** Default bound on source pixels (width * height) when mpk_image_options.max_pixels is 0. */
+#define MPK_IMAGE_DEFAULT_MAX_PIXELS (256u * 1024u * 1024u)
+
+typedef enum mpk_image_format {
+  MPK_IMAGE_FORMAT_UNKNOWN = 0,
+  MPK_IMAGE_FORMAT_JPEG,
+  MPK_IMAGE_FORMAT_PNG,
+  MPK_IMAGE_FORMAT_WEBP
+} mpk_image_format;
+
+/** "jpeg", "png", "webp", "unknown". */
+MPK_API const char *mpk_image_format_name(mpk_image_format f);
+
+typedef enum mpk_image_resize_mode {
+  MPK_IMAGE_RESIZE_STRETCH = 0,   /**< draw the whole image at the target size */
+  MPK_IMAGE_RESIZE_CENTER_CROP    /**< scale uniformly to cover the target, keep the centred window */
+} mpk_image_resize_mode;
+
+/** The processor's resize: mode and target size (both >= 1). */
+typedef struct mpk_image_target {
+  mpk_image_resize_mode mode;
+  int64_t height;
+  int64_t width;
+} mpk_image_target;
+
+/** planImageResize: the source drawn at width x height, the target window at (left, top). */
+typedef struct mpk_image_plan {
+  int64_t width;   /**< scaled width (stretch: the target width) */
+  int64_t height;  /**< scaled height */
+  int64_t left;    /**< window offset in the scaled image (floor of the centring offset) */
+  int64_t top;
+} mpk_image_plan;
+
+/**
+ * WebLLM's planImageResize for a source of src_width x src_height (upright, after orientation):
+ * stretch draws at the target size; center_crop scales by max(H/h, W/w), rounds the scaled size
+ * half up, and centres the window with floor offsets (every case of image_resize.json).
+ * MPK_EINVAL for a non-positive size.
+ */
+MPK_API int mpk_image_plan_resize(int64_t src_width, int64_t src_height, const mpk_image_target *target,
+                                  mpk_image_plan *out, mpk_error *err);
+
+typedef struct mpk_image_options {
+  int ignore_orientation;  /**< 1: pixels as stored, EXIF orientation not applied */
+  uint64_t max_pixels;     /**< bound on source width * height; 0: MPK_IMAGE_DEFAULT_MAX_PIXELS */
+} mpk_image_options;
+
+/** The pixel tensor and a report of where it came from. Freed with mpk_image_free(). */
+typedef struct mpk_image {
+  uint8_t *pixels;           /**< [height][width][3] RGB, row-major (NHWC with N = 1) */
+  int64_t width;             /**< the target width */
+  int64_t height;            /**< the target height */
+  mpk_image_format format;
+  uint32_t source_width;     /**< as stored in the file */
+  uint32_t source_height;
+  uint32_t source_channels;  /**< 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA (palette: 3 or 4; JPEG CMYK: 4) */
+  uint32_t source_bits;      /**< bits per channel as stored: 8 or 16, PNG grey also 1, 2, 4 (palette: 8) */
+  int has_alpha;             /**< the alpha channel was dropped (colour channels kept as stored) */
+  int orientation;           /**< EXIF orientation 1..8 found (1 when none) */
+  int orientation_applied;   /**< 0 with ignore_orientation or orientation 1 */
+  uint32_t decoded_width;    /**< what the decoder produced (JPEG: after DCT scaling M/8) */
+  uint32_t decoded_height;
+  int jpeg_scale_num;        /**< JPEG: M of the M/8 DCT scale used; 8 for other formats */
+  mpk_image_plan plan;       /**< the resize plan, on the upright source size */
+} mpk_image;
+
+/**
+ * Image file bytes to the target tensor: sniff the format (by content, never the name), check the
+ * declared dimensions against MPK_IMAGE_MAX_DIM and max_pixels before decoding, decode (JPEG at
+ * the smallest DCT scale M/8 whose result still covers the plan's scaled size), drop alpha, reduce
+ * 16-bit samples to 8 with rounding, expand grey and palette to RGB, apply the EXIF orientation
+ * (unless told not to), plan, resample the target window. `file` names the input in errors (NULL:
+ * "image"); `opts` may be NULL.
+ */
+MPK_API int mpk_image_from_bytes(const void *data, size_t len, const char *file,
+                                 const mpk_image_target *target, const mpk_image_options *opts,
+                                 mpk_image **out, mpk_error *err);
+MPK_API void mpk_image_free(mpk_image *img);
+
+/**
+ * The tensor's bytes as the compiled program takes them: `elem_size` 1 (uint8) copies the pixels;
+ * 4 (uint32) zero-extends each value, little-endian. `out_size` must be at least
+ * height * width * 3 * elem_size (MPK_ELIMIT otherwise).
+ */
+MPK_API int mpk_image_tensor_bytes(const mpk_image *img, int elem_size, void *out, size_t out_size,
+                                   mpk_error *err);
 
 /* ============================================================================================
  * mt: choosing a variant and planning its download (what `modelpkg mt select` / `mt plan` run)

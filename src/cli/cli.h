@@ -21,6 +21,7 @@ int mpk_cmd_mt_select(int argc, char **argv);  /* mt select (cmd_mt_select.c) */
 int mpk_cmd_mt_plan(int argc, char **argv);    /* mt plan (cmd_mt_select.c) */
 int mpk_cmd_mt_install(int argc, char **argv); /* mt install (cmd_mt_install.c) */
 int mpk_cmd_audio(int argc, char **argv);      /* audio (cmd_audio.c) */
+int mpk_cmd_image(int argc, char **argv);      /* image (cmd_image.c) */
 int mpk_cmd_mlc_plan(int argc, char **argv);   /* mlc plan (cmd_mlc_plan.c) */
 int mpk_cmd_mt_graph(int argc, char **argv);   /* mt graph, mt inspect, mt handoff build (cmd_mt_graph.c) */
 

@@ -1,0 +1,304 @@
+/* modelpkg image IN --package DIR [-o OUT.raw] [--png PREVIEW.png] [--json]: a photo to the
+   [1, H, W, 3] pixel tensor of the package's image_decode processor, and a report of what it was
+   (format, size, EXIF orientation) and what was done (JPEG DCT scale, resize plan, dtype). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <spng.h>
+
+#include "cli.h"
+#include "core/core.h"
+
+#define IMAGE_MAX_FILE ((size_t)1 << 30) /* larger inputs are not mapped */
+
+static const char help[] =
+    "usage: modelpkg image IN (--package DIR | --mode MODE --width W --height H) [options]\n"
+    "\n"
+    "Turn a JPEG, PNG or WebP file into the pixel tensor an image_decode adapter expects: [1, H, W, 3]\n"
+    "RGB, resized with WebLLM 0.2.86's plan (stretch, or center_crop: scale to cover, keep the centre)\n"
+    "and an antialiased filter, the EXIF orientation applied. Other formats are refused by name.\n"
+    "\n"
+    "  --package DIR          read the processor (resize mode, width, height) from DIR's\n"
+    "                         mlc-model-manifest.json (or the manifest file itself)\n"
+    "  --mode stretch|center_crop, --width W, --height H\n"
+    "                         the resize (override the package's; all three needed without --package)\n"
+    "  --lib FILE             the compiled model library: take the tensor's dtype from its\n"
+    "                         adapter_dtypes, for the input the package binds to it (needs --package)\n"
+    "  --dtype uint8|uint32   element type of the output (default uint8; uint32 zero-extends each\n"
+    "                         value, little-endian); with --lib it must agree with the library\n"
+    "  --ignore-orientation   keep the pixels as stored (a frontend that does not read EXIF)\n"
+    "  --max-pixels N         largest source width x height accepted (default 268435456)\n"
+    "  -o, --output FILE      write the tensor as raw bytes (atomically)\n"
+    "  --png FILE             write the tensor as an 8-bit RGB PNG preview (atomically)\n"
+    "  --json                 print the report as one JSON document\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "exit status: 0 converted, 1 refused (the reason on stderr), 2 usage error\n";
+
+typedef struct processor {
+  mpk_image_target target;
+  char *input;  /* the package input's name, or NULL */
+  char *dtype;  /* from --lib: "uint8" or "uint32", or NULL */
+} processor;
+
+static mpk_image_resize_mode mode_of(mpk_mlc_resize_mode m) {
+  return m == MPK_MLC_RESIZE_CENTER_CROP ? MPK_IMAGE_RESIZE_CENTER_CROP : MPK_IMAGE_RESIZE_STRETCH;
+}
+
+static int fail_with(const mpk_error *err) {
+  mpk_cli_error(err);
+  return MPK_EXIT_FAIL;
+}
+
+/* The image_decode processor: with --lib the input the binding (resolveChatCompletionArtifact)
+   gives the image adapter, else chat.completions' image input, else the first. */
+static int package_processor(const char *arg, const char *lib, processor *p) {
+  char *path = mpk_is_dir(arg) ? mpk_path_join(arg, MPK_MLC_MANIFEST_FILENAME) : strdup(arg);
+  if (!path) return MPK_EXIT_FAIL;
+  mpk_error err;
+  mpk_error_clear(&err);
+  mpk_mlc_package *pkg = NULL;
+  mpk_mlc_metadata *md = NULL;
+  int status = MPK_EXIT_OK;
+  if (mpk_mlc_package_load(path, &pkg, &err)) {
+    status = fail_with(&err);
+    goto out;
+  }
+  const mpk_mlc_input *found = NULL;
+  if (lib) {
+    mpk_mlc_binding b;
+    if (mpk_mlc_metadata_load(lib, &md, &err)) {
+      status = fail_with(&err);
+      goto out;
+    }
+    if (!md->artifact) {
+      fprintf(stderr, "modelpkg: %s: the library's _metadata has no artifact (no adapter_dtypes to read)\n", lib);
+      status = MPK_EXIT_FAIL;
+      goto out;
+    }
+    if (mpk_mlc_resolve(pkg, md->artifact, &b, &err)) {
+      status = fail_with(&err);
+      goto out;
+    }
+    if (!b.has_image) {
+      fprintf(stderr, "modelpkg: %s: the package binds no image input to %s\n", path, lib);
+      status = MPK_EXIT_FAIL;
+      goto out;
+    }
+    found = b.image.input;
+    if (!(p->dtype = strdup(b.image.dtype))) status = MPK_EXIT_FAIL;
+  } else {
+    for (size_t i = 0; i < pkg->n_tasks; i++)
+      for (size_t k = 0; k < pkg->tasks[i].n_inputs; k++) {
+        const mpk_mlc_input *in = &pkg->tasks[i].inputs[k];
+        if (in->kind != MPK_MLC_PROCESSOR_IMAGE_DECODE) continue;
+        if (!found || strcmp(pkg->tasks[i].name, "chat.completions") == 0) found = in;
+      }
+    if (!found) {
+      fprintf(stderr, "modelpkg: %s: no task input has an image_decode processor\n", path);
+      status = MPK_EXIT_FAIL;
+      goto out;
+    }
+  }
+  p->target.mode = mode_of(found->image.resize_mode);
+  p->target.width = found->image.width;
+  p->target.height = found->image.height;
+  if (!(p->input = strdup(found->name))) status = MPK_EXIT_FAIL;
+out:
+  mpk_mlc_metadata_free(md);
+  mpk_mlc_package_free(pkg);
+  free(path);
+  return status;
+}
+
+static const char *mode_name(mpk_image_resize_mode m) { return m == MPK_IMAGE_RESIZE_CENTER_CROP ? "center_crop" : "stretch"; }
+
+static const char *orientation_name(int o) {
+  static const char *const names[9] = {"",           "as stored",     "mirrored",          "rotated 180",
+                                       "flipped",    "transposed",    "rotated 90 CW",     "transverse",
+                                       "rotated 90 CCW"};
+  return o >= 1 && o <= 8 ? names[o] : "?";
+}
+
+static void report_text(FILE *out, const mpk_image *img, const char *in, const processor *p, const char *dtype,
+                        size_t bytes) {
+  fprintf(out, "source:  %s: %s %ux%u, %u channel%s, %u-bit%s\n", in, mpk_image_format_name(img->format),
+          img->source_width, img->source_height, img->source_channels, img->source_channels == 1 ? "" : "s",
+          img->source_bits, img->has_alpha ? ", alpha dropped (colour kept as stored)" : "");
+  if (img->orientation == 1) fprintf(out, "orient:  1 (no EXIF orientation, or as stored)\n");
+  else
+    fprintf(out, "orient:  EXIF %d (%s), %s\n", img->orientation, orientation_name(img->orientation),
+            img->orientation_applied ? "applied" : "ignored (--ignore-orientation)");
+  fprintf(out, "decoded: %ux%u", img->decoded_width, img->decoded_height);
+  if (img->format == MPK_IMAGE_FORMAT_JPEG) fprintf(out, " (JPEG DCT scale %d/8)", img->jpeg_scale_num);
+  fputc('\n', out);
+  fprintf(out, "plan:    %s to %lldx%lld: drawn at %lldx%lld, window at (%lld, %lld)\n", mode_name(p->target.mode),
+          (long long)p->target.width, (long long)p->target.height, (long long)img->plan.width,
+          (long long)img->plan.height, (long long)img->plan.left, (long long)img->plan.top);
+  fprintf(out, "output:  [1, %lld, %lld, 3] %s, %zu bytes%s%s\n", (long long)img->height, (long long)img->width, dtype,
+          bytes, p->input ? ", for input " : "", p->input ? p->input : "");
+}
+
+static int report_json(FILE *out, const mpk_image *img, const char *in, const processor *p, const char *dtype,
+                       const char *dtype_from, size_t bytes, const char *output, const char *png) {
+  json_t *src = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:b, s:I, s:b}", "file", in, "format",
+                          mpk_image_format_name(img->format), "width", (json_int_t)img->source_width, "height",
+                          (json_int_t)img->source_height, "channels", (json_int_t)img->source_channels, "bits",
+                          (json_int_t)img->source_bits, "alpha", img->has_alpha, "orientation",
+                          (json_int_t)img->orientation, "orientation_applied", img->orientation_applied);
+  json_t *dec = json_pack("{s:I, s:I}", "width", (json_int_t)img->decoded_width, "height",
+                          (json_int_t)img->decoded_height);
+  json_object_set_new(dec, "jpeg_scale_num",
+                      img->format == MPK_IMAGE_FORMAT_JPEG ? json_integer(img->jpeg_scale_num) : json_null());
+  json_t *proc = json_pack("{s:o, s:s, s:I, s:I}", "input", mpk_cli_json_str(p->input), "mode",
+                           mode_name(p->target.mode), "width", (json_int_t)p->target.width, "height",
+                           (json_int_t)p->target.height);
+  json_t *plan = json_pack("{s:I, s:I, s:I, s:I}", "width", (json_int_t)img->plan.width, "height",
+                           (json_int_t)img->plan.height, "left", (json_int_t)img->plan.left, "top",
+                           (json_int_t)img->plan.top);
+  json_t *o = json_pack("{s:[i, I, I, i], s:s, s:s, s:I, s:o, s:o}", "shape", 1, (json_int_t)img->height,
+                        (json_int_t)img->width, 3, "dtype", dtype, "dtype_from", dtype_from, "bytes",
+                        (json_int_t)bytes, "file", mpk_cli_json_str(output), "preview", mpk_cli_json_str(png));
+  json_t *root = json_pack("{s:o, s:o, s:o, s:o, s:o}", "source", src, "decoded", dec, "processor", proc, "plan",
+                           plan, "output", o);
+  if (!root) return -1;
+  return mpk_cli_json_print(out, root);
+}
+
+
+/* An 8-bit RGB PNG of the tensor (libspng's encoder into memory, then an atomic write). */
+static int write_png(const char *path, const mpk_image *img, mpk_error *err) {
+  spng_ctx *ctx = spng_ctx_new(SPNG_CTX_ENCODER);
+  if (!ctx) return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
+  struct spng_ihdr ih = {(uint32_t)img->width, (uint32_t)img->height, 8, SPNG_COLOR_TYPE_TRUECOLOR, 0, 0, 0};
+  size_t n = (size_t)img->width * (size_t)img->height * 3, len = 0;
+  int e;
+  void *png = NULL;
+  if ((e = spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1)) || (e = spng_set_ihdr(ctx, &ih)) ||
+      (e = spng_encode_image(ctx, img->pixels, n, SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE)) ||
+      !(png = spng_get_png_buffer(ctx, &len, &e))) {
+    spng_ctx_free(ctx);
+    return mpk_fail(err, MPK_EIO, path, NULL, "PNG encoder: %s", spng_strerror(e));
+  }
+  spng_ctx_free(ctx);
+  int rc = mpk_write_file_atomic(path, png, len, err);
+  free(png);
+  return rc;
+}
+
+static int write_tensor(const char *path, const mpk_image *img, int elem, size_t bytes, mpk_error *err) {
+  if (elem == 1) return mpk_write_file_atomic(path, img->pixels, bytes, err);
+  uint8_t *buf = malloc(bytes);
+  if (!buf) return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
+  int rc = mpk_image_tensor_bytes(img, elem, buf, bytes, err);
+  if (!rc) rc = mpk_write_file_atomic(path, buf, bytes, err);
+  free(buf);
+  return rc;
+}
+
+int mpk_cmd_image(int argc, char **argv) {
+  const char *in = NULL, *package = NULL, *output = NULL, *png = NULL, *lib = NULL, *mode = NULL, *dtype_opt = NULL;
+  bool json = false, ignore_orientation = false;
+  long long width = 0, height = 0, max_pixels = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (mpk_cli_is_help(a)) {
+      fputs(help, stdout);
+      return MPK_EXIT_OK;
+    } else if (strcmp(a, "--json") == 0) json = true;
+    else if (strcmp(a, "--ignore-orientation") == 0) ignore_orientation = true;
+    else if (strcmp(a, "--package") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 ||
+             strcmp(a, "--png") == 0 || strcmp(a, "--lib") == 0 || strcmp(a, "--mode") == 0 ||
+             strcmp(a, "--dtype") == 0 || strcmp(a, "--width") == 0 || strcmp(a, "--height") == 0 ||
+             strcmp(a, "--max-pixels") == 0) {
+      if (i + 1 >= argc) return mpk_cli_usage_error("image", "%s needs a value", a);
+      const char *v = argv[++i];
+      if (strcmp(a, "--package") == 0) package = v;
+      else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) output = v;
+      else if (strcmp(a, "--png") == 0) png = v;
+      else if (strcmp(a, "--lib") == 0) lib = v;
+      else if (strcmp(a, "--mode") == 0) {
+        if (strcmp(v, "stretch") != 0 && strcmp(v, "center_crop") != 0)
+          return mpk_cli_usage_error("image", "--mode: expected stretch or center_crop, got '%s'", v);
+        mode = v;
+      } else if (strcmp(a, "--dtype") == 0) {
+        if (strcmp(v, "uint8") != 0 && strcmp(v, "uint32") != 0)
+          return mpk_cli_usage_error("image", "--dtype: expected uint8 or uint32, got '%s'", v);
+        dtype_opt = v;
+      } else {
+        long long *dst = strcmp(a, "--width") == 0 ? &width : strcmp(a, "--height") == 0 ? &height : &max_pixels;
+        long long max = dst == &max_pixels ? MPK_CLI_SAFE_INT_MAX : MPK_IMAGE_MAX_DIM;
+        if (!mpk_cli_parse_int(v, 1, max, dst))
+          return mpk_cli_usage_error("image", "%s: expected an integer in 1..%lld, got '%s'", a, max, v);
+      }
+    } else if (a[0] == '-' && a[1] != '\0') return mpk_cli_usage_error("image", "unknown option '%s'", a);
+    else if (in) return mpk_cli_usage_error("image", "one input file, got '%s' and '%s'", in, a);
+    else in = a;
+  }
+  if (!in) return mpk_cli_usage_error("image", "no input file");
+  if (lib && !package) return mpk_cli_usage_error("image", "--lib needs --package (the binding names the input)");
+  if (!package && (!mode || !width || !height))
+    return mpk_cli_usage_error("image", "give --package DIR, or --mode, --width and --height");
+
+  processor p = {{MPK_IMAGE_RESIZE_STRETCH, 0, 0}, NULL, NULL};
+  if (package) {
+    int st = package_processor(package, lib, &p);
+    if (st) {
+      free(p.input);
+      free(p.dtype);
+      return st;
+    }
+  }
+  if (mode) p.target.mode = strcmp(mode, "center_crop") == 0 ? MPK_IMAGE_RESIZE_CENTER_CROP : MPK_IMAGE_RESIZE_STRETCH;
+  if (width) p.target.width = width;
+  if (height) p.target.height = height;
+  const char *dtype = "uint8", *dtype_from = "default";
+  int status = MPK_EXIT_OK;
+  if (p.dtype) {
+    dtype = p.dtype, dtype_from = "lib";
+    if (dtype_opt && strcmp(dtype_opt, p.dtype) != 0) {
+      fprintf(stderr, "modelpkg: %s: adapter_dtypes gives the image adapter %s; --dtype says %s\n", lib, p.dtype,
+              dtype_opt);
+      status = MPK_EXIT_FAIL;
+    } else if (strcmp(p.dtype, "uint8") != 0 && strcmp(p.dtype, "uint32") != 0) {
+      fprintf(stderr, "modelpkg: %s: image adapter dtype %s is neither uint8 nor uint32\n", lib, p.dtype);
+      status = MPK_EXIT_FAIL;
+    }
+  } else if (dtype_opt) dtype = dtype_opt, dtype_from = "option";
+
+  mpk_error err;
+  mpk_error_clear(&err);
+  mpk_image *img = NULL;
+  int elem = strcmp(dtype, "uint32") == 0 ? 4 : 1;
+  size_t bytes = 0;
+  if (status == MPK_EXIT_OK) {
+    mpk_mapped m;
+    mpk_image_options o = {.ignore_orientation = ignore_orientation, .max_pixels = (uint64_t)max_pixels};
+    int rc = mpk_map_file(in, IMAGE_MAX_FILE, &m, &err);
+    if (!rc) {
+      rc = mpk_image_from_bytes(m.data, m.size, in, &p.target, &o, &img, &err);
+      mpk_unmap_file(&m);
+    }
+    if (!rc) bytes = (size_t)img->width * (size_t)img->height * 3 * (size_t)elem;
+    if (!rc && output) rc = write_tensor(output, img, elem, bytes, &err);
+    if (!rc && png) rc = write_png(png, img, &err);
+    if (rc) status = fail_with(&err);
+  }
+  if (status == MPK_EXIT_OK) {
+    if (json) {
+      if (report_json(stdout, img, in, &p, dtype, dtype_from, bytes, output, png)) status = MPK_EXIT_FAIL;
+    } else {
+      report_text(stdout, img, in, &p, dtype, bytes);
+      if (output) printf("written: %s (%zu bytes)\n", output, bytes);
+      if (png) printf("preview: %s\n", png);
+    }
+  }
+  mpk_image_free(img);
+  free(p.input);
+  free(p.dtype);
+  return status;
+}

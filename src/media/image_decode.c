@@ -1,0 +1,328 @@
+/* The decode stage of the image frontend: a probed file to an RGB8 raster in stored orientation.
+   Each decoder writes straight into the raster (no second full-size copy): libjpeg-turbo reads
+   scanlines into its rows at the DCT scale M/8 the caller's minimum size allows; libspng decodes
+   row by row to RGB8 (16-bit samples go through one row of RGBA16 to be rounded, which libspng's
+   own 16 -> 8 conversion does not do); libwebp decodes into it as external memory.
+
+   Alpha is dropped, never composited: the colour channels as stored (what WebLLM's canvas path
+   returns for every pixel that is not fully transparent; image_resize.json's rgba_to_rgb).
+   Every library failure becomes an mpk_error naming the file; libjpeg never reaches exit(). */
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h> /* before jerror.h: jconfig.h says whether arithmetic coding is in */
+#include <jerror.h>
+#include <spng.h>
+#include <webp/decode.h>
+
+#include "../core/core.h"
+#include "image.h"
+
+/* A progressive JPEG may hold any number of scans, each a full pass over the coefficients; far
+   more than any encoder writes is refused (libjpeg-turbo's advice against scan floods). */
+#define JPEG_MAX_SCANS 500
+/* Ancillary PNG chunks libspng keeps (text, ICC, EXIF): per chunk and in total. */
+#define PNG_CHUNK_LIMIT ((size_t)16 << 20)
+#define PNG_CACHE_LIMIT ((size_t)64 << 20)
+
+static int alloc_raster(mpk_raster *r, uint64_t w, uint64_t h, const char *file, mpk_error *err) {
+  if (w == 0 || h == 0 || w > MPK_IMAGE_MAX_DIM || h > MPK_IMAGE_MAX_DIM || w * h * 3 > SIZE_MAX)
+    return mpk_fail(err, MPK_ELIMIT, file, NULL, "decoded size %llux%llu is out of range", (unsigned long long)w,
+                    (unsigned long long)h);
+  r->stride = (size_t)w * 3;
+  if (!(r->px = malloc(r->stride * (size_t)h)))
+    return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory (%llux%llu raster)", (unsigned long long)w,
+                    (unsigned long long)h);
+  r->width = (uint32_t)w;
+  r->height = (uint32_t)h;
+  return 0;
+}
+
+static void free_raster(mpk_raster *r) {
+  free(r->px);
+  memset(r, 0, sizeof *r);
+}
+
+static int header_changed(const char *file, const char *lib, uint64_t w, uint64_t h, const mpk_image_header *hd,
+                          mpk_error *err) {
+  return mpk_fail(err, MPK_EMALFORMED, file, NULL, "%s reads the image as %llux%llu, its header declares %ux%u", lib,
+                  (unsigned long long)w, (unsigned long long)h, hd->width, hd->height);
+}
+
+/* ---------------------------------------------------------------- JPEG (libjpeg-turbo) */
+
+typedef struct jpeg_job {
+  struct jpeg_decompress_struct cinfo;
+  struct jpeg_error_mgr jerr;
+  struct jpeg_progress_mgr progress;
+  jmp_buf jump;
+  int code;               /* MPK_E* of the failure that jumped */
+  char message[JMSG_LENGTH_MAX];
+  const uint8_t *data;
+  size_t len;
+  const mpk_image_header *h;
+  uint32_t min_w, min_h;
+  mpk_raster *out;
+  uint8_t *cmyk_row;
+  int scale_num;
+} jpeg_job;
+
+static void jpeg_fail_jump(j_common_ptr c, int code) {
+  jpeg_job *job = (jpeg_job *)c->client_data;
+  job->code = code;
+  c->err->format_message(c, job->message);
+  longjmp(job->jump, 1);
+}
+
+static void on_jpeg_error(j_common_ptr c) {
+  int m = c->err->msg_code;
+  jpeg_fail_jump(c, m == JERR_OUT_OF_MEMORY                                  ? MPK_ENOMEM
+                    : m == JERR_NO_BACKING_STORE || m == JERR_IMAGE_TOO_BIG ||
+                            m == JERR_WIDTH_OVERFLOW                        ? MPK_ELIMIT
+                    : m == JERR_BAD_PRECISION || m == JERR_CONVERSION_NOTIMPL ||
+                            m == JERR_NOT_COMPILED                          ? MPK_EUNSUPPORTED
+                                                                            : MPK_EMALFORMED);
+}
+
+/* Warnings that mean pixel data is missing or damaged stop the decode (libjpeg would go on and fill
+   the rest with grey); the harmless ones (extra bytes between markers, an unknown JFIF revision or
+   Adobe transform, a bad ICC marker) do not. Trace messages are ignored. */
+static void on_jpeg_message(j_common_ptr c, int level) {
+  if (level >= 0) return;
+  int m = c->err->msg_code;
+  if (m == JWRN_JPEG_EOF || m == JWRN_HIT_MARKER || m == JWRN_HUFF_BAD_CODE || m == JWRN_ARITH_BAD_CODE ||
+      m == JWRN_MUST_RESYNC || m == JWRN_BOGUS_PROGRESSION || m == JWRN_NOT_SEQUENTIAL)
+    jpeg_fail_jump(c, MPK_EMALFORMED);
+}
+
+static void on_jpeg_progress(j_common_ptr c) {
+  j_decompress_ptr d = (j_decompress_ptr)c;
+  if (d->progressive_mode && d->input_scan_number > JPEG_MAX_SCANS) {
+    jpeg_job *job = (jpeg_job *)c->client_data;
+    job->code = MPK_ELIMIT;
+    snprintf(job->message, sizeof job->message, "progressive JPEG has more than %d scans", JPEG_MAX_SCANS);
+    longjmp(job->jump, 1);
+  }
+}
+
+/* Adobe-written CMYK is stored inverted; the conversion is Pillow's cmyk2rgb (each channel
+   (255 - C)(255 - K)/255, rounded). */
+static void cmyk_to_rgb(const uint8_t *in, uint8_t *out, uint32_t w, bool inverted) {
+  for (uint32_t x = 0; x < w; x++, in += 4, out += 3) {
+    unsigned k = inverted ? in[3] : 255u - in[3];
+    for (int i = 0; i < 3; i++) {
+      unsigned c = inverted ? in[i] : 255u - in[i];
+      out[i] = (uint8_t)((c * k + 127) / 255);
+    }
+  }
+}
+
+/* Everything that may longjmp; state lives in *job (never in locals of this function). */
+static int jpeg_run(jpeg_job *job, const char *file, mpk_error *err) {
+  struct jpeg_decompress_struct *ci = &job->cinfo;
+  if (setjmp(job->jump)) {
+    if (job->code == MPK_EMALFORMED && ci->err->msg_code == JWRN_JPEG_EOF)
+      return mpk_fail(err, MPK_EMALFORMED, file, NULL, "JPEG is truncated: its image data ends early");
+    if (job->code == MPK_EMALFORMED) {
+      const char *m = job->message, *prefix = "Corrupt JPEG data: ";
+      if (strncmp(m, prefix, strlen(prefix)) == 0) m += strlen(prefix);
+      return mpk_fail(err, job->code, file, NULL, "JPEG data is corrupt: %s", m);
+    }
+    return mpk_fail(err, job->code, file, NULL, "JPEG: %s", job->message);
+  }
+  ci->client_data = job; /* kept by jpeg_create_decompress, which may already fail */
+  jpeg_create_decompress(ci);
+  ci->progress = &job->progress;
+  jpeg_mem_src(ci, job->data, (unsigned long)job->len);
+  if (jpeg_read_header(ci, TRUE) != JPEG_HEADER_OK)
+    return mpk_fail(err, MPK_EMALFORMED, file, NULL, "JPEG holds tables only, no image");
+  if (ci->image_width != job->h->width || ci->image_height != job->h->height)
+    return header_changed(file, "libjpeg", ci->image_width, ci->image_height, job->h, err);
+  bool cmyk = ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK;
+  ci->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+  ci->dct_method = JDCT_ISLOW;
+  /* The smallest M/8 whose output still covers the minimum (M = 8 when none does). */
+  for (int m = 1; m <= 8; m++) {
+    ci->scale_num = (unsigned)m;
+    ci->scale_denom = 8;
+    jpeg_calc_output_dimensions(ci);
+    job->scale_num = m;
+    if (ci->output_width >= job->min_w && ci->output_height >= job->min_h) break;
+  }
+  jpeg_start_decompress(ci);
+  if (ci->output_components != (cmyk ? 4 : 3))
+    return mpk_fail(err, MPK_EUNSUPPORTED, file, NULL, "JPEG: unexpected %d output components", ci->output_components);
+  int rc = alloc_raster(job->out, ci->output_width, ci->output_height, file, err);
+  if (rc) return rc;
+  if (cmyk && !(job->cmyk_row = malloc((size_t)ci->output_width * 4)))
+    return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
+  while (ci->output_scanline < ci->output_height) {
+    JSAMPROW rows[16];
+    JDIMENSION y = ci->output_scanline, k = 0;
+    if (cmyk) rows[k++] = job->cmyk_row;
+    else
+      while (k < 16 && y + k < ci->output_height) {
+        rows[k] = job->out->px + (size_t)(y + k) * job->out->stride;
+        k++;
+      }
+    JDIMENSION got = jpeg_read_scanlines(ci, rows, k);
+    if (got == 0) return mpk_fail(err, MPK_EMALFORMED, file, NULL, "JPEG decoder made no progress");
+    if (cmyk) cmyk_to_rgb(job->cmyk_row, job->out->px + (size_t)y * job->out->stride, ci->output_width, ci->saw_Adobe_marker);
+  }
+  /* Not jpeg_finish_decompress: every pixel has been read; what follows the last scan is not the
+     picture's (a file cut before its EOI has already been refused: the entropy decoder reads
+     ahead and meets the end of the data). */
+  return 0;
+}
+
+static int decode_jpeg(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h, uint32_t min_w,
+                       uint32_t min_h, mpk_raster *out, int *scale_num, mpk_error *err) {
+  jpeg_job *job = calloc(1, sizeof *job);
+  if (!job) return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
+  job->cinfo.err = jpeg_std_error(&job->jerr);
+  job->jerr.error_exit = on_jpeg_error;
+  job->jerr.emit_message = on_jpeg_message;
+  job->progress.progress_monitor = on_jpeg_progress;
+  job->data = data;
+  job->len = len;
+  job->h = h;
+  job->min_w = min_w;
+  job->min_h = min_h;
+  job->out = out;
+  int rc = jpeg_run(job, file, err);
+  jpeg_destroy_decompress(&job->cinfo);
+  free(job->cmyk_row);
+  if (rc) free_raster(out);
+  else *scale_num = job->scale_num;
+  free(job);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- PNG (libspng) */
+
+static int png_fail(int e, const char *file, mpk_error *err) {
+  switch (e) {
+    case SPNG_EMEM: return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory (PNG)");
+    case SPNG_EOF: return mpk_fail(err, MPK_EMALFORMED, file, NULL, "PNG is truncated: %s", spng_strerror(e));
+    case SPNG_ECHUNK_CRC: return mpk_fail(err, MPK_EMALFORMED, file, NULL, "PNG chunk CRC mismatch: the file is damaged");
+    case SPNG_ECHUNK_LIMITS: case SPNG_EUSER_WIDTH: case SPNG_EUSER_HEIGHT: case SPNG_EOVERFLOW:
+      return mpk_fail(err, MPK_ELIMIT, file, NULL, "PNG: %s", spng_strerror(e));
+    default: return mpk_fail(err, MPK_EMALFORMED, file, NULL, "PNG is malformed: %s", spng_strerror(e));
+  }
+}
+
+/* 16-bit to 8 with rounding: round(v / 257), exactly. */
+static inline uint8_t to8(uint16_t v) { return (uint8_t)(((uint32_t)v * 255 + 32895) >> 16); }
+
+static int decode_png(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h, mpk_raster *out,
+                      mpk_error *err) {
+  spng_ctx *ctx = spng_ctx_new(0);
+  if (!ctx) return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory (PNG)");
+  uint16_t *row16 = NULL;
+  int e, rc = 0;
+  struct spng_ihdr ih;
+  spng_set_crc_action(ctx, SPNG_CRC_ERROR, SPNG_CRC_ERROR); /* a damaged chunk of any kind refuses the file */
+  spng_set_image_limits(ctx, MPK_IMAGE_MAX_DIM, MPK_IMAGE_MAX_DIM);
+  spng_set_chunk_limits(ctx, PNG_CHUNK_LIMIT, PNG_CACHE_LIMIT);
+  if ((e = spng_set_png_buffer(ctx, data, len)) || (e = spng_get_ihdr(ctx, &ih))) {
+    rc = png_fail(e, file, err);
+    goto out;
+  }
+  if (ih.width != h->width || ih.height != h->height) {
+    rc = header_changed(file, "libspng", ih.width, ih.height, h, err);
+    goto out;
+  }
+  bool wide = ih.bit_depth == 16;
+  if ((rc = alloc_raster(out, ih.width, ih.height, file, err))) goto out;
+  if (wide && !(row16 = malloc((size_t)ih.width * 8))) {
+    rc = mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
+    goto out;
+  }
+  if ((e = spng_decode_image(ctx, NULL, 0, wide ? SPNG_FMT_RGBA16 : SPNG_FMT_RGB8, SPNG_DECODE_PROGRESSIVE))) {
+    rc = png_fail(e, file, err);
+    goto out;
+  }
+  /* Interlaced rows come pass by pass, each with the Adam7 columns of its pass filled in. */
+  static const uint32_t x0[7] = {0, 4, 0, 2, 0, 1, 0}, dx[7] = {8, 8, 4, 4, 2, 2, 1};
+  for (;;) {
+    struct spng_row_info ri;
+    if ((e = spng_get_row_info(ctx, &ri))) break;
+    if (ri.row_num >= ih.height) {
+      rc = mpk_fail(err, MPK_EMALFORMED, file, NULL, "PNG decoder returned row %u of %u", ri.row_num, ih.height);
+      goto out;
+    }
+    uint8_t *dst = out->px + (size_t)ri.row_num * out->stride;
+    if (!wide) {
+      if ((e = spng_decode_row(ctx, dst, out->stride))) break;
+      continue;
+    }
+    if ((e = spng_decode_row(ctx, row16, (size_t)ih.width * 8)) && e != SPNG_EOI) break;
+    uint32_t first = 0, step = 1;
+    if (ih.interlace_method && ri.pass >= 0 && ri.pass < 7) first = x0[ri.pass], step = dx[ri.pass];
+    for (uint32_t x = first; x < ih.width; x += step) {
+      dst[3 * x] = to8(row16[4 * x]);
+      dst[3 * x + 1] = to8(row16[4 * x + 1]);
+      dst[3 * x + 2] = to8(row16[4 * x + 2]);
+    }
+    if (e == SPNG_EOI) break;
+  }
+  if (e != SPNG_EOI) {
+    rc = png_fail(e, file, err);
+    goto out;
+  }
+  /* The rows can be complete before the end of the last IDAT chunk is read: read on to IEND, so
+     that its CRC, the chunks after the image and the end of the file are checked too. */
+  if ((e = spng_decode_chunks(ctx))) rc = png_fail(e, file, err);
+out:
+  spng_ctx_free(ctx);
+  free(row16);
+  if (rc) free_raster(out);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- WebP (libwebp) */
+
+static int decode_webp(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h, mpk_raster *out,
+                       mpk_error *err) {
+  WebPDecoderConfig cfg;
+  if (!WebPInitDecoderConfig(&cfg)) return mpk_fail(err, MPK_EUNSUPPORTED, file, NULL, "libwebp version mismatch");
+  int rc = alloc_raster(out, h->width, h->height, file, err);
+  if (rc) return rc;
+  cfg.output.colorspace = MODE_RGB;
+  cfg.output.is_external_memory = 1;
+  cfg.output.width = (int)h->width;
+  cfg.output.height = (int)h->height;
+  cfg.output.u.RGBA.rgba = out->px;
+  cfg.output.u.RGBA.stride = (int)out->stride;
+  cfg.output.u.RGBA.size = out->stride * out->height;
+  size_t end = len;
+  if (len >= 8) { /* only the RIFF chunk (the probe checked it fits) */
+    uint64_t riff = (uint64_t)data[4] | (uint64_t)data[5] << 8 | (uint64_t)data[6] << 16 | (uint64_t)data[7] << 24;
+    if (riff + 8 < end) end = (size_t)riff + 8;
+  }
+  VP8StatusCode s = WebPDecode(data, end, &cfg);
+  if (s == VP8_STATUS_OK && (cfg.output.width != (int)h->width || cfg.output.height != (int)h->height))
+    rc = header_changed(file, "libwebp", (uint64_t)cfg.output.width, (uint64_t)cfg.output.height, h, err);
+  else if (s != VP8_STATUS_OK) rc = mpk_image_webp_fail(s, file, "image data", err);
+  WebPFreeDecBuffer(&cfg.output);
+  if (rc) free_raster(out);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- entry point */
+
+int mpk_image_decode(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h, uint32_t min_width,
+                     uint32_t min_height, mpk_raster *out, int *scale_num, mpk_error *err) {
+  if (!file) file = "image";
+  if (!out || !h || !scale_num || !data) return mpk_fail(err, MPK_EINVAL, file, NULL, "no input or output");
+  memset(out, 0, sizeof *out);
+  *scale_num = 8;
+  switch (h->format) {
+    case MPK_IMAGE_FORMAT_JPEG: return decode_jpeg(data, len, file, h, min_width, min_height, out, scale_num, err);
+    case MPK_IMAGE_FORMAT_PNG: return decode_png(data, len, file, h, out, err);
+    case MPK_IMAGE_FORMAT_WEBP: return decode_webp(data, len, file, h, out, err);
+    default: return mpk_fail(err, MPK_EINVAL, file, NULL, "header was not probed");
+  }
+}

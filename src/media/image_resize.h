@@ -1,0 +1,55 @@
+/* Internal: the resampler behind mpk_image_resample (image.h), fed one stored row at a time so that
+   a decoder can stream rows into it: no full-size raster has to exist, and with a worker thread the
+   resampling of one band runs while the next is decoded.
+
+   Rows are given in stored order (0, 1, 2, ...). Only rows in [first, end) of
+   mpk_resampler_rows() are read: a decoder may stop after `end`. The output window is complete
+   after mpk_resampler_finish() returns 0. One thread at a time per resampler (the worker is
+   internal). */
+#ifndef MPK_MEDIA_IMAGE_RESIZE_H
+#define MPK_MEDIA_IMAGE_RESIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "modelpkg.h"
+
+typedef struct mpk_resampler mpk_resampler;
+
+/* Rows are copied (only the columns the window reads): the caller may reuse its row buffer. Without
+   it, every pushed row must stay valid until mpk_resampler_finish(). */
+#define MPK_RESAMPLER_COPY 1
+/* Resample on a worker thread while the caller pushes rows (implies COPY). */
+#define MPK_RESAMPLER_THREAD 2
+
+/* A resampler for a src_width x src_height RGB8 raster in stored orientation; see
+   mpk_image_resample for orientation, plan and window. extent_w x extent_h: how many of the
+   raster's pixels the image content spans (0: all), for a reduced decode whose last column and row
+   are partly padding (see mpk_image_resample_scaled). `out` (out_width * out_height * 3 bytes) must
+   stay valid until finish. */
+int mpk_resampler_new(uint32_t src_width, uint32_t src_height, double extent_w, double extent_h, int orientation,
+                      const mpk_image_plan *plan, int64_t out_width, int64_t out_height, uint8_t *out, int flags,
+                      mpk_resampler **r, mpk_error *err);
+/* The stored rows [*first, *end) that the output depends on. */
+void mpk_resampler_rows(const mpk_resampler *r, uint32_t *first, uint32_t *end);
+/* The next stored row (src_width * 3 bytes). 0, or MPK_EINVAL (no row, or more rows than src_height). */
+int mpk_resampler_push(mpk_resampler *r, const uint8_t *row);
+/* Wait for the output; MPK_EINVAL when rows the window needs were never pushed. */
+int mpk_resampler_finish(mpk_resampler *r, mpk_error *err);
+void mpk_resampler_free(mpk_resampler *r);
+
+/* mpk_image_resample for a JPEG decoded at the DCT scale M/8 (scale_num = M): the raster is
+   ceil(full * M / 8) pixels on a side (checked), but the picture spans exactly full * M / 8 of them
+   -- the last block's outputs are partly padding. Sampling on the raster's own size instead would
+   stretch the picture by up to one reduced pixel (0.3% for a 1081-row photo at 5/8), which shows
+   as a shift of a whole source pixel at the far edge. full_width x full_height: the stored size
+   in the file. scale_num 8 is mpk_image_resample. */
+int mpk_image_resample_scaled(const mpk_raster *src, uint32_t full_width, uint32_t full_height, int scale_num,
+                              int orientation, const mpk_image_plan *plan, int64_t out_width, int64_t out_height,
+                              uint8_t *out, mpk_error *err);
+
+/* Tests: cap the instruction set the kernels use (0 portable C, 1 SSE2, 2 SSSE3, 3 AVX2; the
+   machine's own support still applies). Returns the previous cap. Every level gives the same bytes. */
+int mpk_image_resample_simd_cap(int level);
+
+#endif

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# modelpkg image end to end: ad-hoc and package resizes, EXIF orientation (applied and ignored),
+# the llava-image example's processor and its library's adapter_dtypes (uint32), -o / --png / --json,
+# refusals with their messages (exit 1), usage errors (exit 2), and outputs never half-written.
+set -euo pipefail
+CLI=$1
+SRC=$2
+PY=/usr/bin/python3
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+PKG="$SRC/examples/llava-image"
+LIB="$PKG/lib/llava-image-webgpu.wasm"
+
+# Inputs, written with Pillow: an upright 64x48 picture (left half red, right half blue, a green
+# top-left corner block), the same stored rotated with EXIF orientation 6 (JPEG APP1, PNG eXIf,
+# WebP EXIF), a palette GIF, a text file named .jpg, a truncated JPEG.
+$PY - "$T" <<'PY'
+import sys
+from PIL import Image
+d = sys.argv[1]
+up = Image.new("RGB", (64, 48), (220, 30, 30))
+up.paste((30, 30, 220), (32, 0, 64, 48))
+up.paste((30, 200, 30), (0, 0, 16, 16))
+up.save(f"{d}/up.png")
+up.save(f"{d}/up.jpg", quality=95, subsampling=0)
+stored = up.transpose(Image.Transpose.ROTATE_90)  # counter-clockwise: orientation 6 turns it back
+ex = Image.Exif()
+ex[0x0112] = 6
+stored.save(f"{d}/rot6.jpg", quality=95, subsampling=0, exif=ex.tobytes())
+stored.save(f"{d}/rot6.png", exif=ex.tobytes())
+stored.save(f"{d}/rot6.webp", lossless=True, exif=ex.tobytes())
+Image.new("P", (4, 4)).save(f"{d}/x.gif")
+open(f"{d}/notes.jpg", "w").write("not a photo\n")
+data = open(f"{d}/up.jpg", "rb").read()
+open(f"{d}/cut.jpg", "wb").write(data[: len(data) // 2])
+PY
+
+# Checks a raw uint8 tensor: the upright picture's three regions at their places.
+check_upright() { # FILE W H
+  $PY - "$1" "$2" "$3" <<'PY' || fail "not upright: $1"
+import sys, numpy as np
+f, w, h = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+x = np.fromfile(f, dtype=np.uint8).reshape(h, w, 3).astype(int)
+def near(p, c): return all(abs(a - b) <= 12 for a, b in zip(p, c))
+assert near(x[h * 3 // 4, w // 8], (220, 30, 30)), x[h * 3 // 4, w // 8]
+assert near(x[h // 2, w * 7 // 8], (30, 30, 220)), x[h // 2, w * 7 // 8]
+assert near(x[h // 8, w // 16], (30, 200, 30)), x[h // 8, w // 16]
+PY
+}
+
+# ---- ad-hoc size, all three formats, orientation 6 applied
+out=$("$CLI" image "$T/up.png" --mode stretch --width 64 --height 48 -o "$T/a.raw")
+echo "$out"
+echo "$out" | grep -q "source:  $T/up.png: png 64x48, 3 channels, 8-bit" || fail "source line"
+echo "$out" | grep -q "plan:    stretch to 64x48: drawn at 64x48, window at (0, 0)" || fail "plan line"
+echo "$out" | grep -q "output:  \[1, 48, 64, 3\] uint8, 9216 bytes" || fail "output line"
+[ "$(stat -c %s "$T/a.raw")" = 9216 ] || fail "output size"
+check_upright "$T/a.raw" 64 48
+for f in rot6.jpg rot6.png rot6.webp; do
+  out=$("$CLI" image "$T/$f" --mode stretch --width 64 --height 48 -o "$T/r.raw")
+  echo "$out" | grep -q "orient:  EXIF 6 (rotated 90 CW), applied" || fail "$f: orientation line: $out"
+  check_upright "$T/r.raw" 64 48
+  # ignored: the stored (sideways) raster, 48 wide and 64 high
+  out=$("$CLI" image "$T/$f" --mode stretch --width 48 --height 64 --ignore-orientation -o "$T/s.raw")
+  echo "$out" | grep -q "EXIF 6 (rotated 90 CW), ignored" || fail "$f: ignored line"
+  $PY -c "
+import numpy as np; x = np.fromfile('$T/s.raw', dtype=np.uint8).reshape(64, 48, 3).astype(int)
+assert abs(x[60, 24][0] - 220) <= 12 and abs(x[4, 24][2] - 220) <= 12, (x[60, 24], x[4, 24])  # red bottom, blue top
+" || fail "$f: not as stored"
+done
+
+# ---- the llava-image example: center_crop 336 from the package, uint32 from the library
+out=$("$CLI" image "$T/up.jpg" --package "$PKG" -o "$T/p8.raw" --png "$T/prev.png")
+echo "$out"
+echo "$out" | grep -q "decoded: 64x48 (JPEG DCT scale 8/8)" || fail "decoded line"
+echo "$out" | grep -q "plan:    center_crop to 336x336: drawn at 448x336, window at (56, 0)" || fail "package plan"
+echo "$out" | grep -q "for input image" || fail "input name"
+[ "$(stat -c %s "$T/p8.raw")" = 338688 ] || fail "uint8 size"
+"$CLI" image "$T/up.jpg" --package "$PKG" --lib "$LIB" -o "$T/p32.raw" --json >"$T/r.json"
+[ "$(stat -c %s "$T/p32.raw")" = 1354752 ] || fail "uint32 size"
+$PY - "$T" <<'PY' || fail "json / uint32 / preview"
+import json, sys, numpy as np
+from PIL import Image
+d = sys.argv[1]
+r = json.load(open(f"{d}/r.json"))
+assert r["source"]["format"] == "jpeg" and r["source"]["width"] == 64 and r["source"]["height"] == 48, r
+assert r["decoded"] == {"width": 64, "height": 48, "jpeg_scale_num": 8}, r["decoded"]
+assert r["processor"] == {"input": "image", "mode": "center_crop", "width": 336, "height": 336}, r
+assert r["plan"] == {"width": 448, "height": 336, "left": 56, "top": 0}, r["plan"]
+o = r["output"]
+assert o["shape"] == [1, 336, 336, 3] and o["dtype"] == "uint32" and o["dtype_from"] == "lib", o
+assert o["bytes"] == 1354752 and o["file"].endswith("p32.raw") and o["preview"] is None, o
+u8 = np.fromfile(f"{d}/p8.raw", dtype=np.uint8)
+u32 = np.fromfile(f"{d}/p32.raw", dtype="<u4")
+assert (u32 == u8).all(), "uint32 is not the zero-extended uint8"
+prev = np.asarray(Image.open(f"{d}/prev.png"))
+assert prev.shape == (336, 336, 3) and (prev.reshape(-1) == u8).all(), "preview differs from the tensor"
+PY
+
+# --dtype against the library's adapter_dtypes: refused (exit 1); alone it is obeyed.
+set +e
+"$CLI" image "$T/up.jpg" --package "$PKG" --lib "$LIB" --dtype uint8 -o "$T/x.raw" 2>"$T/err"; rc=$?
+set -e
+[ $rc = 1 ] || fail "dtype conflict: exit $rc"
+grep -q "adapter_dtypes gives the image adapter uint32; --dtype says uint8" "$T/err" || fail "dtype message: $(cat "$T/err")"
+[ ! -e "$T/x.raw" ] || fail "output written after a refusal"
+"$CLI" image "$T/up.jpg" --package "$PKG" --dtype uint32 --width 10 --height 10 -o "$T/d.raw" >/dev/null
+[ "$(stat -c %s "$T/d.raw")" = 1200 ] || fail "--dtype uint32 with overridden size"
+
+# ---- refusals: exit 1, the reason on stderr, an existing output left as it was, no temp files
+echo old >"$T/keep.raw"
+refuse() { # FILE MESSAGE
+  set +e
+  "$CLI" image "$1" --mode center_crop --width 32 --height 32 -o "$T/keep.raw" --png "$T/keep.png" 2>"$T/err"
+  local rc=$?
+  set -e
+  [ $rc = 1 ] || fail "$1: exit $rc"
+  grep -qF "$2" "$T/err" || fail "$1: message: $(cat "$T/err")"
+  [ "$(cat "$T/keep.raw")" = old ] || fail "$1: output changed"
+  [ ! -e "$T/keep.png" ] || fail "$1: preview written"
+}
+refuse "$T/x.gif" "not a JPEG, PNG or WebP image: a GIF image"
+refuse "$T/notes.jpg" "not a JPEG, PNG or WebP image: not an image"
+refuse "$T/cut.jpg" "JPEG is truncated: its image data ends early"
+refuse "$T/missing.png" "missing.png"
+set +e
+"$CLI" image "$T/up.png" --mode stretch --width 8 --height 8 --max-pixels 100 2>"$T/err"; rc=$?
+set -e
+[ $rc = 1 ] && grep -q "64x48 = 3072 pixels, above the limit of 100" "$T/err" || fail "max-pixels: $(cat "$T/err")"
+# An output directory that does not exist: refused, nothing left behind.
+set +e
+"$CLI" image "$T/up.png" --mode stretch --width 8 --height 8 -o "$T/nodir/o.raw" 2>"$T/err"; rc=$?
+set -e
+[ $rc = 1 ] || fail "bad output path: exit $rc"
+ls "$T" | grep -q '\.tmp\.' && fail "temporary file left behind"
+
+# A FIFO (like /dev/null or /dev/stdout) is written into, not replaced by a renamed file.
+mkfifo "$T/fifo"
+cat "$T/fifo" >"$T/from_fifo" &
+"$CLI" image "$T/up.png" --mode stretch --width 8 --height 8 -o "$T/fifo" >/dev/null
+wait
+[ -p "$T/fifo" ] || fail "the FIFO was replaced"
+[ "$(stat -c %s "$T/from_fifo")" = 192 ] || fail "FIFO output size"
+
+# ---- usage errors: exit 2
+usage() {
+  set +e
+  "$CLI" image "$@" >/dev/null 2>&1
+  local rc=$?
+  set -e
+  [ $rc = 2 ] || fail "usage '$*': exit $rc"
+}
+usage
+usage "$T/up.png"
+usage "$T/up.png" --mode stretch --width 8
+usage "$T/up.png" --mode squash --width 8 --height 8
+usage "$T/up.png" --mode stretch --width 0 --height 8
+usage "$T/up.png" --mode stretch --width 70000 --height 8
+usage "$T/up.png" --mode stretch --width 8 --height 8 --dtype float32
+usage "$T/up.png" --mode stretch --width 8 --height 8 --lib "$LIB"
+usage "$T/up.png" "$T/up.jpg" --mode stretch --width 8 --height 8
+usage "$T/up.png" --frobnicate
+usage "$T/up.png" --package
+"$CLI" image --help | grep -q "usage: modelpkg image IN" || fail "help"
+"$CLI" --help | grep -q "image IN --package DIR" || fail "top-level help"
+echo "ok"
