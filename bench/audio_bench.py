@@ -84,7 +84,6 @@ def main():
             print("round %d: %s" % (r + 1, "  ".join("%s %.3f s" % (n, got[n]) for n in names)) +
                   ("  (WebLLM call %.3f s)" % (call_ms[-1] / 1000) if webllm else ""), flush=True)
 
-        ref = np.fromfile(out["sox.wav"], dtype="<f4").astype(np.float64)
         # sox's WAV: skip its header (float WAVs carry a fact chunk); the data chunk's size is known.
         raw = open(out["sox.wav"], "rb").read()
         d = raw.rfind(b"data")
