@@ -330,7 +330,10 @@ static void test_wav_file_releases_input(void **state) {
   if (mpk_audio_from_wav_file(path, &t, &a, &err)) fail_msg("%s", tu_err(&err));
   long grown = rss_kib() - before, out_kib = (long)(a->n_samples * 4 / 1024);
   print_message("   file: output %ld KiB, resident grew %ld KiB (input %u KiB)\n", out_kib, grown, frames * 4 / 1024);
-  assert_true(grown < out_kib + 8 * 1024); /* the 64 MiB input is not resident */
+  /* The 64 MiB input is not resident: without the release, growth is input + output (75 MiB);
+     with it, the output (11 MiB; 12 in huge pages) plus working set — more under ASan, whose
+     shadow and quarantine count too, so the bound is half the input. */
+  assert_true(grown < (long)(frames * 4 / 1024) / 2);
   mpk_mapped m;
   assert_int_equal(mpk_map_file(path, (size_t)1 << 30, &m, &err), 0);
   assert_int_equal(mpk_audio_from_wav(m.data, m.size, path, &t, &b, &err), 0);
