@@ -72,18 +72,30 @@ int mpk_image_from_bytes(const void *data, size_t len, const char *file, const m
   uint32_t min_w = clamp_u32(need_w + (need_w + 9) / 10), min_h = clamp_u32(need_h + (need_h + 9) / 10);
   mpk_image *img = calloc(1, sizeof *img);
   if (!img) return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
-  mpk_raster r;
+  mpk_raster r = {0};
   int scale = 8;
-  if ((rc = mpk_image_decode(data, len, file, &h, min_w, min_h, &r, &scale, err))) {
-    mpk_image_free(img);
-    return rc;
-  }
   size_t n = (size_t)target->width * (size_t)target->height * 3; /* bounded by check_target */
-  if (!(img->pixels = malloc(n))) rc = mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory (output tensor)");
-  else /* a reduced JPEG spans W*M/8 of its ceil(W*M/8) columns: sample on that exact extent */
-    rc = mpk_image_resample_scaled(&r, h.width, h.height, scale, orientation, &plan, target->width, target->height,
-                                   img->pixels, err);
-  free(r.px);
+  if (!(img->pixels = malloc(n))) {
+    mpk_image_free(img);
+    return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory (output tensor)");
+  }
+  bool streamed = false;
+  if (h.format == MPK_IMAGE_FORMAT_PNG) { /* rows straight into the resampler: no full-size raster */
+    mpk_resampler *rs = NULL;
+    rc = mpk_resampler_new(h.width, h.height, 0, 0, orientation, &plan, target->width, target->height, img->pixels,
+                           MPK_RESAMPLER_THREAD, &rs, err);
+    if (!rc) rc = mpk_image_decode_png_stream(data, len, file, &h, rs, &streamed, err);
+    if (!rc && streamed) rc = mpk_resampler_finish(rs, err);
+    mpk_resampler_free(rs);
+    r.width = h.width, r.height = h.height;
+  }
+  if (!rc && !streamed) {
+    if (!(rc = mpk_image_decode(data, len, file, &h, min_w, min_h, &r, &scale, err)))
+      /* a reduced JPEG spans W*M/8 of its ceil(W*M/8) columns: sample on that exact extent */
+      rc = mpk_image_resample_scaled(&r, h.width, h.height, scale, orientation, &plan, target->width, target->height,
+                                     img->pixels, err);
+    free(r.px);
+  }
   if (rc) {
     mpk_image_free(img);
     return rc;

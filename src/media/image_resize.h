@@ -9,6 +9,7 @@
 #ifndef MPK_MEDIA_IMAGE_RESIZE_H
 #define MPK_MEDIA_IMAGE_RESIZE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,12 @@ void mpk_resampler_free(mpk_resampler *r);
 int mpk_image_resample_scaled(const mpk_raster *src, uint32_t full_width, uint32_t full_height, int scale_num,
                               int orientation, const mpk_image_plan *plan, int64_t out_width, int64_t out_height,
                               uint8_t *out, mpk_error *err);
+
+/* A PNG decoded row by row straight into `rs` (a resampler for its stored size, made without an
+   extent), with no raster (image_decode.c). An interlaced PNG is not streamable: nothing is done,
+   *streamed stays false, and the caller decodes it to a raster instead. */
+int mpk_image_decode_png_stream(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h,
+                                mpk_resampler *rs, bool *streamed, mpk_error *err);
 
 /* Tests: cap the instruction set the kernels use (0 portable C, 1 SSE2, 2 SSSE3, 3 AVX2; the
    machine's own support still applies). Returns the previous cap. Every level gives the same bytes. */
