@@ -1,12 +1,8 @@
 /* modelpkg image IN --package DIR [-o OUT.raw] [--png PREVIEW.png] [--json]: a photo to the
    [1, H, W, 3] pixel tensor of the package's image_decode processor, and a report of what it was
    (format, size, EXIF orientation) and what was done (JPEG DCT scale, resize plan, dtype). */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <spng.h>
 
