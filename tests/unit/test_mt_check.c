@@ -55,19 +55,7 @@ static char *at(const char *rel) {
 }
 
 /* Replace the first occurrence of `from` in PKG/rel. */
-static void edit(const char *rel, const char *from, const char *to) {
-  size_t len;
-  char *text = (char *)tu_read_file(at(rel), &len);
-  char *hit = strstr(text, from);
-  if (!hit) fail_msg("%s has no \"%s\"", rel, from);
-  FILE *f = fopen(at(rel), "wb");
-  assert_non_null(f);
-  fwrite(text, 1, (size_t)(hit - text), f);
-  fputs(to, f);
-  fputs(hit + strlen(from), f);
-  fclose(f);
-  free(text);
-}
+static void edit(const char *rel, const char *from, const char *to) { tu_replace_in_file(at(rel), from, to); }
 
 /* The conformance tiny package's inference/model.onnx is a 17-byte placeholder, not a graph, so
    these tests, which are about the manifest, the files and the load gate, do not read it

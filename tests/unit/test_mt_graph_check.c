@@ -313,19 +313,7 @@ static void test_build_reproduces_reference_codec(void **state) {
   mpk_mt_handoff_build_result_free(&built);
 }
 
-static void edit(const char *rel, const char *from, const char *to) {
-  size_t len;
-  char *text = (char *)tu_read_file(at(rel), &len);
-  char *hit = strstr(text, from);
-  if (!hit) fail_msg("%s has no \"%s\"", rel, from);
-  FILE *f = fopen(at(rel), "wb");
-  assert_non_null(f);
-  fwrite(text, 1, (size_t)(hit - text), f);
-  fputs(to, f);
-  fputs(hit + strlen(from), f);
-  fclose(f);
-  free(text);
-}
+static void edit(const char *rel, const char *from, const char *to) { tu_replace_in_file(at(rel), from, to); }
 
 static void test_build_refusals(void **state) {
   (void)state;

@@ -27,6 +27,20 @@ uint8_t *tu_read_file(const char *path, size_t *len) {
   return p;
 }
 
+void tu_replace_in_file(const char *path, const char *from, const char *to) {
+  size_t len;
+  char *text = (char *)tu_read_file(path, &len);
+  char *hit = strstr(text, from);
+  if (!hit) fail_msg("%s has no \"%s\"", path, from);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fwrite(text, 1, (size_t)(hit - text), f);
+  fputs(to, f);
+  fputs(hit + strlen(from), f);
+  fclose(f);
+  free(text);
+}
+
 json_t *tu_load_json(const char *path) {
   json_error_t e;
   json_t *v = json_load_file(path, JSON_ALLOW_NUL, &e);

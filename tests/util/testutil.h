@@ -17,6 +17,8 @@
 const char *tu_shared(const char *rel);
 /* Read a whole file; aborts the test on failure. Caller frees. */
 uint8_t *tu_read_file(const char *path, size_t *len);
+/* Replace the first occurrence of `from` in the file with `to` (fails the test when absent). */
+void tu_replace_in_file(const char *path, const char *from, const char *to);
 /* Load a JSON file (fails the test on error). */
 json_t *tu_load_json(const char *path);
 /* The `cases` array of a conformance file under shared/conformance/mlc-webllm/. */
