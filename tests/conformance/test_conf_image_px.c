@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include <spng.h>
-#include <webp/encode.h>
 
 #include "core/core.h"
+#include "image_fixture.h"
 #include "testutil.h"
 
 static json_t *root;
@@ -27,37 +27,13 @@ static uint8_t *u8_array(const json_t *a, size_t *n) {
 }
 
 static void *png_rgba(const uint8_t *rgba, uint32_t w, uint32_t h, size_t *len) {
-  spng_ctx *ctx = spng_ctx_new(SPNG_CTX_ENCODER);
-  spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1);
-  struct spng_ihdr ih = {w, h, 8, SPNG_COLOR_TYPE_TRUECOLOR_ALPHA, 0, 0, 0};
-  assert_int_equal(spng_set_ihdr(ctx, &ih), 0);
-  assert_int_equal(spng_encode_image(ctx, rgba, (size_t)w * h * 4, SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE), 0);
-  int e = 0;
-  void *p = spng_get_png_buffer(ctx, len, &e);
-  assert_non_null(p);
-  spng_ctx_free(ctx);
-  return p;
+  tu_png_opts o = {.ct = SPNG_COLOR_TYPE_TRUECOLOR_ALPHA, .bd = 8};
+  return tu_png_encode(w, h, &o, rgba, (size_t)w * h * 4, len);
 }
 
+/* Lossless and exact: the colour under alpha 0 kept, as the PNG does. */
 static void *webp_rgba(const uint8_t *rgba, uint32_t w, uint32_t h, size_t *len) {
-  WebPConfig cfg;
-  assert_true(WebPConfigInit(&cfg));
-  cfg.lossless = 1;
-  cfg.exact = 1; /* keep the colour under alpha 0, as the PNG does */
-  WebPPicture pic;
-  assert_true(WebPPictureInit(&pic));
-  pic.use_argb = 1;
-  pic.width = (int)w;
-  pic.height = (int)h;
-  assert_true(WebPPictureImportRGBA(&pic, rgba, (int)w * 4));
-  WebPMemoryWriter wr;
-  WebPMemoryWriterInit(&wr);
-  pic.writer = WebPMemoryWrite;
-  pic.custom_ptr = &wr;
-  assert_true(WebPEncode(&cfg, &pic));
-  WebPPictureFree(&pic);
-  *len = wr.size;
-  return wr.mem; /* WebPMemoryWriterClear frees it; free() is what it uses */
+  return tu_webp_encode(w, h, rgba, false, len);
 }
 
 static void test_rgba_to_rgb(void **state) {

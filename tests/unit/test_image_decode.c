@@ -16,6 +16,7 @@
 #include <webp/encode.h>
 
 #include "media/image.h"
+#include "image_fixture.h"
 #include "testutil.h"
 
 /* Under AddressSanitizer an address-space limit cannot be used (the shadow memory is terabytes of
@@ -107,34 +108,11 @@ static buf jpeg_pattern(uint32_t w, uint32_t h, bool progressive) {
   return b;
 }
 
-typedef struct png_opts {
-  int ct, bd, interlace;
-  const struct spng_plte *plte;
-  const struct spng_trns *trns;
-  const uint8_t *exif;
-  size_t exif_len;
-} png_opts;
+typedef tu_png_opts png_opts;
 
-/* `img` in the PNG's own layout (SPNG_FMT_PNG: host-endian 16-bit samples, packed sub-byte rows). */
 static buf make_png(uint32_t w, uint32_t h, const png_opts *o, const void *img, size_t len) {
-  spng_ctx *ctx = spng_ctx_new(SPNG_CTX_ENCODER);
-  assert_non_null(ctx);
-  spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1);
-  struct spng_ihdr ih = {w, h, (uint8_t)o->bd, (uint8_t)o->ct, 0, 0, (uint8_t)o->interlace};
-  assert_int_equal(spng_set_ihdr(ctx, &ih), 0);
-  if (o->plte) assert_int_equal(spng_set_plte(ctx, (struct spng_plte *)o->plte), 0);
-  if (o->trns) assert_int_equal(spng_set_trns(ctx, (struct spng_trns *)o->trns), 0);
-  if (o->exif) {
-    struct spng_exif ex = {o->exif_len, (char *)o->exif};
-    assert_int_equal(spng_set_exif(ctx, &ex), 0);
-  }
-  int e = spng_encode_image(ctx, img, len, SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE);
-  if (e) fail_msg("spng_encode_image: %s", spng_strerror(e));
-  size_t n = 0;
-  void *p = spng_get_png_buffer(ctx, &n, &e);
-  assert_non_null(p);
-  spng_ctx_free(ctx);
-  buf b = {p, n};
+  buf b;
+  b.p = tu_png_encode(w, h, o, img, len, &b.n);
   return b;
 }
 
@@ -149,29 +127,14 @@ static buf png_rgb_pattern(uint32_t w, uint32_t h) {
 /* Lossless (exact: the colour under transparent pixels kept), optionally wrapped in a VP8X
    container with an EXIF chunk. */
 static buf make_webp(uint32_t w, uint32_t h, const uint8_t *rgba, const uint8_t *exif, size_t exif_len, bool lossy) {
-  WebPConfig cfg;
-  assert_true(WebPConfigInit(&cfg));
-  cfg.lossless = lossy ? 0 : 1;
-  cfg.exact = 1;
-  cfg.quality = lossy ? 90 : 75;
-  WebPPicture pic;
-  assert_true(WebPPictureInit(&pic));
-  pic.use_argb = 1;
-  pic.width = (int)w;
-  pic.height = (int)h;
-  assert_true(WebPPictureImportRGBA(&pic, rgba, (int)w * 4));
-  WebPMemoryWriter wr;
-  WebPMemoryWriterInit(&wr);
-  pic.writer = WebPMemoryWrite;
-  pic.custom_ptr = &wr;
-  assert_true(WebPEncode(&cfg, &pic));
-  WebPPictureFree(&pic);
+  size_t size;
+  uint8_t *mem = tu_webp_encode(w, h, rgba, lossy, &size);
   buf b;
   if (!exif) {
-    b = dup_buf(wr.mem, wr.size);
+    b = dup_buf(mem, size);
   } else { /* RIFF WEBP [VP8X][the bitstream chunk][EXIF] */
-    const uint8_t *chunk = wr.mem + 12;
-    size_t chunk_len = wr.size - 12, pad = exif_len & 1;
+    const uint8_t *chunk = mem + 12;
+    size_t chunk_len = size - 12, pad = exif_len & 1;
     size_t total = 12 + 18 + chunk_len + 8 + exif_len + pad;
     b.p = calloc(1, total);
     b.n = total;
@@ -191,7 +154,7 @@ static buf make_webp(uint32_t w, uint32_t h, const uint8_t *rgba, const uint8_t 
     x[4] = (uint8_t)exif_len, x[5] = (uint8_t)(exif_len >> 8), x[6] = (uint8_t)(exif_len >> 16), x[7] = 0;
     memcpy(x + 8, exif, exif_len);
   }
-  WebPMemoryWriterClear(&wr);
+  free(mem);
   return b;
 }
 
