@@ -182,6 +182,32 @@ unsigned mpk_online_cpus(void);
    or the code of the lowest-numbered failed task (its index in *failed_task when not NULL). */
 int mpk_parallel_for(size_t n, unsigned workers, mpk_task_fn fn, void *ctx, size_t *failed_task);
 
+/* ---- open.c: the one way a reader opens a file (docs/SECURITY.md "Opening files") */
+struct stat;
+/* Open `rel` to read. With `root`, `rel` is resolved beneath that directory and never through a
+   symbolic link (or "..") that leaves it; with root NULL, `rel` is a path the user named, opened as
+   given. Either way the open cannot block (a FIFO without a writer is refused, not waited on), the
+   file must be a regular file (a FIFO, socket, device or directory is MPK_EMALFORMED naming its
+   type), and its size at most max_size (0: unbounded; MPK_ELIMIT naming the limit). A missing file
+   or dangling link is MPK_ENOTFOUND. *fd is O_RDONLY|O_CLOEXEC; *st (may be NULL) its fstat. */
+int mpk_open_read(const char *root, const char *rel, uint64_t max_size, int *fd, struct stat *st, mpk_error *err);
+/* The same beneath an open directory handle; `root_shown` prefixes `rel` in messages, `root_label`
+   names the root in "resolves outside ..." (NULL: "its directory"). */
+int mpk_open_read_at(int dirfd, const char *root_shown, const char *rel, uint64_t max_size, const char *root_label,
+                     int *fd, struct stat *st, mpk_error *err);
+/* The checks of mpk_open_read on a descriptor the caller opened (O_NONBLOCK): takes ownership of
+   fd (closed on failure). */
+int mpk_open_finish(int fd, const char *shown, uint64_t max_size, int *fd_out, struct stat *st, mpk_error *err);
+/* A directory `rel` beneath dirfd (AT_FDCWD: the working directory) for a writer: no component may
+   be a symbolic link or "..", whatever it points to. */
+int mpk_open_dir_at(int dirfd, const char *root_shown, const char *rel, int *fd, mpk_error *err);
+/* "a FIFO", "a directory", ... for a st_mode. */
+const char *mpk_file_type_name(unsigned mode);
+
+/* Map a whole file opened with mpk_open_read's rules (root NULL: a path the user named). */
+int mpk_map_beneath(const char *root, const char *rel, size_t max_size, mpk_mapped *out, mpk_error *err);
+/* Map an open regular file of st_size bytes (takes ownership of fd). */
+int mpk_map_fd(int fd, const char *shown, size_t size, mpk_mapped *out, mpk_error *err);
 int mpk_map_file(const char *path, size_t max_size, mpk_mapped *out, mpk_error *err);
 /* Map a document given as its file, or as a directory holding `default_name`. *file receives the
    path used (malloc'ed, for error messages; free it). */

@@ -10,28 +10,8 @@
 
 #include "core.h"
 
-int mpk_map_file(const char *path, size_t max_size, mpk_mapped *out, mpk_error *err) {
+int mpk_map_fd(int fd, const char *shown, size_t size, mpk_mapped *out, mpk_error *err) {
   memset(out, 0, sizeof *out);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return mpk_fail(err, errno == ENOENT ? MPK_ENOTFOUND : MPK_EIO, path, NULL,
-                    "cannot open: %s", strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    close(fd);
-    return mpk_fail(err, MPK_EIO, path, NULL, "cannot stat: %s", strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return mpk_fail(err, MPK_EIO, path, NULL, "not a regular file");
-  }
-  if (max_size && (uint64_t)st.st_size > max_size) {
-    close(fd);
-    return mpk_fail(err, MPK_ELIMIT, path, NULL, "file of %lld bytes exceeds the limit of %zu bytes",
-                    (long long)st.st_size, max_size);
-  }
-  size_t size = (size_t)st.st_size;
   if (size == 0) {
     close(fd);
     static const uint8_t empty[1];
@@ -39,18 +19,38 @@ int mpk_map_file(const char *path, size_t max_size, mpk_mapped *out, mpk_error *
     return 0;
   }
   void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  int e = errno;
   close(fd);
-  if (p == MAP_FAILED) return mpk_fail(err, MPK_EIO, path, NULL, "cannot map: %s", strerror(errno));
+  if (p == MAP_FAILED) return mpk_fail(err, MPK_EIO, shown, NULL, "cannot map: %s", strerror(e));
   out->data = p;
   out->size = size;
   out->mapped = true;
   return 0;
 }
 
+int mpk_map_beneath(const char *root, const char *rel, size_t max_size, mpk_mapped *out, mpk_error *err) {
+  memset(out, 0, sizeof *out);
+  int fd;
+  struct stat st;
+  int rc = mpk_open_read(root, rel, max_size, &fd, &st, err);
+  if (rc) return rc;
+  char *shown = root ? mpk_path_join(root, rel) : NULL;
+  rc = mpk_map_fd(fd, shown ? shown : rel, (size_t)st.st_size, out, err);
+  free(shown);
+  return rc;
+}
+
+int mpk_map_file(const char *path, size_t max_size, mpk_mapped *out, mpk_error *err) {
+  return mpk_map_beneath(NULL, path, max_size, out, err);
+}
+
 int mpk_map_document(const char *path, const char *default_name, char **file, mpk_mapped *out, mpk_error *err) {
-  *file = mpk_is_dir(path) ? mpk_path_join(path, default_name) : strdup(path);
+  bool dir = mpk_is_dir(path);
+  *file = dir ? mpk_path_join(path, default_name) : strdup(path);
   if (!*file) return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
-  int rc = mpk_map_file(*file, MPK_JSON_DEFAULT_MAX_BYTES, out, err);
+  /* The document inside a package directory stays inside it; a file the user named is theirs. */
+  int rc = dir ? mpk_map_beneath(path, default_name, MPK_JSON_DEFAULT_MAX_BYTES, out, err)
+               : mpk_map_file(*file, MPK_JSON_DEFAULT_MAX_BYTES, out, err);
   if (rc) {
     free(*file);
     *file = NULL;

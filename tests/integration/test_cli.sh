@@ -388,7 +388,7 @@ expect select_empty_item 2 "--abi 'arm64-v8a,' has an empty item" -- "$MPK" mt s
 expect select_twice 2 '--engine given twice' -- "$MPK" mt select "$T" --engine native --engine genai
 expect select_unknown_opt 2 "unknown option '--variant'" -- "$MPK" mt select "$T" --variant cpu-int4
 expect plan_no_variant 2 'missing --variant ID' -- "$MPK" mt plan "$T"
-expect select_no_such 1 'nope: cannot open' -- "$MPK" mt select "$TMP/nope"
+expect select_no_such 1 'nope: not found' -- "$MPK" mt select "$TMP/nope"
 expect select_arm64 0 'chosen: cpu-int4 \(2700 bytes to download\)$' -- "$MPK" mt select "$T" --abi arm64-v8a
 expect select_arm64_why 0 '#2  cpu-fp16 +fp16 +2301 bytes  lost: ranks below cpu-int4: its quantization "fp16" is not in the preference list' \
   -- "$MPK" mt select "$T" --abi arm64-v8a
