@@ -11,6 +11,9 @@ mkdir -p "$out"
 cd "$out"
 # Deterministic: plasma and noise take -seed; nothing reads the clock into the pixels.
 im() { convert -seed 7 "$@"; }
+# Text is drawn with a font file setup.sh --test installs: ImageMagick's default (helvetica) needs
+# Ghostscript fonts a fresh machine lacks.
+FONT=/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 
 # Photo-like: plasma light, soft shapes with edges of several contrasts, a real photo (rose:)
 # pasted in, text, then sensor-like noise. W x H. Large sizes are drawn at a quarter and scaled up
@@ -23,7 +26,7 @@ photo() {
     -fill 'rgba(20,30,60,0.9)' -draw "rectangle $(($1/2)),$(($2/2)) $(($1*4/5)),$(($2*5/6))" \
     -fill 'rgb(200,40,30)' -draw "polygon $(($1/10)),$(($2*9/10)) $(($1/3)),$(($2*3/5)) $(($1*2/5)),$(($2*19/20))" \
     \( rose: -resize "$(($1/4))x" \) -geometry "+$(($1*3/5))+$(($2/10))" -composite \
-    -fill black -pointsize "$(($2/20))" -annotate "+$(($1/20))+$(($2/8))" 'modelpkg 0123' \
+    -fill black -font "$FONT" -pointsize "$(($2/20))" -annotate "+$(($1/20))+$(($2/8))" 'modelpkg 0123' \
     -blur 0x0.7 -attenuate 0.3 +noise Gaussian "$3"
 }
 
@@ -69,7 +72,7 @@ im -size 640x480 gradient:'#ff2000-#0030ff' gradient.png
 im -size 800x600 radial-gradient:white-black -quality 92 radial.jpg
 im -size 800x600 pattern:checkerboard checker_15px.png
 im -size 512x512 pattern:gray50 -type TrueColor png24:checker_1px.png
-im -size 800x600 xc:white -fill black -pointsize 28 \
+im -size 800x600 xc:white -fill black -font "$FONT" -pointsize 28 \
   -annotate +20+60 'The quick brown fox jumps over the lazy dog' \
   -annotate +20+160 'Lorem ipsum dolor sit amet 0123456789' -pointsize 12 \
   -annotate +20+260 'small print: resampling must not alias this' png24:text.png

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Install the Debian 12 packages modelpkg needs to build and test, if any are missing, then the npm
-# packages the tests need (scripts/deps_node.sh, into .deps/).
+# Install the Debian 12 packages modelpkg needs, if any are missing.
+#   scripts/setup.sh          what building the library and the tool needs (the Quick start)
+#   scripts/setup.sh --test   that, plus every program and package the test suite uses, then the npm
+#                             packages the tests need (scripts/deps_node.sh, into .deps/)
 # Idempotent: installs nothing when everything is there. Needs root (or sudo) only to install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+want_tests=false
+case "${1:-}" in
+  --test) want_tests=true ;;
+  "") ;;
+  *) echo "usage: $0 [--test]" >&2; exit 2 ;;
+esac
 
 PACKAGES=(
   gcc make cmake ninja-build pkg-config      # toolchain (CMake >= 3.25)
@@ -11,18 +19,23 @@ PACKAGES=(
   libyajl-dev                                # JSON lexer under core/json_scan.c (trees stay jansson's)
   libcurl4-openssl-dev                       # mt install: http(s) sources (libcurl)
   libsoxr-dev                                # audio: resampling to the processor rate (libsoxr)
-  nginx                                      # mt install tests: a real HTTP server on 127.0.0.1
-  libcmocka-dev                              # unit tests
   libdlpack-dev                              # dlpack/dlpack.h (DLTensor export of tensor views)
   python3                                    # example generator (standard library only)
-  clang libclang-rt-14-dev                   # libFuzzer targets (optional build, MPK_FUZZ=ON)
-  python3-numpy python3-onnx                 # the merge's ONNX Runtime test: models and expected values
   libjpeg62-turbo-dev libspng-dev libwebp-dev # image: JPEG (DCT-domain scaling), PNG, WebP decoders
   libexif-dev                                # image: EXIF orientation
-  imagemagick python3-pil libjpeg-turbo-progs # image tests and bench: synthetic images, Pillow, djpeg
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev # mt graph: C reader generated from Debian's onnx.proto
-  sox espeak-ng                              # audio quality script and bench: speech, sox -v reference
 )
+TEST_PACKAGES=(
+  libcmocka-dev                              # unit tests
+  nginx curl                                 # mt install tests: a real HTTP server on 127.0.0.1, polled with curl
+  clang libclang-rt-14-dev                   # libFuzzer targets (optional build, MPK_FUZZ=ON)
+  python3-numpy python3-onnx                 # the merge's ONNX Runtime test: models and expected values
+  imagemagick python3-pil libjpeg-turbo-progs # image tests and bench: synthetic images, Pillow, djpeg
+  fonts-dejavu-core                          # the font ImageMagick draws the test images' text with
+  sox espeak-ng                              # audio quality script and bench: speech, sox -v reference
+  util-linux procps                          # prlimit and ps in the hostile-input tests
+)
+$want_tests && PACKAGES+=("${TEST_PACKAGES[@]}")
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -32,8 +45,10 @@ for p in "${PACKAGES[@]}"; do
 done
 # Node.js runs ONNX Runtime in the merge test. Asked for by command, not by package: a machine may
 # have it from another repository (whose nodejs brings npm, and conflicts with Debian's npm).
-command -v node >/dev/null || missing+=(nodejs)
-command -v npm >/dev/null || missing+=(npm)
+if $want_tests; then
+  command -v node >/dev/null || missing+=(nodejs)
+  command -v npm >/dev/null || missing+=(npm)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   SUDO=""
@@ -42,4 +57,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -q
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-scripts/deps_node.sh
+if $want_tests; then scripts/deps_node.sh; fi

@@ -3,7 +3,7 @@
 # under AddressSanitizer + UndefinedBehaviorSanitizer. Needs ../shared next to the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --test
 if [ ! -d ../shared/conformance ] && [ -z "${MPK_SHARED_DIR:-}" ]; then
   echo "test: ../shared (conformance vectors) not found next to the checkout; set MPK_SHARED_DIR" >&2
   exit 1

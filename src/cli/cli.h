@@ -94,6 +94,15 @@ json_t *mpk_cli_json_str(const char *s);
 json_t *mpk_cli_json_strings(const char *const *list, size_t n);
 json_t *mpk_cli_json_problems(const mpk_error *problems, size_t n);
 int mpk_cli_json_print(FILE *out, json_t *root);
+/* The one --json envelope (docs/CLI.md "JSON reports"): every command's document, on success and on
+   refusal, starts {"modelpkg_version", "command", "ok"}, then the command's own keys (null where a
+   refusal left them uncomputed), and ends with "problems" and "notes". begin/end build it; end
+   prints it to stdout and frees it. refuse is a whole refusal document for one error (a usage
+   error, a file that cannot be read): `keys` (may be NULL) are the command's keys, set to null. */
+json_t *mpk_cli_json_begin(const char *command, bool ok);
+int mpk_cli_json_end(json_t *root, const mpk_error *problems, size_t n_problems, const char *const *notes,
+                     size_t n_notes);
+int mpk_cli_json_refuse(const char *command, const char *const *keys, const mpk_error *err);
 
 /* "modelpkg: FILE: POINTER: MESSAGE" on stderr. */
 void mpk_cli_error(const mpk_error *err);

@@ -27,3 +27,26 @@ int mpk_cli_json_print(FILE *out, json_t *root) {
   json_decref(root);
   return rc;
 }
+
+json_t *mpk_cli_json_begin(const char *command, bool ok) {
+  json_t *root = json_object();
+  json_object_set_new(root, "modelpkg_version", json_string(mpk_version()));
+  json_object_set_new(root, "command", json_string(command));
+  json_object_set_new(root, "ok", json_boolean(ok));
+  return root;
+}
+
+int mpk_cli_json_end(json_t *root, const mpk_error *problems, size_t n_problems, const char *const *notes,
+                     size_t n_notes) {
+  /* ok is true exactly when there is no problem, whatever the caller said at begin */
+  if (n_problems) json_object_set_new(root, "ok", json_false());
+  json_object_set_new(root, "problems", mpk_cli_json_problems(problems, n_problems));
+  json_object_set_new(root, "notes", mpk_cli_json_strings(notes, n_notes));
+  return mpk_cli_json_print(stdout, root);
+}
+
+int mpk_cli_json_refuse(const char *command, const char *const *keys, const mpk_error *err) {
+  json_t *root = mpk_cli_json_begin(command, false);
+  for (size_t i = 0; keys && keys[i]; i++) json_object_set_new(root, keys[i], json_null());
+  return mpk_cli_json_end(root, err, err ? 1 : 0, NULL, 0);
+}

@@ -95,10 +95,8 @@ static json_t *binding_json(const mpk_mlc_binding *b) {
 }
 
 int mpk_cli_report_json(FILE *out, const mpk_mlc_report *r) {
-  json_t *root = json_object();
-  json_object_set_new(root, "modelpkg_version", json_string(mpk_version()));
+  json_t *root = mpk_cli_json_begin("check", r->n_problems == 0);
   json_object_set_new(root, "dir", json_string(r->dir));
-  json_object_set_new(root, "ok", json_boolean(r->n_problems == 0));
   json_object_set_new(root, "contract", json_string(r->package ? "declared" : r->has_manifest ? "unloadable" : "none"));
   json_object_set_new(root, "interface_id",
                       json_pack("{s:o, s:o}", "declared", mpk_cli_json_str(r->package ? r->package->interface_id : NULL),

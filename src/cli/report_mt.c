@@ -66,11 +66,9 @@ void mpk_cli_mt_report_text(FILE *out, const mpk_mt_report *r) {
 
 int mpk_cli_mt_report_json(FILE *out, const mpk_mt_report *r) {
   const mpk_mt_manifest *m = r->manifest;
-  json_t *root = json_object();
-  json_object_set_new(root, "modelpkg_version", json_string(mpk_version()));
+  json_t *root = mpk_cli_json_begin("check", r->n_problems == 0);
   json_object_set_new(root, "format", json_string("mobiletransformers"));
   json_object_set_new(root, "dir", json_string(r->dir));
-  json_object_set_new(root, "ok", json_boolean(r->n_problems == 0));
   json_t *man = json_null();
   if (m) {
     json_t *ids = json_array();
