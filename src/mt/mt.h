@@ -38,5 +38,11 @@ int mpk_mt_read_sidecar(const char *path, char hex[65], const char **why);
 
 /* The merge's transaction name in an inference directory (merge.c writes, the load gate holds). */
 #define MPK_MT_MERGE_TXN "merge"
+/* Files only modelpkg itself writes into an inference directory, inside the merge transaction: the
+   transaction's journal (".merge.txn-journal", core/txn.c names it) and the merge record naming each
+   tensor a device merge replaced with its post-merge digest — the one authority for "merged on
+   device" (docs/SECURITY.md). A package or an install source carrying either is refused. */
+#define MPK_MT_MERGE_JOURNAL "." MPK_MT_MERGE_TXN ".txn-journal"
+#define MPK_MT_MERGE_RECORD ".modelpkg-merge-record.json"
 
 #endif
