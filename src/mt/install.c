@@ -271,12 +271,14 @@ static int write_json_at(int dir, const char *dir_shown, const char *name, json_
   return rc;
 }
 
-/* A small JSON document `name` beneath `dir` (a regular file, never through a link out of it, at
-   most RECORD_MAX_BYTES), parsed; NULL when it is absent or unusable. */
-static json_t *read_json_at(int dir, const char *dir_shown, const char *name) {
+/* A small document `name` beneath `dir` (a regular file, never through a link out of it, at most
+   RECORD_MAX_BYTES): its bytes (malloc'ed), or NULL when it is absent or unreadable. */
+static char *read_small_at(int dir, const char *dir_shown, const char *name, size_t *len_out) {
   int fd;
   struct stat st;
-  if (mpk_open_read_at(dir, dir_shown, name, RECORD_MAX_BYTES, "the installer's directory", &fd, &st, NULL) != 0)
+  *len_out = 0;
+  if (dir < 0 ||
+      mpk_open_read_at(dir, dir_shown, name, RECORD_MAX_BYTES, "the installer's directory", &fd, &st, NULL) != 0)
     return NULL;
   size_t len = (size_t)st.st_size, got = 0;
   char *buf = malloc(len + 1);
@@ -287,28 +289,66 @@ static json_t *read_json_at(int dir, const char *dir_shown, const char *name) {
     got += (size_t)r;
   }
   close(fd);
+  if (buf && got != len) {
+    free(buf);
+    buf = NULL;
+  }
+  if (buf) *len_out = len;
+  return buf;
+}
+
+/* A document the installer wrote and reads back: a JSON object, else NULL. */
+static json_t *parse_object(const void *data, size_t len) {
   json_t *doc = NULL;
-  if (buf && got == len && mpk_json_parse(buf, len, NULL, name, &doc, NULL) != 0) doc = NULL;
-  free(buf);
-  if (doc && !json_is_object(doc)) {
+  if (!data || mpk_json_parse(data, len, NULL, "record", &doc, NULL) != 0) return NULL;
+  if (!json_is_object(doc)) {
     json_decref(doc);
-    doc = NULL;
+    return NULL;
   }
   return doc;
+}
+
+bool mpk_mt_install_parse_ids(const void *data, size_t len, char id[65], char *repo_id, size_t repo_cap) {
+  id[0] = '\0';
+  if (repo_id && repo_cap) repo_id[0] = '\0';
+  json_t *root = parse_object(data, len);
+  if (!root) return false;
+  const char *s = json_string_value(json_object_get(root, "installId"));
+  if (s && strlen(s) < 65) strcpy(id, s);
+  s = json_string_value(json_object_get(root, "repoId"));
+  if (repo_id && repo_cap && s) snprintf(repo_id, repo_cap, "%s", s);
+  json_decref(root);
+  return true;
+}
+
+uint64_t mpk_mt_install_parse_part(const void *data, size_t len, const char *sha256, uint64_t size, const char *source,
+                                   uint64_t have, char validator[256]) {
+  validator[0] = '\0';
+  json_t *doc = parse_object(data, len);
+  uint64_t offset = 0;
+  if (doc) {
+    const char *sha = json_string_value(json_object_get(doc, "sha256"));
+    const char *src = json_string_value(json_object_get(doc, "source"));
+    const char *val = json_string_value(json_object_get(doc, "validator"));
+    json_t *sz = json_object_get(doc, "size");
+    json_int_t n = json_is_integer(sz) ? json_integer_value(sz) : -1;
+    if (sha && strcmp(sha, sha256) == 0 && n >= 0 && (uint64_t)n == size) {
+      offset = have <= size ? have : 0;
+      /* A validator means something only to the server that gave it. */
+      if (val && src && strcmp(src, source) == 0) snprintf(validator, 256, "%s", val);
+    }
+  }
+  json_decref(doc);
+  return offset;
 }
 
 /* The "installId" of document `name` in `dir` ("" when there is none or it is unreadable), and its
    "repoId" when `repo_id` is not NULL. */
 static void read_ids(int dir, const char *dir_shown, const char *name, char id[65], char *repo_id, size_t repo_cap) {
-  id[0] = '\0';
-  if (repo_id) repo_id[0] = '\0';
-  if (dir < 0) return;
-  json_t *root = read_json_at(dir, dir_shown, name);
-  const char *s = json_string_value(json_object_get(root, "installId"));
-  if (s && strlen(s) < 65) strcpy(id, s);
-  s = json_string_value(json_object_get(root, "repoId"));
-  if (repo_id && s) snprintf(repo_id, repo_cap, "%s", s);
-  json_decref(root);
+  size_t len;
+  char *data = read_small_at(dir, dir_shown, name, &len);
+  mpk_mt_install_parse_ids(data, len, id, repo_id, repo_cap);
+  free(data);
 }
 
 /* ---------------------------------------------------------------- the install state */
@@ -425,22 +465,14 @@ static int on_bytes(void *ctx, uint64_t done) {
    from them or not. */
 static uint64_t resume_point(const part_ctx *p, int fd, char validator[256]) {
   validator[0] = '\0';
-  const item *it = p->it;
   struct stat st;
-  uint64_t offset = 0;
-  json_t *doc = fstat(fd, &st) == 0 ? read_json_at(p->dir, p->dir_shown, p->name) : NULL;
-  if (doc) {
-    const char *sha = json_string_value(json_object_get(doc, "sha256"));
-    const char *src = json_string_value(json_object_get(doc, "source"));
-    const char *val = json_string_value(json_object_get(doc, "validator"));
-    json_int_t size = json_integer_value(json_object_get(doc, "size"));
-    if (sha && strcmp(sha, it->f->sha256) == 0 && size >= 0 && (uint64_t)size == it->f->size) {
-      offset = (uint64_t)st.st_size <= it->f->size ? (uint64_t)st.st_size : 0;
-      /* A validator means something only to the server that gave it. */
-      if (val && src && strcmp(src, mpk_src_location(p->s->src)) == 0) snprintf(validator, 256, "%s", val);
-    }
-  }
-  json_decref(doc);
+  if (fstat(fd, &st) != 0) return 0;
+  size_t len;
+  char *data = read_small_at(p->dir, p->dir_shown, p->name, &len);
+  uint64_t offset = data ? mpk_mt_install_parse_part(data, len, p->it->f->sha256, p->it->f->size,
+                                                     mpk_src_location(p->s->src), (uint64_t)st.st_size, validator)
+                         : 0;
+  free(data);
   return offset;
 }
 

@@ -179,11 +179,12 @@ static long long parse_decimal(const char *s, const char **end) {
 bool mpk_src_header_line(mpk_src_headers *h, const char *data, size_t n) {
   bool status_line = n >= 5 && memcmp(data, "HTTP/", 5) == 0;
   if (status_line) { /* a new response (after a redirect or a 1xx) */
-    if (++h->responses > MPK_SRC_MAX_RESPONSES) {
+    if (h->responses >= MPK_SRC_MAX_RESPONSES) {
       snprintf(h->why, sizeof h->why, "more than %d responses in one transfer (redirects and interim responses)",
                MPK_SRC_MAX_RESPONSES);
       return false;
     }
+    h->responses++;
     new_response(h);
     const char *sp = memchr(data, ' ', n);
     if (sp && (size_t)(data + n - sp) >= 4) {
@@ -204,10 +205,11 @@ bool mpk_src_header_line(mpk_src_headers *h, const char *data, size_t n) {
     return true;
   }
   if (status_line) return true;
-  if (++h->lines > MPK_SRC_MAX_HEADER_LINES) {
+  if (h->lines >= MPK_SRC_MAX_HEADER_LINES) {
     snprintf(h->why, sizeof h->why, "the response has more than %d header lines", MPK_SRC_MAX_HEADER_LINES);
     return false;
   }
+  h->lines++;
   const char *colon = memchr(data, ':', n);
   if (!colon) return true;
   size_t klen = (size_t)(colon - data), vlen = n - klen - 1;

@@ -190,7 +190,7 @@ assert list(d) == keys, list(d)
 assert d["command"] == "mt install"
 assert d["ok"] == (sys.argv[1] == "ok"), d["ok"]
 assert (len(d["problems"]) == 0) == (sys.argv[1] == "ok")
-print("ok")' "$1"; }
+print("ok")' "$1" 2>/dev/null; }
 out="$(timeout 20 "$MPK" mt install "$T/pkg" --repo-id org/tiny --cache "$T/j1" --variant cpu-int4 --json 2>/dev/null)"; rc=$?
 check "json: success is the envelope (exit 0)" test $rc -eq 0 -a "$(jsondoc ok <<<"$out")" = ok
 out="$(timeout 20 "$MPK" mt install "$T/src-fifo" --repo-id org/tiny --cache "$T/j2" --variant cpu-int4 --json 2>/dev/null)"; rc=$?
