@@ -1785,7 +1785,13 @@ typedef struct mpk_mt_install_event {
     from worker threads, never concurrently. */
 typedef int (*mpk_mt_install_fn)(void *ctx, const mpk_mt_install_event *ev);
 
+/** Options of mpk_mt_install(). Start from MPK_MT_INSTALL_OPTIONS_INIT (or set `struct_size` to
+    sizeof(mpk_mt_install_options)): fields added in later versions go after the last one here, and the
+    library reads only those the caller's `struct_size` covers, so a program built against this header
+    keeps working with a later library. `struct_size` 0 means this layout (every field below). Every
+    field's zero value is its default. */
 typedef struct mpk_mt_install_options {
+  size_t struct_size;               /**< sizeof(mpk_mt_install_options) as the caller was compiled; 0: this layout */
   const char *repo_id;              /**< the Hub repo id, e.g. "org/name" (required) */
   const char *cache_dir;            /**< the cache root; created when missing (its parent must exist) */
   const char *variant;              /**< the variant id; NULL: chosen by mpk_mt_select() with `select` */
@@ -1802,7 +1808,17 @@ typedef struct mpk_mt_install_options {
   unsigned digest_attempts;         /**< downloads of a file whose digest mismatches; 0: 3 */
   mpk_mt_install_fn on_event;       /**< may be NULL */
   void *ctx;
+  /* HTTP bounds (docs/mt-install.md, "Bounds"). */
+  unsigned timeout_secs;            /**< the deadline of each file (and of the manifest) over HTTP, every try
+                                         and backoff included; past it the file fails (MPK_EIO naming the URL
+                                         and the deadline), not retried; 0: 3600 */
+  unsigned low_speed_bytes;         /**< a transfer slower than this many bytes per second ... ; 0: 1024 */
+  unsigned low_speed_secs;          /**< ... for this many seconds is a network error (retried within the
+                                         deadline); 0: 30 */
 } mpk_mt_install_options;
+
+/** Initializer of mpk_mt_install_options: every field its default, `struct_size` set. */
+#define MPK_MT_INSTALL_OPTIONS_INIT {.struct_size = sizeof(mpk_mt_install_options)}
 
 /** What an install did. Freed with mpk_mt_install_result_free() (fields only, not the struct); empty
     after a failure. */

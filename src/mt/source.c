@@ -19,7 +19,8 @@
 struct mpk_src {
   char *location; /* as given */
   char *base;     /* URL without trailing slashes, or the directory */
-  bool http;
+  bool http, https;
+  int root_fd;    /* a directory source, opened as the user named it; -1 for HTTP */
   mpk_src_retry retry;
 };
 
@@ -42,8 +43,12 @@ int mpk_src_open(const char *location, const mpk_src_retry *retry, mpk_src **out
   if (!s->retry.attempts) s->retry.attempts = 5;
   if (!s->retry.base_ms) s->retry.base_ms = 250;
   if (!s->retry.max_ms) s->retry.max_ms = 8000;
-  if (!s->retry.low_speed_secs) s->retry.low_speed_secs = 30;
-  s->http = has_prefix_ci(location, "http://") || has_prefix_ci(location, "https://");
+  if (s->retry.deadline_secs <= 0) s->retry.deadline_secs = MPK_SRC_DEFAULT_DEADLINE_SECS;
+  if (s->retry.low_speed_bytes <= 0) s->retry.low_speed_bytes = MPK_SRC_DEFAULT_LOW_SPEED_BYTES;
+  if (s->retry.low_speed_secs <= 0) s->retry.low_speed_secs = MPK_SRC_DEFAULT_LOW_SPEED_SECS;
+  s->root_fd = -1;
+  s->https = has_prefix_ci(location, "https://");
+  s->http = s->https || has_prefix_ci(location, "http://");
   size_t n = strlen(s->base);
   while (n > 1 && s->base[n - 1] == '/') s->base[--n] = '\0';
   if (s->http) {
@@ -52,7 +57,7 @@ int mpk_src_open(const char *location, const mpk_src_retry *retry, mpk_src **out
       mpk_src_free(s);
       return mpk_fail(err, MPK_EIO, location, NULL, "cannot initialise libcurl: %s", curl_easy_strerror(curl_init_rc));
     }
-  } else if (!mpk_is_dir(s->base)) {
+  } else if ((s->root_fd = open(s->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
     mpk_src_free(s);
     return mpk_fail(err, MPK_ENOTFOUND, location, NULL,
                     "the package source is neither an http(s) URL nor a directory");
@@ -63,6 +68,7 @@ int mpk_src_open(const char *location, const mpk_src_retry *retry, mpk_src **out
 
 void mpk_src_free(mpk_src *s) {
   if (!s) return;
+  if (s->root_fd >= 0) close(s->root_fd);
   free(s->location);
   free(s->base);
   free(s);
@@ -107,10 +113,14 @@ static void start_writeback(int fd, uint64_t *kicked, uint64_t pos, bool last) {
   *kicked = pos;
 }
 
-static void backoff(const mpk_src *s, unsigned attempt) {
+/* The wait before try attempt + 1. */
+static unsigned backoff_ms(const mpk_src *s, unsigned attempt) {
   unsigned ms = s->retry.base_ms;
   for (unsigned i = 1; i < attempt && ms < s->retry.max_ms; i++) ms *= 2;
-  if (ms > s->retry.max_ms) ms = s->retry.max_ms;
+  return ms > s->retry.max_ms ? s->retry.max_ms : ms;
+}
+
+static void sleep_ms(const mpk_src *s, unsigned ms) {
   if (s->retry.sleep_ms) {
     s->retry.sleep_ms(s->retry.sleep_ctx, ms);
     return;
@@ -118,6 +128,149 @@ static void backoff(const mpk_src *s, unsigned attempt) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---------------------------------------------------------------- response headers */
+
+void mpk_src_headers_init(mpk_src_headers *h) {
+  memset(h, 0, sizeof *h);
+  h->content_range_start = h->content_length = -1;
+}
+
+static void new_response(mpk_src_headers *h) {
+  h->bytes = h->lines = 0;
+  h->status = 0;
+  h->complete = false;
+  h->content_range_start = h->content_length = -1;
+  h->etag[0] = h->last_modified[0] = h->location[0] = '\0';
+}
+
+/* The value of a header line, without the surrounding blanks and the line end; false when it does
+   not fit `cap` (it is then cut). */
+static bool copy_header_value(char *dst, size_t cap, const char *v, size_t n) {
+  while (n && (*v == ' ' || *v == '\t')) v++, n--;
+  while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' ' || v[n - 1] == '\t')) n--;
+  bool fits = n < cap;
+  if (!fits) n = cap - 1;
+  memcpy(dst, v, n);
+  dst[n] = '\0';
+  return fits;
+}
+
+/* A decimal number of at most 18 digits (no sign, no blanks) at the start of s: its value, or -1.
+   *end (may be NULL) gets what follows. */
+static long long parse_decimal(const char *s, const char **end) {
+  long long v = 0;
+  size_t i = 0;
+  for (; s[i] >= '0' && s[i] <= '9'; i++) {
+    if (i == 18) return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  if (end) *end = s + i;
+  return i ? v : -1;
+}
+
+bool mpk_src_header_line(mpk_src_headers *h, const char *data, size_t n) {
+  bool status_line = n >= 5 && memcmp(data, "HTTP/", 5) == 0;
+  if (status_line) { /* a new response (after a redirect or a 1xx) */
+    if (h->responses >= MPK_SRC_MAX_RESPONSES) {
+      snprintf(h->why, sizeof h->why, "more than %d responses in one transfer (redirects and interim responses)",
+               MPK_SRC_MAX_RESPONSES);
+      return false;
+    }
+    h->responses++;
+    new_response(h);
+    const char *sp = memchr(data, ' ', n);
+    if (sp && (size_t)(data + n - sp) >= 4) {
+      int st = 0, k = 1;
+      for (; k <= 3 && sp[k] >= '0' && sp[k] <= '9'; k++) st = st * 10 + (sp[k] - '0');
+      if (k == 4) h->status = st;
+    }
+  }
+  if (n > MPK_SRC_MAX_HEADER_BYTES - h->bytes) {
+    snprintf(h->why, sizeof h->why, "the response's headers exceed %zu bytes", MPK_SRC_MAX_HEADER_BYTES);
+    return false;
+  }
+  h->bytes += n;
+  size_t t = n;
+  while (t && (data[t - 1] == '\r' || data[t - 1] == '\n')) t--;
+  if (t == 0) { /* the blank line: the headers are complete */
+    h->complete = true;
+    return true;
+  }
+  if (status_line) return true;
+  if (h->lines >= MPK_SRC_MAX_HEADER_LINES) {
+    snprintf(h->why, sizeof h->why, "the response has more than %d header lines", MPK_SRC_MAX_HEADER_LINES);
+    return false;
+  }
+  h->lines++;
+  const char *colon = memchr(data, ':', n);
+  if (!colon) return true;
+  size_t klen = (size_t)(colon - data), vlen = n - klen - 1;
+  const char *v = colon + 1;
+  char tmp[64];
+  if (klen == 4 && strncasecmp(data, "etag", 4) == 0) {
+    copy_header_value(h->etag, sizeof h->etag, v, vlen); /* cut: If-Range then fails safe (whole file) */
+  } else if (klen == 13 && strncasecmp(data, "last-modified", 13) == 0) {
+    copy_header_value(h->last_modified, sizeof h->last_modified, v, vlen);
+  } else if (klen == 8 && strncasecmp(data, "location", 8) == 0) {
+    if (!copy_header_value(h->location, sizeof h->location, v, vlen)) {
+      snprintf(h->why, sizeof h->why, "a Location header longer than %zu bytes", sizeof h->location - 1);
+      return false;
+    }
+  } else if (klen == 13 && strncasecmp(data, "content-range", 13) == 0) {
+    h->content_range_start = -1;
+    if (copy_header_value(tmp, sizeof tmp, v, vlen) && strncmp(tmp, "bytes ", 6) == 0) {
+      const char *end;
+      long long a = parse_decimal(tmp + 6, &end);
+      if (a >= 0 && *end == '-') h->content_range_start = a;
+    }
+  } else if (klen == 14 && strncasecmp(data, "content-length", 14) == 0) {
+    h->content_length = -1;
+    if (copy_header_value(tmp, sizeof tmp, v, vlen)) {
+      const char *end;
+      long long a = parse_decimal(tmp, &end);
+      if (a >= 0 && !*end) h->content_length = a;
+    }
+  }
+  return true;
+}
+
+bool mpk_src_redirect_allowed(const char *from_scheme, const char *location, bool *to_https, char *why, size_t cap) {
+  bool from_https = strcasecmp(from_scheme, "https") == 0;
+  *to_https = from_https;
+  if (why && cap) why[0] = '\0';
+  const char *p = location;
+  while (*p == ' ' || *p == '\t') p++;
+  /* RFC 3986: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":"; anything else is a reference
+     relative to the current URL, which keeps its scheme. */
+  size_t i = 0;
+  if ((p[0] >= 'a' && p[0] <= 'z') || (p[0] >= 'A' && p[0] <= 'Z')) {
+    i = 1;
+    while ((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= '0' && p[i] <= '9') ||
+           p[i] == '+' || p[i] == '-' || p[i] == '.')
+      i++;
+  }
+  if (i == 0 || p[i] != ':') return true;
+  if (i == 5 && strncasecmp(p, "https", 5) == 0) {
+    *to_https = true;
+    return true;
+  }
+  if (i == 4 && strncasecmp(p, "http", 4) == 0) {
+    if (!from_https) return true;
+    if (why) snprintf(why, cap, "a redirect from https to plain http (%.200s) is refused", location);
+    return false;
+  }
+  if (why)
+    snprintf(why, cap, "a redirect to the scheme \"%.*s\" (%.200s) is refused: only http and https are followed",
+             (int)(i > 32 ? 32 : i), p, location);
+  return false;
 }
 
 /* ---------------------------------------------------------------- one HTTP transfer */
@@ -134,49 +287,31 @@ typedef struct xfer {
   size_t wlen;
   uint8_t *buf;
   size_t len, max;
-  /* this response */
-  bool first, too_long, io_error, cancelled, bad_range, restarted;
+  /* this attempt */
+  mpk_src_headers hd;
+  bool https_now; /* the scheme of the URL being answered (redirects change it) */
+  bool first, too_long, io_error, cancelled, bad_range, restarted, header_refused, redirect_refused;
   int io_errno;
-  long long content_range_start, content_length;
-  char etag[256], last_modified[256];
+  char why[300];
+  char errbuf[CURL_ERROR_SIZE];
 } xfer;
-
-static void copy_header_value(char *dst, size_t cap, const char *v, size_t n) {
-  while (n && (*v == ' ' || *v == '\t')) v++, n--;
-  while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' ' || v[n - 1] == '\t')) n--;
-  if (n >= cap) n = cap - 1; /* a validator this long is cut: If-Range then fails safe (whole file) */
-  memcpy(dst, v, n);
-  dst[n] = '\0';
-}
 
 static size_t on_header(char *data, size_t size, size_t nitems, void *ctx) {
   xfer *x = ctx;
   size_t n = size * nitems;
-  if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) { /* a new response (after a redirect or a 100) */
-    x->content_range_start = -1;
-    x->content_length = -1;
-    x->etag[0] = x->last_modified[0] = '\0';
-    return n;
+  if (!mpk_src_header_line(&x->hd, data, n)) {
+    x->header_refused = true;
+    snprintf(x->why, sizeof x->why, "%s", x->hd.why);
+    return 0; /* libcurl stops the transfer */
   }
-  const char *colon = memchr(data, ':', n);
-  if (!colon) return n;
-  size_t klen = (size_t)(colon - data), vlen = n - klen - 1;
-  const char *v = colon + 1;
-  char tmp[64];
-  if (klen == 4 && strncasecmp(data, "etag", 4) == 0) {
-    copy_header_value(x->etag, sizeof x->etag, v, vlen);
-  } else if (klen == 13 && strncasecmp(data, "last-modified", 13) == 0) {
-    copy_header_value(x->last_modified, sizeof x->last_modified, v, vlen);
-  } else if (klen == 13 && strncasecmp(data, "content-range", 13) == 0) {
-    copy_header_value(tmp, sizeof tmp, v, vlen);
-    unsigned long long a;
-    if (sscanf(tmp, "bytes %llu-", &a) == 1) x->content_range_start = (long long)a;
-  } else if (klen == 14 && strncasecmp(data, "content-length", 14) == 0) {
-    copy_header_value(tmp, sizeof tmp, v, vlen);
-    char *end;
-    errno = 0;
-    unsigned long long a = strtoull(tmp, &end, 10);
-    if (!errno && end != tmp && !*end) x->content_length = (long long)a;
+  /* Each hop is checked before libcurl follows it (besides CURLOPT_REDIR_PROTOCOLS_STR). */
+  if (x->hd.complete && x->hd.status >= 300 && x->hd.status < 400 && x->hd.location[0]) {
+    bool to_https;
+    if (!mpk_src_redirect_allowed(x->https_now ? "https" : "http", x->hd.location, &to_https, x->why, sizeof x->why)) {
+      x->redirect_refused = true;
+      return 0;
+    }
+    x->https_now = to_https;
   }
   return n;
 }
@@ -189,7 +324,7 @@ static bool check_response(xfer *x) {
   if (f) {
     f->http_status = (int)status;
     if (status == 206) {
-      if (x->start == 0 || x->content_range_start != (long long)x->start) {
+      if (x->start == 0 || x->hd.content_range_start != (long long)x->start) {
         x->bad_range = true;
         return false;
       }
@@ -208,14 +343,14 @@ static bool check_response(xfer *x) {
       f->restarts++;
     }
     uint64_t want = f->size - x->pos;
-    if (x->content_length >= 0 && (uint64_t)x->content_length > want) {
+    if (x->hd.content_length >= 0 && (uint64_t)x->hd.content_length > want) {
       x->too_long = true; /* refused before a byte of it is written */
       return false;
     }
-    const char *val = x->etag[0] ? x->etag : x->last_modified;
+    const char *val = x->hd.etag[0] ? x->hd.etag : x->hd.last_modified;
     snprintf(f->validator, sizeof f->validator, "%s", val);
     if (f->on_validator) f->on_validator(f->ctx, f->validator);
-  } else if (x->content_length >= 0 && (uint64_t)x->content_length > x->max) {
+  } else if (x->hd.content_length >= 0 && (uint64_t)x->hd.content_length > x->max) {
     x->too_long = true;
     return false;
   }
@@ -281,18 +416,23 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx) {
   return n;
 }
 
-static void setup_handle(mpk_src *s, CURL *h, const char *url, xfer *x) {
+/* One attempt's handle: at most `timeout_ms` for all of it (what is left of the deadline). */
+static void setup_handle(mpk_src *s, CURL *h, const char *url, xfer *x, long timeout_ms) {
   curl_easy_reset(h);
   curl_easy_setopt(h, CURLOPT_URL, url);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  /* Redirects only to http(s), and from an https source only to https (each hop is checked in
+     on_header as well). */
+  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, s->https ? "https" : "http,https");
   curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 15L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 15000 ? timeout_ms : 15000L);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, s->retry.low_speed_bytes);
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, s->retry.low_speed_secs);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
   /* Identity encoding only: sizes and digests are of the bytes as stored. */
   curl_easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);
   curl_easy_setopt(h, CURLOPT_USERAGENT, "modelpkg/" MPK_VERSION_STRING);
@@ -305,20 +445,27 @@ static void setup_handle(mpk_src *s, CURL *h, const char *url, xfer *x) {
   curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 256L << 10);
   x->h = h;
   x->first = true;
-  x->too_long = x->io_error = x->cancelled = x->bad_range = false;
-  x->content_range_start = x->content_length = -1;
-  x->etag[0] = x->last_modified[0] = '\0';
+  x->too_long = x->io_error = x->cancelled = x->bad_range = x->header_refused = x->redirect_refused = false;
+  x->https_now = s->https;
+  x->errbuf[0] = x->why[0] = '\0';
+  mpk_src_headers_init(&x->hd);
 }
 
-/* What a failed perform means: retry it or not, and the error. */
-static int classify(CURLcode rc, xfer *x, const char *url, bool *retry, mpk_error *err) {
+/* What a failed perform means: retry it or not, and the error. `deadline_hit`: the attempt ran
+   until the file's deadline. */
+static int classify(const mpk_src *s, CURLcode rc, xfer *x, const char *url, bool deadline_hit, bool *retry,
+                    mpk_error *err) {
   *retry = false;
   long status = 0;
   curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
+  const char *detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc);
+  unsigned long long got = x->fetch ? (unsigned long long)x->pos : (unsigned long long)x->len;
   if (x->cancelled) return mpk_fail(err, MPK_ECANCELLED, url, NULL, "cancelled");
   if (x->io_error)
     return mpk_fail(err, MPK_EIO, url, NULL, "cannot write the download: %s%s", strerror(x->io_errno),
                     x->io_errno == ENOSPC || x->io_errno == EFBIG || x->io_errno == EDQUOT ? " (the disk is full)" : "");
+  if (x->header_refused) return mpk_fail(err, MPK_ELIMIT, url, NULL, "refused: %s", x->why);
+  if (x->redirect_refused) return mpk_fail(err, MPK_EUNSUPPORTED, url, NULL, "%s", x->why);
   if (x->too_long) {
     if (x->fetch)
       return mpk_fail(err, MPK_EMISMATCH, url, NULL,
@@ -334,17 +481,57 @@ static int classify(CURLcode rc, xfer *x, const char *url, bool *retry, mpk_erro
     *retry = status >= 500 || status == 408 || status == 429;
     return mpk_fail(err, MPK_EIO, url, NULL, "HTTP %ld", status);
   }
+  if (rc == CURLE_OPERATION_TIMEDOUT) {
+    if (deadline_hit)
+      return mpk_fail(err, MPK_EIO, url, NULL,
+                      "no complete response within the deadline of %ld s for this file (%llu bytes received; the "
+                      "limit is --timeout): %s",
+                      s->retry.deadline_secs, got, detail);
+    *retry = true;
+    if (strstr(detail, "too slow"))
+      return mpk_fail(err, MPK_EIO, url, NULL,
+                      "slower than the low-speed limit of %ld bytes/s for %ld s (%llu bytes received; "
+                      "--low-speed, --low-speed-time): %s",
+                      s->retry.low_speed_bytes, s->retry.low_speed_secs, got, detail);
+    return mpk_fail(err, MPK_EIO, url, NULL, "%s", detail);
+  }
   switch (rc) {
   case CURLE_UNSUPPORTED_PROTOCOL:
+    return mpk_fail(err, MPK_EUNSUPPORTED, url, NULL,
+                    "%s (redirects are followed only to http and https, never from https to http)", detail);
   case CURLE_URL_MALFORMAT:
   case CURLE_OUT_OF_MEMORY:
   case CURLE_TOO_MANY_REDIRECTS:
   case CURLE_PEER_FAILED_VERIFICATION:
     break;
   default:
-    *retry = true; /* connection refused or reset, empty reply, timeouts, a transfer cut short */
+    *retry = true; /* connection refused or reset, empty reply, a transfer cut short */
   }
-  return mpk_fail(err, rc == CURLE_OUT_OF_MEMORY ? MPK_ENOMEM : MPK_EIO, url, NULL, "%s", curl_easy_strerror(rc));
+  return mpk_fail(err, rc == CURLE_OUT_OF_MEMORY ? MPK_ENOMEM : MPK_EIO, url, NULL, "%s", detail);
+}
+
+/* The deadline passed (or would pass during the next backoff) after a failed try `last`. */
+static int deadline_error(const mpk_src *s, const char *url, unsigned tries, unsigned long long got,
+                          const mpk_error *last, mpk_error *err) {
+  return mpk_fail(err, MPK_EIO, url, NULL,
+                  "no complete response within the deadline of %ld s for this file (%u tr%s, %llu bytes received; "
+                  "the limit is --timeout); the last try: %s",
+                  s->retry.deadline_secs, tries, tries == 1 ? "y" : "ies", got, last->message);
+}
+
+/* After failed try `attempt` (error in *e, retryable or not): go on (true, after the backoff) or
+   stop with *rc. */
+static bool next_try(const mpk_src *s, unsigned attempt, bool retry, double t_end, const char *url,
+                     unsigned long long got, mpk_error *e, int *rc) {
+  if (!retry || attempt >= s->retry.attempts) return false;
+  unsigned ms = backoff_ms(s, attempt);
+  if (now_ms() + (s->retry.sleep_ms ? 0 : ms) >= t_end) {
+    mpk_error last = *e;
+    *rc = deadline_error(s, url, attempt, got, &last, e);
+    return false;
+  }
+  sleep_ms(s, ms);
+  return true;
 }
 
 static int rehash_prefix(int fd, uint64_t n, EVP_MD_CTX *md, const char *url, mpk_error *err) {
@@ -383,13 +570,25 @@ static int http_fetch(mpk_src *s, mpk_src_fetch *f, EVP_MD_CTX *md, const char *
     return mpk_fail(err, MPK_ENOMEM, url, NULL, "out of memory");
   }
   f->resumed_from = f->offset;
+  double t_end = now_ms() + (double)s->retry.deadline_secs * 1000.0;
+  mpk_error e;
+  mpk_error_clear(&e);
   int rc = 0;
   for (unsigned attempt = 1;; attempt++) {
     x.start = x.kicked = x.pos;
-    setup_handle(s, h, url, &x);
+    if (x.start >= f->size) { /* everything is here (the digest decides) */
+      rc = 0;
+      break;
+    }
+    long remain = (long)(t_end - now_ms());
+    if (remain <= 0) {
+      mpk_error last = e;
+      rc = deadline_error(s, url, attempt - 1, (unsigned long long)x.pos, &last, &e);
+      break;
+    }
+    setup_handle(s, h, url, &x, remain);
     char range[64];
     struct curl_slist *hdrs = NULL;
-    if (x.start >= f->size) break; /* everything is already here */
     if (x.start > 0) {
       snprintf(range, sizeof range, "%llu-", (unsigned long long)x.start);
       curl_easy_setopt(h, CURLOPT_RANGE, range);
@@ -417,36 +616,30 @@ static int http_fetch(mpk_src *s, mpk_src_fetch *f, EVP_MD_CTX *md, const char *
     if (crc == CURLE_OK) {
       rc = 0;
       if (x.pos != f->size)
-        rc = mpk_fail(err, MPK_EMISMATCH, url, NULL, "the response ends after %llu bytes, %llu declared",
+        rc = mpk_fail(&e, MPK_EMISMATCH, url, NULL, "the response ends after %llu bytes, %llu declared",
                       (unsigned long long)x.pos, (unsigned long long)f->size);
       break;
     }
     bool retry;
-    rc = classify(crc, &x, url, &retry, err);
-    if (!retry || attempt >= s->retry.attempts) break;
+    bool deadline_hit = crc == CURLE_OPERATION_TIMEDOUT && now_ms() >= t_end - 100;
+    rc = classify(s, crc, &x, url, deadline_hit, &retry, &e);
+    if (!next_try(s, attempt, retry, t_end, url, (unsigned long long)x.pos, &e, &rc)) break;
     f->retries++;
-    backoff(s, attempt);
   }
+  if (rc && err) *err = e;
   curl_easy_cleanup(h);
   free(x.wbuf);
   return rc;
 }
 
 static int dir_fetch(mpk_src *s, mpk_src_fetch *f, EVP_MD_CTX *md, const char *path, mpk_error *err) {
-  int in = open(path, O_RDONLY | O_CLOEXEC);
-  if (in < 0)
-    return mpk_fail(err, errno == ENOENT ? MPK_ENOTFOUND : MPK_EIO, path, NULL, "%s",
-                    errno == ENOENT ? "not found" : strerror(errno));
-  /* A symbolic link inside the package may not lead out of it. */
-  if (!mpk_path_resolves_inside(s->base, path)) {
-    close(in);
-    return mpk_fail(err, MPK_EMALFORMED, path, NULL, "resolves outside the package directory");
-  }
+  /* Beneath the source directory, never through a link out of it; a regular file (a FIFO cannot
+     block the installer), checked before the first read. */
+  int in;
   struct stat st;
-  int rc = 0;
-  if (fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
-    rc = mpk_fail(err, MPK_EMALFORMED, path, NULL, "not a regular file");
-  } else if ((uint64_t)st.st_size > f->size) {
+  int rc = mpk_open_read_at(s->root_fd, s->base, f->rel, 0, "the package directory", &in, &st, err);
+  if (rc) return rc;
+  if ((uint64_t)st.st_size > f->size) {
     rc = mpk_fail(err, MPK_EMISMATCH, path, NULL, "%llu bytes, %llu declared: larger than declared",
                   (unsigned long long)st.st_size, (unsigned long long)f->size);
   } else if ((uint64_t)st.st_size < f->size) {
@@ -518,42 +711,60 @@ int mpk_src_fetch_file(mpk_src *s, mpk_src_fetch *f, mpk_error *err) {
 
 /* ---------------------------------------------------------------- small documents */
 
+static int dir_read_small(mpk_src *s, const char *rel, size_t max, uint8_t **data, size_t *len, mpk_error *err) {
+  int fd;
+  struct stat st;
+  int rc = mpk_open_read_at(s->root_fd, s->base, rel, max, "the package directory", &fd, &st, err);
+  if (rc) return rc;
+  size_t n = (size_t)st.st_size, got = 0;
+  uint8_t *buf = malloc(n + 1);
+  if (!buf) rc = mpk_fail(err, MPK_ENOMEM, rel, NULL, "out of memory");
+  while (!rc && got < n) {
+    ssize_t r = pread(fd, buf + got, n - got, (off_t)got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) rc = mpk_fail(err, MPK_EIO, rel, NULL, "cannot read: %s", r ? strerror(errno) : "the file got shorter");
+    else got += (size_t)r;
+  }
+  close(fd);
+  if (rc) {
+    free(buf);
+    return rc;
+  }
+  buf[n] = 0;
+  *data = buf;
+  *len = n;
+  return 0;
+}
+
 int mpk_src_read_small(mpk_src *s, const char *rel, size_t max, uint8_t **data, size_t *len, mpk_error *err) {
   *data = NULL;
   *len = 0;
+  if (!s->http) return dir_read_small(s, rel, max, data, len, err);
   char *url = mpk_src_url(s, rel);
   if (!url) return mpk_fail(err, MPK_ENOMEM, rel, NULL, "out of memory");
   int rc = 0;
-  if (!s->http) {
-    mpk_mapped m;
-    if (!mpk_file_exists(url)) rc = mpk_fail(err, MPK_ENOTFOUND, url, NULL, "not found");
-    else if (!mpk_path_resolves_inside(s->base, url))
-      rc = mpk_fail(err, MPK_EMALFORMED, url, NULL, "resolves outside the package directory");
-    else if (!(rc = mpk_map_file(url, max, &m, err))) {
-      if (!(*data = malloc(m.size + 1))) rc = mpk_fail(err, MPK_ENOMEM, url, NULL, "out of memory");
-      else {
-        memcpy(*data, m.data, m.size);
-        (*data)[m.size] = 0;
-        *len = m.size;
-      }
-      mpk_unmap_file(&m);
-    }
-    free(url);
-    return rc;
-  }
   CURL *h = curl_easy_init();
   xfer x = {.max = max, .buf = malloc(max + 1)};
-  if (!h || !x.buf) rc = mpk_fail(err, MPK_ENOMEM, url, NULL, "out of memory");
+  mpk_error e;
+  mpk_error_clear(&e);
+  if (!h || !x.buf) rc = mpk_fail(&e, MPK_ENOMEM, url, NULL, "out of memory");
+  double t_end = now_ms() + (double)s->retry.deadline_secs * 1000.0;
   for (unsigned attempt = 1; !rc; attempt++) {
     x.len = 0;
-    setup_handle(s, h, url, &x);
+    long remain = (long)(t_end - now_ms());
+    if (remain <= 0) {
+      mpk_error last = e;
+      rc = deadline_error(s, url, attempt - 1, 0, &last, &e);
+      break;
+    }
+    setup_handle(s, h, url, &x, remain);
     CURLcode crc = curl_easy_perform(h);
     if (crc == CURLE_OK) break;
     bool retry;
-    rc = classify(crc, &x, url, &retry, err);
-    if (!retry || attempt >= s->retry.attempts) break;
+    bool deadline_hit = crc == CURLE_OPERATION_TIMEDOUT && now_ms() >= t_end - 100;
+    rc = classify(s, crc, &x, url, deadline_hit, &retry, &e);
+    if (!next_try(s, attempt, retry, t_end, url, (unsigned long long)x.len, &e, &rc)) break;
     rc = 0;
-    backoff(s, attempt);
   }
   if (h) curl_easy_cleanup(h);
   if (!rc) {
@@ -562,6 +773,7 @@ int mpk_src_read_small(mpk_src *s, const char *rel, size_t max, uint8_t **data, 
     *len = x.len;
   } else {
     free(x.buf);
+    if (err) *err = e;
   }
   free(url);
   return rc;

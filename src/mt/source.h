@@ -19,10 +19,45 @@ typedef struct mpk_src_retry {
   unsigned max_ms;   /* 0: 8000 */
   void (*sleep_ms)(void *ctx, unsigned ms);
   void *sleep_ctx;
-  long low_speed_secs; /* a transfer below 1 byte/s for this long is a network error; 0: 30 */
+  /* Bounds of every HTTP transfer (docs/mt-install.md, "Bounds"). */
+  long deadline_secs;   /* one file (or document), every try and backoff included; 0: 3600 */
+  long low_speed_bytes; /* a transfer below this many bytes/s ... ; 0: 1024 */
+  long low_speed_secs;  /* ... for this long is a network error (retried); 0: 30 */
 } mpk_src_retry;
 
-/* `location`: "http://..." or "https://..." (libcurl), else a directory. `retry` may be NULL
+#define MPK_SRC_DEFAULT_DEADLINE_SECS 3600
+#define MPK_SRC_DEFAULT_LOW_SPEED_BYTES 1024
+#define MPK_SRC_DEFAULT_LOW_SPEED_SECS 30
+
+/* ---- HTTP response headers, as libcurl hands them over one line at a time (exposed for the fuzz
+   target tests/fuzz/fuzz_http_headers.c and the unit tests). */
+#define MPK_SRC_MAX_HEADER_BYTES ((size_t)64 * 1024) /* one response's header lines, the status line included */
+#define MPK_SRC_MAX_HEADER_LINES 100                  /* one response's header lines */
+#define MPK_SRC_MAX_RESPONSES 8                       /* responses in one transfer: redirects (at most 5), 1xx */
+
+typedef struct mpk_src_headers {
+  size_t bytes, lines;     /* of the current response */
+  unsigned responses;      /* status lines seen */
+  int status;              /* the current response's status code (0: none parsed) */
+  bool complete;           /* the current response's blank line arrived */
+  long long content_range_start, content_length; /* -1: absent or unparsable */
+  char etag[256], last_modified[256];
+  char location[2048];     /* "" when absent; a longer one is refused */
+  char why[200];           /* set when a line is refused: the limit it broke */
+} mpk_src_headers;
+
+void mpk_src_headers_init(mpk_src_headers *h);
+/* One header line (a status line "HTTP/...", a "Name: value" line or the blank line ending the
+   headers; `data` need not be NUL-terminated). false when a limit is broken (h->why says which):
+   the transfer must stop. */
+bool mpk_src_header_line(mpk_src_headers *h, const char *data, size_t n);
+/* May a redirect from a URL of scheme `from_scheme` ("http" or "https") to `location` (a Location
+   value, absolute or relative) be followed? Only to http or https, and never from https to http.
+   false with why; *to_https says the scheme the next request uses. */
+bool mpk_src_redirect_allowed(const char *from_scheme, const char *location, bool *to_https, char *why, size_t cap);
+
+/* `location`: "http://..." or "https://..." (libcurl), else a directory (opened as the user named it;
+   every file is then opened beneath it with mpk_open_read_at: regular files only, no link out). `retry` may be NULL
    (defaults); it is copied. */
 int mpk_src_open(const char *location, const mpk_src_retry *retry, mpk_src **out, mpk_error *err);
 void mpk_src_free(mpk_src *s);

@@ -166,6 +166,160 @@ static void test_http_retry_backoff(void **state) {
   tu_sh("rm -rf '%s'", dir);
 }
 
+/* Redirect hops: only to http(s), never from https to http, whatever the case or the form. */
+static void test_redirect_hops(void **state) {
+  (void)state;
+  static const struct {
+    const char *from, *location;
+    bool allowed, to_https;
+  } cases[] = {
+      {"https", "http://example.org/x", false, true},   /* https -> http: refused */
+      {"https", "HTTP://example.org/x", false, true},
+      {"https", " http:x", false, true},
+      {"https", "https://cdn.example.org/x", true, true},
+      {"https", "/relative/path", true, true},          /* relative: keeps https */
+      {"https", "//other.example.org/x", true, true},   /* network-path: keeps https */
+      {"https", "x/y:z", true, true},                   /* a colon after a slash: relative */
+      {"http", "https://example.org/x", true, true},    /* upgrading is fine */
+      {"http", "http://example.org/x", true, false},
+      {"http", "relative", true, false},
+      {"http", "file:///etc/passwd", false, false},
+      {"https", "FILE:///etc/passwd", false, true},
+      {"http", "ftp://127.0.0.1/x", false, false},
+      {"http", "gopher://h/", false, false},
+      {"http", "javascript:alert(1)", false, false},
+      {"http", "data:text/plain,hi", false, false},
+      {"http", "httpx://h/", false, false},
+      {"http", "", true, false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char why[300];
+    bool to_https = !cases[i].to_https;
+    bool ok = mpk_src_redirect_allowed(cases[i].from, cases[i].location, &to_https, why, sizeof why);
+    if (ok != cases[i].allowed) fail_msg("%s -> '%s': allowed %d, expected %d", cases[i].from, cases[i].location, ok, cases[i].allowed);
+    if (ok) assert_int_equal(to_https, cases[i].to_https);
+    else assert_true(strstr(why, "refused") != NULL);
+  }
+  char why[300];
+  bool to_https;
+  assert_false(mpk_src_redirect_allowed("https", "http://h/", &to_https, why, sizeof why));
+  assert_non_null(strstr(why, "a redirect from https to plain http (http://h/) is refused"));
+}
+
+/* Header lines: the fields the installer uses, and the limits on one response. */
+static void test_header_limits(void **state) {
+  (void)state;
+  mpk_src_headers h;
+  mpk_src_headers_init(&h);
+  static const char *const lines[] = {"HTTP/1.1 206 Partial Content\r\n", "ETag: \"abc\"\r\n",
+                                      "Content-Range: bytes 100-199/200\r\n", "Content-Length: 100\r\n",
+                                      "Location:  /x \r\n", "\r\n"};
+  for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) assert_true(mpk_src_header_line(&h, lines[i], strlen(lines[i])));
+  assert_int_equal(h.status, 206);
+  assert_true(h.complete);
+  assert_string_equal(h.etag, "\"abc\"");
+  assert_int_equal(h.content_range_start, 100);
+  assert_int_equal(h.content_length, 100);
+  assert_string_equal(h.location, "/x");
+  /* signs, blanks and overlong numbers are not numbers */
+  static const char *const bad[] = {"Content-Length: -5\r\n", "Content-Length: 1 2\r\n",
+                                    "Content-Length: 9999999999999999999999\r\n", "Content-Length: +5\r\n"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    assert_true(mpk_src_header_line(&h, bad[i], strlen(bad[i])));
+    assert_int_equal(h.content_length, -1);
+  }
+  const char *cr = "Content-Range: bytes -5-9/10\r\n";
+  assert_true(mpk_src_header_line(&h, cr, strlen(cr)));
+  assert_int_equal(h.content_range_start, -1);
+  /* a new response starts afresh */
+  assert_true(mpk_src_header_line(&h, "HTTP/1.1 200 OK\r\n", 17));
+  assert_int_equal(h.status, 200);
+  assert_int_equal(h.content_length, -1);
+  assert_string_equal(h.etag, "");
+  /* 100 header lines pass, the 101st is refused */
+  mpk_src_headers_init(&h);
+  assert_true(mpk_src_header_line(&h, "HTTP/1.1 200 OK\r\n", 17));
+  for (int i = 0; i < MPK_SRC_MAX_HEADER_LINES; i++) assert_true(mpk_src_header_line(&h, "X-A: b\r\n", 8));
+  assert_false(mpk_src_header_line(&h, "X-A: b\r\n", 8));
+  assert_non_null(strstr(h.why, "more than 100 header lines"));
+  /* 64 KiB of headers pass, one byte more is refused */
+  mpk_src_headers_init(&h);
+  char *big = malloc(MPK_SRC_MAX_HEADER_BYTES + 1);
+  memset(big, 'a', MPK_SRC_MAX_HEADER_BYTES + 1);
+  memcpy(big, "X-Big: ", 7);
+  assert_true(mpk_src_header_line(&h, big, MPK_SRC_MAX_HEADER_BYTES));
+  assert_false(mpk_src_header_line(&h, "\r\n", 2));
+  assert_non_null(strstr(h.why, "exceed 65536 bytes"));
+  free(big);
+  /* responses in one transfer */
+  mpk_src_headers_init(&h);
+  for (int i = 0; i < MPK_SRC_MAX_RESPONSES; i++) assert_true(mpk_src_header_line(&h, "HTTP/1.1 302 Found\r\n", 20));
+  assert_false(mpk_src_header_line(&h, "HTTP/1.1 302 Found\r\n", 20));
+  /* a Location that does not fit is refused, not cut */
+  mpk_src_headers_init(&h);
+  char loc[3000];
+  memset(loc, 'l', sizeof loc);
+  memcpy(loc, "Location: ", 10);
+  assert_false(mpk_src_header_line(&h, loc, sizeof loc));
+  assert_non_null(strstr(h.why, "Location"));
+}
+
+/* A program that sets struct_size gets its fields read; one that gives a size smaller than any
+   layout is refused; 0 means this layout. */
+static void test_options_struct_size(void **state) {
+  (void)state;
+  const char *dir = tu_tmpdir();
+  char cache[4096];
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  mpk_mt_install_options o = MPK_MT_INSTALL_OPTIONS_INIT;
+  assert_int_equal(o.struct_size, sizeof o);
+  o.repo_id = "org/s";
+  o.cache_dir = cache;
+  o.variant = "cpu-int4";
+  o.timeout_secs = 5;
+  mpk_error err;
+  assert_int_equal(mpk_mt_install(tiny(), &o, NULL, &err), 0);
+  o.struct_size = 8;
+  assert_int_equal(mpk_mt_install(tiny(), &o, NULL, &err), MPK_EINVAL);
+  assert_non_null(strstr(err.message, "struct_size"));
+  o.struct_size = 0;
+  assert_int_equal(mpk_mt_install(tiny(), &o, NULL, &err), 0);
+  tu_sh("rm -rf '%s'", dir);
+}
+
+/* mpk_mt_install_recover on a cache whose staging paths are links: refused, nothing followed. */
+static void test_recover_refuses_links(void **state) {
+  (void)state;
+  const char *dir = tu_tmpdir();
+  char cache[4096];
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  mpk_mt_install_options o = {.repo_id = "org/r", .cache_dir = cache, .variant = "cpu-int4"};
+  mpk_error err;
+  assert_int_equal(mpk_mt_install(tiny(), &o, NULL, &err), 0);
+  /* a decoy holding what recovery would remove (old/, a commit marker naming its tree) */
+  tu_sh("mkdir -p '%s/decoy/old' && echo '{\"installId\":\"x\"}' > '%s/decoy/commit.json' && echo x > '%s/decoy/old/f'", dir,
+        dir, dir);
+  static const char *const links[] = {".staging", ".staging/org__r", ".staging/org__r/old", ".staging/org__r/new",
+                                      "org__r"};
+  for (size_t i = 0; i < sizeof links / sizeof *links; i++) {
+    tu_sh("rm -rf '%s/%s' && mkdir -p \"$(dirname '%s/%s')\" && ln -s '%s/decoy' '%s/%s'", cache, links[i], cache,
+          links[i], dir, cache, links[i]);
+    /* a commit marker, so that recovery has work to do where it can reach one */
+    tu_sh("test -L '%s/.staging/org__r' || test -L '%s/.staging' || echo '{\"installId\":\"x\"}' > '%s/.staging/org__r/commit.json'",
+          cache, cache, cache);
+    int recovered = -1;
+    int rc = mpk_mt_install_recover(cache, "org/r", &recovered, &err);
+    if (rc != MPK_EMALFORMED) fail_msg("link at %s: recover returned %d", links[i], rc);
+    assert_non_null(strstr(err.message, "is a symbolic link: refused, nothing was followed"));
+    assert_non_null(strstr(err.file, links[i]));
+    tu_sh("test -f '%s/decoy/old/f' && test -f '%s/decoy/commit.json' && test -L '%s/%s'", dir, dir, cache, links[i]);
+    /* back to a working cache for the next case */
+    tu_sh("rm -rf '%s'", cache);
+    assert_int_equal(mpk_mt_install(tiny(), &o, NULL, &err), 0);
+  }
+  tu_sh("rm -rf '%s'", dir);
+}
+
 /* ---------------------------------------------------------------- the installer */
 
 typedef struct events {
@@ -371,6 +525,10 @@ int main(void) {
       cmocka_unit_test(test_installed_paths),
       cmocka_unit_test(test_dir_fetch_resume),
       cmocka_unit_test(test_http_retry_backoff),
+      cmocka_unit_test(test_redirect_hops),
+      cmocka_unit_test(test_header_limits),
+      cmocka_unit_test(test_options_struct_size),
+      cmocka_unit_test(test_recover_refuses_links),
       cmocka_unit_test(test_install_events_and_record),
       cmocka_unit_test(test_install_refusals),
       cmocka_unit_test(test_commit_crash),
