@@ -1503,6 +1503,15 @@ MPK_API void mpk_audio_free(mpk_audio *a);
 #define MPK_IMAGE_MAX_DIM 65535
 /** Default bound on source pixels (width * height) when mpk_image_options.max_pixels is 0. */
 #define MPK_IMAGE_DEFAULT_MAX_PIXELS (256u * 1024u * 1024u)
+/**
+ * Default memory budget for decoding (mpk_image_options.max_decode_bytes 0): 512 MiB. What decoding
+ * needs is computed from the header before any pixel is decoded: the decoded pixels at 3 bytes each
+ * (a JPEG at the DCT scale it will be decoded at; a PNG's rows count although they are streamed), a
+ * progressive JPEG's coefficient buffers (128 bytes per 8x8 block of every component, full size), a
+ * lossless WebP's ARGB plane (4 bytes per pixel) and a WebP's alpha plane (1 byte per pixel). Past
+ * the budget the image is refused (MPK_ELIMIT, the budget named) before the allocation.
+ */
+#define MPK_IMAGE_DEFAULT_MAX_DECODE_BYTES ((uint64_t)512 << 20)
 
 typedef enum mpk_image_format {
   MPK_IMAGE_FORMAT_UNKNOWN = 0,
@@ -1546,6 +1555,7 @@ MPK_API int mpk_image_plan_resize(int64_t src_width, int64_t src_height, const m
 typedef struct mpk_image_options {
   int ignore_orientation;  /**< 1: pixels as stored, EXIF orientation not applied */
   uint64_t max_pixels;     /**< bound on source width * height; 0: MPK_IMAGE_DEFAULT_MAX_PIXELS */
+  uint64_t max_decode_bytes; /**< decoding memory budget; 0: MPK_IMAGE_DEFAULT_MAX_DECODE_BYTES */
 } mpk_image_options;
 
 /** The pixel tensor and a report of where it came from. Freed with mpk_image_free(). */
@@ -1565,6 +1575,8 @@ typedef struct mpk_image {
   uint32_t decoded_height;
   int jpeg_scale_num;        /**< JPEG: M of the M/8 DCT scale used; 8 for other formats */
   mpk_image_plan plan;       /**< the resize plan, on the upright source size */
+  char warning[256];         /**< a decoder warning that left the pixels whole (JPEG: extraneous bytes
+                                  before a marker, ...), the first one; "" when none */
 } mpk_image;
 
 /**

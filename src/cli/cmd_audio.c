@@ -103,7 +103,7 @@ static int report_json(FILE *out, const mpk_audio *a, const char *in, const char
    as they are (no second copy of the output). */
 static int write_f32le(const char *path, const mpk_audio *a, mpk_error *err) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  return mpk_write_file_atomic(path, a->samples, a->n_samples * 4, err);
+  return mpk_output_file(path, a->samples, a->n_samples * 4, err);
 #else
   uint8_t *le = malloc(a->n_samples * 4 + 1);
   if (!le) return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
@@ -113,7 +113,7 @@ static int write_f32le(const char *path, const mpk_audio *a, mpk_error *err) {
     le[4 * i] = (uint8_t)u, le[4 * i + 1] = (uint8_t)(u >> 8), le[4 * i + 2] = (uint8_t)(u >> 16),
     le[4 * i + 3] = (uint8_t)(u >> 24);
   }
-  int rc = mpk_write_file_atomic(path, le, a->n_samples * 4, err);
+  int rc = mpk_output_file(path, le, a->n_samples * 4, err);
   free(le);
   return rc;
 #endif
@@ -146,6 +146,8 @@ int mpk_cmd_audio(int argc, char **argv) {
     else in = a;
   }
   if (!in) return mpk_cli_usage_error("audio", "no input file");
+  bool out_stdout = output && mpk_output_is_stdout(output);
+  FILE *rep = out_stdout ? stderr : stdout; /* the data own standard output */
   mpk_audio_target t = {0, 1, 0};
   char *input_name = NULL;
   if (package) {
@@ -184,8 +186,9 @@ int mpk_cmd_audio(int argc, char **argv) {
   } else if (json) {
     if (report_json(stdout, a, in, input_name, &t, output)) status = MPK_EXIT_FAIL;
   } else {
-    report_text(stdout, a, in, input_name);
-    if (output) printf("written: %s (%zu bytes)\n", output, a->n_samples * 4);
+    report_text(rep, a, in, input_name);
+    if (output)
+      fprintf(rep, "written: %s (%zu bytes)\n", strcmp(output, "-") == 0 ? "standard output" : output, a->n_samples * 4);
   }
   mpk_audio_free(a);
   free(input_name);

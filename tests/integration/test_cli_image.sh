@@ -143,6 +143,63 @@ wait
 [ -p "$T/fifo" ] || fail "the FIFO was replaced"
 [ "$(stat -c %s "$T/from_fifo")" = 192 ] || fail "FIFO output size"
 
+# ---- the output contract (docs/CLI.md "Output files"), on private nodes only: never the system's
+# /dev/stdout or /dev/null. The reference tensor first, written to a plain file.
+A=("$T/up.jpg" --mode center_crop --width 336 --height 336)
+"$CLI" image "${A[@]}" -o "$T/expected.raw" >/dev/null
+# `-o /dev/stdout > t.raw`, with a private link to /proc/self/fd/1 in place of /dev/stdout: the link
+# stays a link, t.raw gets the tensor and nothing else, the report goes to stderr.
+ln -s /proc/self/fd/1 "$T/stdout-link"
+timeout 10 "$CLI" image "${A[@]}" -o "$T/stdout-link" >"$T/t.raw" 2>"$T/rep"
+[ -L "$T/stdout-link" ] || fail "the stdout link was replaced"
+cmp "$T/t.raw" "$T/expected.raw" || fail "-o link-to-stdout: t.raw is not the tensor"
+grep -q "written: $T/stdout-link (338688 bytes)" "$T/rep" || fail "report not on stderr: $(cat "$T/rep")"
+# -o - into a pipe
+timeout 10 "$CLI" image "${A[@]}" -o - 2>"$T/rep" | cmp - "$T/expected.raw" || fail "-o - | cmp"
+grep -q "written: standard output" "$T/rep" || fail "-o - report: $(cat "$T/rep")"
+[ ! -e ./- ] && [ ! -e "$T/-" ] || fail "a file named - was created"
+# --png - too
+timeout 10 "$CLI" image "${A[@]}" --png - 2>/dev/null | cat >"$T/dash.png"
+od -An -tx1 -N4 "$T/dash.png" | grep -q "89 50 4e 47" || fail "--png -"
+# A private character device (the null device, c 1 3) stays a device, directly and through a link.
+if mknod "$T/null" c 1 3 2>/dev/null; then
+  ln -s "$T/null" "$T/null-link"
+  timeout 10 "$CLI" image "${A[@]}" -o "$T/null" >/dev/null
+  timeout 10 "$CLI" image "${A[@]}" -o "$T/null-link" >/dev/null
+  [ -c "$T/null" ] && [ -L "$T/null-link" ] || fail "the device or its link was replaced"
+fi
+# A link to a regular file stays a link; its target is replaced atomically.
+echo old >"$T/target.raw"
+ln -s target.raw "$T/file-link"
+"$CLI" image "${A[@]}" -o "$T/file-link" >/dev/null
+[ -L "$T/file-link" ] && cmp "$T/target.raw" "$T/expected.raw" || fail "link to a regular file"
+# A FIFO with its reader, timed out rather than hung.
+mkfifo "$T/fifo2"
+timeout 10 cat "$T/fifo2" >"$T/from_fifo2" &
+timeout 10 "$CLI" image "${A[@]}" -o "$T/fifo2" >/dev/null
+wait
+cmp "$T/from_fifo2" "$T/expected.raw" && [ -p "$T/fifo2" ] || fail "FIFO output"
+# A directory is refused, exit 1.
+mkdir "$T/outdir"
+set +e
+"$CLI" image "${A[@]}" -o "$T/outdir" >/dev/null 2>"$T/err"; rc=$?
+set -e
+[ $rc = 1 ] && grep -q "is a directory" "$T/err" || fail "directory output: exit $rc, $(cat "$T/err")"
+# --json with the data on standard output: a usage error (exit 2), still one JSON document on stdout.
+for o in "-o -" "-o $T/stdout-link" "--png -"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$CLI" image "${A[@]}" $o --json >"$T/j.json" 2>"$T/err"; rc=$?
+  set -e
+  [ $rc = 2 ] || fail "--json $o: exit $rc"
+  grep -q "prints its document on standard output" "$T/err" || fail "--json $o message: $(cat "$T/err")"
+  $PY -c "
+import json,sys; r=json.load(open('$T/j.json'))
+assert r['command']=='image' and r['ok'] is False and r['problems'][0]['code']=='invalid-argument', r
+assert all(r[k] is None for k in ('source','decoded','processor','plan','output')), r
+" || fail "--json $o document"
+done
+
 # ---- usage errors: exit 2
 usage() {
   set +e
