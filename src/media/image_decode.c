@@ -194,11 +194,13 @@ static int jpeg_run(jpeg_job *job, const char *file, mpk_error *err) {
     job->scale_num = m;
     if (ci->output_width >= job->min_w && ci->output_height >= job->min_h) break;
   }
-  /* The budget, from the header, before libjpeg allocates anything sized by the image; libjpeg's own
-     allocator is capped at it too (a whole-image coefficient array past it is refused). */
+  /* The budget, from the header, before libjpeg allocates anything sized by the image. As a net,
+     libjpeg's own allocator is capped at the budget plus 8 MiB of working set (its row buffers and
+     tables, which the budget does not count): a coefficient array past it is refused. */
   int brc = mpk_image_check_budget(file, job->h, ci->output_width, ci->output_height, job->budget, err);
   if (brc) return brc;
-  ci->mem->max_memory_to_use = (long)(job->budget < (uint64_t)LONG_MAX ? job->budget : (uint64_t)LONG_MAX);
+  uint64_t cap = job->budget + ((uint64_t)8 << 20);
+  ci->mem->max_memory_to_use = (long)(cap < (uint64_t)LONG_MAX ? cap : (uint64_t)LONG_MAX);
   jpeg_start_decompress(ci);
   if (ci->output_components != (cmyk ? 4 : 3))
     return mpk_fail(err, MPK_EUNSUPPORTED, file, NULL, "JPEG: unexpected %d output components", ci->output_components);
