@@ -162,6 +162,16 @@ PY
 rm -f "$T/long.wav" "$T/long.f32"
 fi
 
+# A FIFO as the input (no writer): refused at once, never waited on (WAV and --base64 text).
+mkfifo "$T/in-fifo"
+for extra in "" --base64; do
+  set +e
+  # shellcheck disable=SC2086
+  timeout 10 "$CLI" audio "$T/in-fifo" $extra "${A[@]:1}" 2>"$T/err"; rc=$?
+  set -e
+  [ $rc = 1 ] && grep -q "in-fifo: is a FIFO, not a regular file" "$T/err" || fail "FIFO input $extra: exit $rc, $(cat "$T/err")"
+done
+
 # Usage errors exit 2.
 set +e
 "$CLI" audio "$T/st.wav" >/dev/null 2>&1; rc=$?

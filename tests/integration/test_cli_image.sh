@@ -274,6 +274,13 @@ import json; r=json.load(open('$T/j.json'))
 assert r['ok'] is False and r['source'] is None and r['problems'][0]['file'].endswith('corrupt.jpg'), r
 " || fail "corrupt JPEG JSON refusal"
 
+# A FIFO as the input (no writer): refused at once, never waited on.
+mkfifo "$T/in-fifo"
+set +e
+timeout 10 "$CLI" image "$T/in-fifo" --mode stretch --width 8 --height 8 2>"$T/err"; rc=$?
+set -e
+[ $rc = 1 ] && grep -q "in-fifo: is a FIFO, not a regular file" "$T/err" || fail "FIFO input: exit $rc, $(cat "$T/err")"
+
 # ---- usage errors: exit 2
 usage() {
   set +e
