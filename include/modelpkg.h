@@ -1402,14 +1402,27 @@ typedef struct mpk_wav_info {
   uint64_t data_offset;     /**< byte offset of the last data chunk's payload */
   uint64_t data_size;       /**< its size: a whole number of blocks, inside the file */
   uint64_t frames;          /**< data_size / block_align */
+  /** 1: the data chunk declared 0 or 0xFFFFFFFF bytes (a streaming WAV, as ffmpeg and arecord write
+      to a pipe): its data run to the end of the file, a trailing partial frame dropped; the walk
+      stops there. 0: the size as declared. */
+  int data_to_eof;
+  uint32_t data_declared;   /**< the data chunk's size field as written */
+  uint64_t data_dropped;    /**< data_to_eof: bytes of a trailing partial frame not read */
 } mpk_wav_info;
+
+/** A WAV format tag's name: "PCM integer" (1), "IEEE float" (3), "A-law" (6), "mu-law" (7),
+    "Microsoft ADPCM" (2), "IMA ADPCM" (0x11), "MPEG Layer 3" (0x55), "extensible" (0xFFFE), ...;
+    "unknown" for a tag without a registered name. */
+MPK_API const char *mpk_wav_codec_name(uint32_t codec);
 
 /**
  * Read a RIFF/WAVE header with WebLLM's rules: chunks walked from byte 12 while 8 header bytes
  * remain (the RIFF size field is ignored, odd chunks padded, the last fmt and the last data chunk
- * win, in any order), a chunk reaching past the end refused; PCM 8/16/24/32-bit or IEEE float
+ * win, in any order), a chunk reaching past the end refused — except a data chunk declaring 0 or
+ * 0xFFFFFFFF bytes, a streaming WAV, whose data run to the end of the file as sox and ffmpeg read
+ * it (data_to_eof; WebLLM refuses these); PCM 8/16/24/32-bit or IEEE float
  * 32/64-bit, plain or WAVE_FORMAT_EXTENSIBLE with those subformats; block alignment consistent.
- * Compressed codecs are MPK_EUNSUPPORTED ("WAV codec 6 is unsupported; ..."); anything else
+ * Compressed codecs are MPK_EUNSUPPORTED ("WAV codec 6 is unsupported; ... (A-law)"); anything else
  * malformed is MPK_EMALFORMED. Reads only the header bytes; allocates nothing. `file` names the
  * input in errors (NULL: "input_audio").
  */
@@ -1479,6 +1492,23 @@ MPK_API int mpk_audio_from_wav(const void *wav, size_t len, const char *file,
  */
 MPK_API int mpk_audio_from_wav_file(const char *path, const mpk_audio_target *target, mpk_audio **out,
                                     mpk_error *err);
+/**
+ * Where streamed samples go: called in output order with the next `n` samples (mono float32, host
+ * order), borrowed for the call; a non-zero return (with *err set) stops the conversion.
+ */
+typedef int (*mpk_audio_sink_fn)(void *ctx, const float *samples, size_t n, mpk_error *err);
+/**
+ * mpk_audio_from_wav_file() with the samples handed to `sink` as they are produced instead of held:
+ * memory is a fixed working set (a batch of resampling segments, about 4 MiB per thread) whatever
+ * the length. The same checks run first, and a float WAV is scanned for a non-finite sample before
+ * the first sample is handed over; the samples are bit-identical to mpk_audio_from_wav_file()'s.
+ * `*report` is the same report with samples NULL.
+ */
+MPK_API int mpk_audio_stream_wav_file(const char *path, const mpk_audio_target *target, mpk_audio_sink_fn sink,
+                                      void *ctx, mpk_audio **report, mpk_error *err);
+/** The same for input_audio.data text (mpk_audio_from_data()). */
+MPK_API int mpk_audio_stream_data(const char *text, size_t len, const mpk_audio_target *target,
+                                  mpk_audio_sink_fn sink, void *ctx, mpk_audio **report, mpk_error *err);
 /** input_audio.data text (raw base64 or a WAV data URL): mpk_audio_data_decode(), then the above. */
 MPK_API int mpk_audio_from_data(const char *text, size_t len, const mpk_audio_target *target,
                                 mpk_audio **out, mpk_error *err);
@@ -1503,6 +1533,15 @@ MPK_API void mpk_audio_free(mpk_audio *a);
 #define MPK_IMAGE_MAX_DIM 65535
 /** Default bound on source pixels (width * height) when mpk_image_options.max_pixels is 0. */
 #define MPK_IMAGE_DEFAULT_MAX_PIXELS (256u * 1024u * 1024u)
+/**
+ * Default memory budget for decoding (mpk_image_options.max_decode_bytes 0): 512 MiB. What decoding
+ * needs is computed from the header before any pixel is decoded: the decoded pixels at 3 bytes each
+ * (a JPEG at the DCT scale it will be decoded at; a PNG's rows count although they are streamed), a
+ * progressive JPEG's coefficient buffers (128 bytes per 8x8 block of every component, full size), a
+ * lossless WebP's ARGB plane (4 bytes per pixel) and a WebP's alpha plane (1 byte per pixel). Past
+ * the budget the image is refused (MPK_ELIMIT, the budget named) before the allocation.
+ */
+#define MPK_IMAGE_DEFAULT_MAX_DECODE_BYTES ((uint64_t)512 << 20)
 
 typedef enum mpk_image_format {
   MPK_IMAGE_FORMAT_UNKNOWN = 0,
@@ -1546,6 +1585,7 @@ MPK_API int mpk_image_plan_resize(int64_t src_width, int64_t src_height, const m
 typedef struct mpk_image_options {
   int ignore_orientation;  /**< 1: pixels as stored, EXIF orientation not applied */
   uint64_t max_pixels;     /**< bound on source width * height; 0: MPK_IMAGE_DEFAULT_MAX_PIXELS */
+  uint64_t max_decode_bytes; /**< decoding memory budget; 0: MPK_IMAGE_DEFAULT_MAX_DECODE_BYTES */
 } mpk_image_options;
 
 /** The pixel tensor and a report of where it came from. Freed with mpk_image_free(). */
@@ -1565,6 +1605,8 @@ typedef struct mpk_image {
   uint32_t decoded_height;
   int jpeg_scale_num;        /**< JPEG: M of the M/8 DCT scale used; 8 for other formats */
   mpk_image_plan plan;       /**< the resize plan, on the upright source size */
+  char warning[256];         /**< a decoder warning that left the pixels whole (JPEG: extraneous bytes
+                                  before a marker, ...), the first one; "" when none */
 } mpk_image;
 
 /**

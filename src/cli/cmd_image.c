@@ -1,6 +1,7 @@
 /* modelpkg image IN --package DIR [-o OUT.raw] [--png PREVIEW.png] [--json]: a photo to the
    [1, H, W, 3] pixel tensor of the package's image_decode processor, and a report of what it was
    (format, size, EXIF orientation) and what was done (JPEG DCT scale, resize plan, dtype). */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,9 +29,12 @@ static const char help[] =
     "                         value, little-endian); with --lib it must agree with the library\n"
     "  --ignore-orientation   keep the pixels as stored (a frontend that does not read EXIF)\n"
     "  --max-pixels N         largest source width x height accepted (default 268435456)\n"
-    "  -o, --output FILE      write the tensor as raw bytes (atomically)\n"
-    "  --png FILE             write the tensor as an 8-bit RGB PNG preview (atomically)\n"
-    "  --json                 print the report as one JSON document\n"
+    "  --max-decode-mib N     memory budget for decoding, in MiB (default 512): the decoded pixels\n"
+    "                         (3 bytes each) and a progressive JPEG's coefficients, from the header\n"
+    "  -o, --output FILE      write the tensor as raw bytes (atomically; - is standard output, a\n"
+    "                         device or FIFO is written through; the report then goes to stderr)\n"
+    "  --png FILE             write the tensor as an 8-bit RGB PNG preview (the same rules)\n"
+    "  --json                 print the report as one JSON document (not with data on stdout)\n"
     "  -h, --help             show this help\n"
     "\n"
     "exit status: 0 converted, 1 refused (the reason on stderr), 2 usage error\n";
@@ -45,48 +49,34 @@ static mpk_image_resize_mode mode_of(mpk_mlc_resize_mode m) {
   return m == MPK_MLC_RESIZE_CENTER_CROP ? MPK_IMAGE_RESIZE_CENTER_CROP : MPK_IMAGE_RESIZE_STRETCH;
 }
 
-static int fail_with(const mpk_error *err) {
-  mpk_cli_error(err);
-  return MPK_EXIT_FAIL;
-}
-
 /* The image_decode processor: with --lib the input the binding (resolveChatCompletionArtifact)
-   gives the image adapter, else chat.completions' image input, else the first. */
-static int package_processor(const char *arg, const char *lib, processor *p) {
+   gives the image adapter, else chat.completions' image input, else the first. 0 or an MPK_E* code
+   with *err set. */
+static int package_processor(const char *arg, const char *lib, processor *p, mpk_error *err) {
   char *path = mpk_is_dir(arg) ? mpk_path_join(arg, MPK_MLC_MANIFEST_FILENAME) : strdup(arg);
-  if (!path) return MPK_EXIT_FAIL;
-  mpk_error err;
-  mpk_error_clear(&err);
+  if (!path) return mpk_fail(err, MPK_ENOMEM, arg, NULL, "out of memory");
   mpk_mlc_package *pkg = NULL;
   mpk_mlc_metadata *md = NULL;
-  int status = MPK_EXIT_OK;
-  if (mpk_mlc_package_load(path, &pkg, &err)) {
-    status = fail_with(&err);
-    goto out;
-  }
+  int rc = 0;
+  if ((rc = mpk_mlc_package_load(path, &pkg, err))) goto out;
   const mpk_mlc_input *found = NULL;
   if (lib) {
     mpk_mlc_binding b;
-    if (mpk_mlc_metadata_load(lib, &md, &err)) {
-      status = fail_with(&err);
-      goto out;
-    }
+    if ((rc = mpk_mlc_metadata_load(lib, &md, err))) goto out;
     if (!md->artifact) {
-      fprintf(stderr, "modelpkg: %s: the library's _metadata has no artifact (no adapter_dtypes to read)\n", lib);
-      status = MPK_EXIT_FAIL;
+      rc = mpk_fail(err, MPK_EMALFORMED, lib, NULL, "the library's _metadata has no artifact (no adapter_dtypes to read)");
       goto out;
     }
-    if (mpk_mlc_resolve(pkg, md->artifact, &b, &err)) {
-      status = fail_with(&err);
-      goto out;
-    }
+    if ((rc = mpk_mlc_resolve(pkg, md->artifact, &b, err))) goto out;
     if (!b.has_image) {
-      fprintf(stderr, "modelpkg: %s: the package binds no image input to %s\n", path, lib);
-      status = MPK_EXIT_FAIL;
+      rc = mpk_fail(err, MPK_EMALFORMED, path, NULL, "the package binds no image input to %s", lib);
       goto out;
     }
     found = b.image.input;
-    if (!(p->dtype = strdup(b.image.dtype))) status = MPK_EXIT_FAIL;
+    if (!(p->dtype = strdup(b.image.dtype))) {
+      rc = mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
+      goto out;
+    }
   } else {
     for (size_t i = 0; i < pkg->n_tasks; i++)
       for (size_t k = 0; k < pkg->tasks[i].n_inputs; k++) {
@@ -95,20 +85,19 @@ static int package_processor(const char *arg, const char *lib, processor *p) {
         if (!found || strcmp(pkg->tasks[i].name, "chat.completions") == 0) found = in;
       }
     if (!found) {
-      fprintf(stderr, "modelpkg: %s: no task input has an image_decode processor\n", path);
-      status = MPK_EXIT_FAIL;
+      rc = mpk_fail(err, MPK_EMALFORMED, path, NULL, "no task input has an image_decode processor");
       goto out;
     }
   }
   p->target.mode = mode_of(found->image.resize_mode);
   p->target.width = found->image.width;
   p->target.height = found->image.height;
-  if (!(p->input = strdup(found->name))) status = MPK_EXIT_FAIL;
+  if (!(p->input = strdup(found->name))) rc = mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
 out:
   mpk_mlc_metadata_free(md);
   mpk_mlc_package_free(pkg);
   free(path);
-  return status;
+  return rc;
 }
 
 static const char *mode_name(mpk_image_resize_mode m) { return m == MPK_IMAGE_RESIZE_CENTER_CROP ? "center_crop" : "stretch"; }
@@ -137,9 +126,13 @@ static void report_text(FILE *out, const mpk_image *img, const char *in, const p
           (long long)img->plan.height, (long long)img->plan.left, (long long)img->plan.top);
   fprintf(out, "output:  [1, %lld, %lld, 3] %s, %zu bytes%s%s\n", (long long)img->height, (long long)img->width, dtype,
           bytes, p->input ? ", for input " : "", p->input ? p->input : "");
+  if (img->warning[0]) fprintf(out, "note:    %s (the pixels are whole)\n", img->warning);
 }
 
-static int report_json(FILE *out, const mpk_image *img, const char *in, const processor *p, const char *dtype,
+/* The command's own keys of its --json document (docs/CLI.md "JSON reports"). */
+static const char *const json_keys[] = {"source", "decoded", "processor", "plan", "output", NULL};
+
+static int report_json(const mpk_image *img, const char *in, const processor *p, const char *dtype,
                        const char *dtype_from, size_t bytes, const char *output, const char *png) {
   json_t *src = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:b, s:I, s:b}", "file", in, "format",
                           mpk_image_format_name(img->format), "width", (json_int_t)img->source_width, "height",
@@ -159,14 +152,23 @@ static int report_json(FILE *out, const mpk_image *img, const char *in, const pr
   json_t *o = json_pack("{s:[i, I, I, i], s:s, s:s, s:I, s:o, s:o}", "shape", 1, (json_int_t)img->height,
                         (json_int_t)img->width, 3, "dtype", dtype, "dtype_from", dtype_from, "bytes",
                         (json_int_t)bytes, "file", mpk_cli_json_str(output), "preview", mpk_cli_json_str(png));
-  json_t *root = json_pack("{s:o, s:o, s:o, s:o, s:o}", "source", src, "decoded", dec, "processor", proc, "plan",
-                           plan, "output", o);
-  if (!root) return -1;
-  return mpk_cli_json_print(out, root);
+  json_t *root = mpk_cli_json_begin("image", true);
+  if (!root || !src || !dec || !proc || !plan || !o) {
+    json_decref(root), json_decref(src), json_decref(dec), json_decref(proc), json_decref(plan), json_decref(o);
+    return -1;
+  }
+  json_object_set_new(root, "source", src);
+  json_object_set_new(root, "decoded", dec);
+  json_object_set_new(root, "processor", proc);
+  json_object_set_new(root, "plan", plan);
+  json_object_set_new(root, "output", o);
+  const char *notes[1];
+  size_t n_notes = 0;
+  if (img->warning[0]) notes[n_notes++] = img->warning;
+  return mpk_cli_json_end(root, NULL, 0, notes, n_notes);
 }
 
-
-/* An 8-bit RGB PNG of the tensor (libspng's encoder into memory, then an atomic write). */
+/* An 8-bit RGB PNG of the tensor (libspng's encoder into memory, then the output contract). */
 static int write_png(const char *path, const mpk_image *img, mpk_error *err) {
   spng_ctx *ctx = spng_ctx_new(SPNG_CTX_ENCODER);
   if (!ctx) return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
@@ -181,25 +183,44 @@ static int write_png(const char *path, const mpk_image *img, mpk_error *err) {
     return mpk_fail(err, MPK_EIO, path, NULL, "PNG encoder: %s", spng_strerror(e));
   }
   spng_ctx_free(ctx);
-  int rc = mpk_write_file_atomic(path, png, len, err);
+  int rc = mpk_output_file(path, png, len, err);
   free(png);
   return rc;
 }
 
 static int write_tensor(const char *path, const mpk_image *img, int elem, size_t bytes, mpk_error *err) {
-  if (elem == 1) return mpk_write_file_atomic(path, img->pixels, bytes, err);
+  if (elem == 1) return mpk_output_file(path, img->pixels, bytes, err);
   uint8_t *buf = malloc(bytes);
   if (!buf) return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
   int rc = mpk_image_tensor_bytes(img, elem, buf, bytes, err);
-  if (!rc) rc = mpk_write_file_atomic(path, buf, bytes, err);
+  if (!rc) rc = mpk_output_file(path, buf, bytes, err);
   free(buf);
   return rc;
+}
+
+/* A usage error: the message on stderr and, once --json was seen, a refusal document on stdout. */
+static int usage(bool json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage(bool json, const char *fmt, ...) {
+  char msg[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (json) {
+    mpk_error e;
+    mpk_error_clear(&e);
+    mpk_fail(&e, MPK_EINVAL, "command line", NULL, "usage: %s", msg);
+    mpk_cli_json_refuse("image", json_keys, &e);
+  }
+  return mpk_cli_usage_error("image", "%s", msg);
 }
 
 int mpk_cmd_image(int argc, char **argv) {
   const char *in = NULL, *package = NULL, *output = NULL, *png = NULL, *lib = NULL, *mode = NULL, *dtype_opt = NULL;
   bool json = false, ignore_orientation = false;
-  long long width = 0, height = 0, max_pixels = 0;
+  long long width = 0, height = 0, max_pixels = 0, max_mib = 0;
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--json") == 0) json = true; /* usage errors are documents too */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (mpk_cli_is_help(a)) {
@@ -210,8 +231,8 @@ int mpk_cmd_image(int argc, char **argv) {
     else if (strcmp(a, "--package") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 ||
              strcmp(a, "--png") == 0 || strcmp(a, "--lib") == 0 || strcmp(a, "--mode") == 0 ||
              strcmp(a, "--dtype") == 0 || strcmp(a, "--width") == 0 || strcmp(a, "--height") == 0 ||
-             strcmp(a, "--max-pixels") == 0) {
-      if (i + 1 >= argc) return mpk_cli_usage_error("image", "%s needs a value", a);
+             strcmp(a, "--max-pixels") == 0 || strcmp(a, "--max-decode-mib") == 0) {
+      if (i + 1 >= argc) return usage(json, "%s needs a value", a);
       const char *v = argv[++i];
       if (strcmp(a, "--package") == 0) package = v;
       else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) output = v;
@@ -219,62 +240,64 @@ int mpk_cmd_image(int argc, char **argv) {
       else if (strcmp(a, "--lib") == 0) lib = v;
       else if (strcmp(a, "--mode") == 0) {
         if (strcmp(v, "stretch") != 0 && strcmp(v, "center_crop") != 0)
-          return mpk_cli_usage_error("image", "--mode: expected stretch or center_crop, got '%s'", v);
+          return usage(json, "--mode: expected stretch or center_crop, got '%s'", v);
         mode = v;
       } else if (strcmp(a, "--dtype") == 0) {
         if (strcmp(v, "uint8") != 0 && strcmp(v, "uint32") != 0)
-          return mpk_cli_usage_error("image", "--dtype: expected uint8 or uint32, got '%s'", v);
+          return usage(json, "--dtype: expected uint8 or uint32, got '%s'", v);
         dtype_opt = v;
       } else {
-        long long *dst = strcmp(a, "--width") == 0 ? &width : strcmp(a, "--height") == 0 ? &height : &max_pixels;
-        long long max = dst == &max_pixels ? MPK_CLI_SAFE_INT_MAX : MPK_IMAGE_MAX_DIM;
+        long long *dst = strcmp(a, "--width") == 0       ? &width
+                         : strcmp(a, "--height") == 0    ? &height
+                         : strcmp(a, "--max-pixels") == 0 ? &max_pixels
+                                                          : &max_mib;
+        long long max = dst == &max_pixels ? MPK_CLI_SAFE_INT_MAX : dst == &max_mib ? (1LL << 24) : MPK_IMAGE_MAX_DIM;
         if (!mpk_cli_parse_int(v, 1, max, dst))
-          return mpk_cli_usage_error("image", "%s: expected an integer in 1..%lld, got '%s'", a, max, v);
+          return usage(json, "%s: expected an integer in 1..%lld, got '%s'", a, max, v);
       }
-    } else if (a[0] == '-' && a[1] != '\0') return mpk_cli_usage_error("image", "unknown option '%s'", a);
-    else if (in) return mpk_cli_usage_error("image", "one input file, got '%s' and '%s'", in, a);
+    } else if (a[0] == '-' && a[1] != '\0') return usage(json, "unknown option '%s'", a);
+    else if (in) return usage(json, "one input file, got '%s' and '%s'", in, a);
     else in = a;
   }
-  if (!in) return mpk_cli_usage_error("image", "no input file");
-  if (lib && !package) return mpk_cli_usage_error("image", "--lib needs --package (the binding names the input)");
-  if (!package && (!mode || !width || !height))
-    return mpk_cli_usage_error("image", "give --package DIR, or --mode, --width and --height");
-
-  processor p = {{MPK_IMAGE_RESIZE_STRETCH, 0, 0}, NULL, NULL};
-  if (package) {
-    int st = package_processor(package, lib, &p);
-    if (st) {
-      free(p.input);
-      free(p.dtype);
-      return st;
-    }
-  }
-  if (mode) p.target.mode = strcmp(mode, "center_crop") == 0 ? MPK_IMAGE_RESIZE_CENTER_CROP : MPK_IMAGE_RESIZE_STRETCH;
-  if (width) p.target.width = width;
-  if (height) p.target.height = height;
-  const char *dtype = "uint8", *dtype_from = "default";
-  int status = MPK_EXIT_OK;
-  if (p.dtype) {
-    dtype = p.dtype, dtype_from = "lib";
-    if (dtype_opt && strcmp(dtype_opt, p.dtype) != 0) {
-      fprintf(stderr, "modelpkg: %s: adapter_dtypes gives the image adapter %s; --dtype says %s\n", lib, p.dtype,
-              dtype_opt);
-      status = MPK_EXIT_FAIL;
-    } else if (strcmp(p.dtype, "uint8") != 0 && strcmp(p.dtype, "uint32") != 0) {
-      fprintf(stderr, "modelpkg: %s: image adapter dtype %s is neither uint8 nor uint32\n", lib, p.dtype);
-      status = MPK_EXIT_FAIL;
-    }
-  } else if (dtype_opt) dtype = dtype_opt, dtype_from = "option";
+  if (!in) return usage(json, "no input file");
+  if (lib && !package) return usage(json, "--lib needs --package (the binding names the input)");
+  if (!package && (!mode || !width || !height)) return usage(json, "give --package DIR, or --mode, --width and --height");
+  /* Where the data go decides where the report goes (docs/CLI.md "Output files"). */
+  bool out_stdout = output && mpk_output_is_stdout(output), png_stdout = png && mpk_output_is_stdout(png);
+  if (out_stdout && png_stdout) return usage(json, "-o and --png cannot both write to standard output");
+  if (json && (out_stdout || png_stdout))
+    return usage(json, "--json prints its document on standard output, which %s writes the %s to; write the data "
+                 "to a file, or drop --json (the report then goes to standard error)",
+                 out_stdout ? "-o" : "--png", out_stdout ? "tensor" : "preview");
+  FILE *rep = out_stdout || png_stdout ? stderr : stdout;
 
   mpk_error err;
   mpk_error_clear(&err);
+  processor p = {{MPK_IMAGE_RESIZE_STRETCH, 0, 0}, NULL, NULL};
+  int rc = package ? package_processor(package, lib, &p, &err) : 0;
+  if (!rc) {
+    if (mode) p.target.mode = strcmp(mode, "center_crop") == 0 ? MPK_IMAGE_RESIZE_CENTER_CROP : MPK_IMAGE_RESIZE_STRETCH;
+    if (width) p.target.width = width;
+    if (height) p.target.height = height;
+  }
+  const char *dtype = "uint8", *dtype_from = "default";
+  if (!rc && p.dtype) {
+    dtype = p.dtype, dtype_from = "lib";
+    if (dtype_opt && strcmp(dtype_opt, p.dtype) != 0)
+      rc = mpk_fail(&err, MPK_EMISMATCH, lib, NULL, "adapter_dtypes gives the image adapter %s; --dtype says %s", p.dtype,
+                    dtype_opt);
+    else if (strcmp(p.dtype, "uint8") != 0 && strcmp(p.dtype, "uint32") != 0)
+      rc = mpk_fail(&err, MPK_EUNSUPPORTED, lib, NULL, "image adapter dtype %s is neither uint8 nor uint32", p.dtype);
+  } else if (dtype_opt) dtype = dtype_opt, dtype_from = "option";
+
   mpk_image *img = NULL;
   int elem = strcmp(dtype, "uint32") == 0 ? 4 : 1;
   size_t bytes = 0;
-  if (status == MPK_EXIT_OK) {
+  if (!rc) {
     mpk_mapped m;
-    mpk_image_options o = {.ignore_orientation = ignore_orientation, .max_pixels = (uint64_t)max_pixels};
-    int rc = mpk_map_file(in, IMAGE_MAX_FILE, &m, &err);
+    mpk_image_options o = {.ignore_orientation = ignore_orientation, .max_pixels = (uint64_t)max_pixels,
+                           .max_decode_bytes = (uint64_t)max_mib << 20};
+    rc = mpk_map_file(in, IMAGE_MAX_FILE, &m, &err);
     if (!rc) {
       rc = mpk_image_from_bytes(m.data, m.size, in, &p.target, &o, &img, &err);
       mpk_unmap_file(&m);
@@ -282,16 +305,18 @@ int mpk_cmd_image(int argc, char **argv) {
     if (!rc) bytes = (size_t)img->width * (size_t)img->height * 3 * (size_t)elem;
     if (!rc && output) rc = write_tensor(output, img, elem, bytes, &err);
     if (!rc && png) rc = write_png(png, img, &err);
-    if (rc) status = fail_with(&err);
   }
-  if (status == MPK_EXIT_OK) {
-    if (json) {
-      if (report_json(stdout, img, in, &p, dtype, dtype_from, bytes, output, png)) status = MPK_EXIT_FAIL;
-    } else {
-      report_text(stdout, img, in, &p, dtype, bytes);
-      if (output) printf("written: %s (%zu bytes)\n", output, bytes);
-      if (png) printf("preview: %s\n", png);
-    }
+  int status = MPK_EXIT_OK;
+  if (rc) {
+    mpk_cli_error(&err);
+    if (json) mpk_cli_json_refuse("image", json_keys, &err);
+    status = MPK_EXIT_FAIL;
+  } else if (json) {
+    if (report_json(img, in, &p, dtype, dtype_from, bytes, output, png)) status = MPK_EXIT_FAIL;
+  } else {
+    report_text(rep, img, in, &p, dtype, bytes);
+    if (output) fprintf(rep, "written: %s (%zu bytes)\n", strcmp(output, "-") == 0 ? "standard output" : output, bytes);
+    if (png) fprintf(rep, "preview: %s\n", strcmp(png, "-") == 0 ? "standard output" : png);
   }
   mpk_image_free(img);
   free(p.input);

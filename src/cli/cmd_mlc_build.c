@@ -21,7 +21,8 @@ static const char help[] =
     "                            (default, without --lib or --params: DIR's tensor cache)\n"
     "  --programs FILE           the `programs` object (default: beside the tasks, else the library's)\n"
     "  --required-features F,... WebGPU features the library needs (sorted, de-duplicated)\n"
-    "  -o FILE                   write the artifact there (atomically) instead of stdout\n"
+    "  -o FILE                   write the artifact there (atomically; - is standard output, a device\n"
+    "                            or FIFO is written through) instead of stdout\n"
     "  -h, --help                show this help\n"
     "\n"
     "Named dimensions (e.g. vocab_size) take their values from DIR's mlc-chat-config.json model_config.\n"
@@ -147,18 +148,17 @@ int mpk_cmd_mlc_build(int argc, char **argv) {
     goto fail;
   }
   if ((rc = mpk_write_file_atomic(manifest_path, out.manifest, out.manifest_len, &err))) goto fail;
-  if (a.output) {
-    if ((rc = mpk_write_file_atomic(a.output, out.artifact, out.artifact_len, &err))) goto fail;
-  } else {
-    fwrite(out.artifact, 1, out.artifact_len, stdout);
-  }
+  /* The artifact goes to -o (the output contract, docs/CLI.md "Output files"; - is standard output)
+     or, without -o, to standard output; the summary always goes to standard error. */
+  if ((rc = mpk_output_file(a.output ? a.output : "-", out.artifact, out.artifact_len, &err))) goto fail;
   bool f16 = false, f16_required = false;
   for (size_t i = 0; i < params->n; i++) f16 |= strcmp(params->items[i].dtype, "float16") == 0;
   for (size_t i = 0; i < n_feat; i++) f16_required |= strcmp(feat[i], "shader-f16") == 0;
   if (f16 && !f16_required)
     fprintf(stderr, "modelpkg: warning: float16 parameters, but shader-f16 is not among the required features\n");
   fprintf(stderr, "modelpkg: wrote %s (interface_id %s, parameter_schema_id %s)%s%s\n", manifest_path,
-          out.interface_id, out.parameter_schema_id, a.output ? " and " : "", a.output ? a.output : "");
+          out.interface_id, out.parameter_schema_id, a.output && strcmp(a.output, "-") != 0 ? " and " : "",
+          a.output && strcmp(a.output, "-") != 0 ? a.output : "");
   status = MPK_EXIT_OK;
   goto done;
 fail:

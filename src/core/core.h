@@ -237,6 +237,33 @@ int mpk_fsync_dir(int dfd);
 /* dir + "/" + name into a fresh malloc'ed string. */
 char *mpk_path_join(const char *dir, const char *name);
 
+/* ---------------------------------------------------------------- outputs (output.c) */
+
+/* The one output contract of the commands that write data (docs/CLI.md "Output files"): "-" and a
+   path that is standard output already (-o /dev/stdout > f) write to descriptor 1; an existing
+   character device, FIFO or socket is opened and written through, never replaced; a directory or
+   block device is refused; anything else is written atomically (temporary file beside it, fsync,
+   rename; a link to a regular file stays a link, its target replaced). */
+typedef struct mpk_output {
+  int fd;
+  char *path;      /* as named */
+  char *tmp;       /* the temporary file (atomic replacement), else NULL */
+  char *target;    /* what the temporary file is renamed over */
+  bool to_stdout;  /* the data go to standard output: print the human report on standard error */
+  bool through;    /* written through (standard output, device, FIFO, socket) */
+  uint64_t written;
+} mpk_output;
+/* `path` would be written to standard output (before opening it: where to report). */
+bool mpk_output_is_stdout(const char *path);
+int mpk_output_open(const char *path, mpk_output *o, mpk_error *err);
+int mpk_output_write(mpk_output *o, const void *data, size_t len, mpk_error *err);
+/* Make the bytes written the output (rename into place); closes either way. */
+int mpk_output_commit(mpk_output *o, mpk_error *err);
+/* Drop what was written (the temporary file is removed; through a device, nothing can be undone). */
+void mpk_output_abort(mpk_output *o);
+/* open + write + commit of one buffer. */
+int mpk_output_file(const char *path, const void *data, size_t len, mpk_error *err);
+
 /* ---------------------------------------------------------------- tree walk (walk.c) */
 
 enum { MPK_WALK_FILE = 1, MPK_WALK_LINK = 2, MPK_WALK_OTHER = 3 };

@@ -299,15 +299,17 @@ _Atomic size_t mpk_audio_segments_used_;          /* segments of the latest call
 typedef struct seg_ctx {
   const mono_src *src;
   double in_rate, out_rate;
-  float *out;
+  float *out;          /* holds outputs [out_first, ...): the whole output, or one batch of segments */
+  size_t out_first, seg_first; /* the batch's first output and first segment */
   size_t n_out, seg_len, pre;
   uint64_t unit_in, unit_out;
   const char *file;
   mpk_error *errs;
 } seg_ctx;
 
-static int run_segment(void *vctx, size_t i) {
+static int run_segment(void *vctx, size_t task) {
   seg_ctx *c = vctx;
+  size_t i = c->seg_first + task;
   size_t o0 = i * c->seg_len, o1 = c->n_out - o0 < c->seg_len ? c->n_out : o0 + c->seg_len;
   size_t p0 = o0 > c->pre ? o0 - c->pre : 0; /* both multiples of unit_out */
   mono_src src = *c->src;                     /* its own record of released pages */
@@ -317,8 +319,9 @@ static int run_segment(void *vctx, size_t i) {
     src.released = src.info->data_offset + in0 * src.info->block_align;
     src.released -= src.released % (uint64_t)(page > 0 ? page : 4096);
   }
-  mpk_error_clear(&c->errs[i]);
-  return resample_span(&src, in0, c->in_rate, c->out_rate, o0 - p0, c->out + o0, o1 - o0, c->file, &c->errs[i]);
+  mpk_error_clear(&c->errs[task]);
+  return resample_span(&src, in0, c->in_rate, c->out_rate, o0 - p0, c->out + (o0 - c->out_first), o1 - o0, c->file,
+                       &c->errs[task]);
 }
 
 static uint64_t gcd_u64(uint64_t a, uint64_t b) {
@@ -330,8 +333,28 @@ static uint64_t gcd_u64(uint64_t a, uint64_t b) {
   return a;
 }
 
+/* Where the output goes: the whole buffer (out), or a sink fed in order, batch by batch, so that
+   memory is a batch (threads x one segment), not the output. Peak and the sum of squares are
+   accumulated in output order either way, so the report is the same bits. */
+typedef struct out_sink {
+  mpk_audio_sink_fn fn;
+  void *ctx;
+  double peak, sum;
+} out_sink;
+
+static int emit(out_sink *k, const float *x, size_t n, mpk_error *err) {
+  double peak = k->peak, sum = k->sum;
+  for (size_t i = 0; i < n; i++) {
+    double v = x[i];
+    if (fabs(v) > peak) peak = fabs(v);
+    sum += v * v;
+  }
+  k->peak = peak, k->sum = sum;
+  return k->fn ? k->fn(k->ctx, x, n, err) : 0;
+}
+
 static int resample(mono_src *src, double in_rate, double out_rate, float *out, size_t n_out, unsigned threads,
-                    const char *file, mpk_error *err) {
+                    out_sink *sink, const char *file, mpk_error *err) {
   uint64_t in = (uint64_t)in_rate, o = (uint64_t)out_rate, g = gcd_u64(in, o);
   seg_ctx c = {.src = src, .in_rate = in_rate, .out_rate = out_rate, .out = out, .n_out = n_out,
                .unit_in = in / g, .unit_out = o / g, .file = file};
@@ -340,28 +363,41 @@ static int resample(mono_src *src, double in_rate, double out_rate, float *out, 
   c.pre = (SEGMENT_PRE + c.unit_out - 1) / c.unit_out * c.unit_out;
   size_t n_seg = n_out <= c.seg_len ? 1 : (n_out - 1) / c.seg_len + 1;
   mpk_audio_segments_used_ = n_seg;
-  if (n_seg == 1) return resample_span(src, 0, in_rate, out_rate, 0, out, n_out, file, err);
-  if (!(c.errs = calloc(n_seg, sizeof *c.errs))) return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
   if (threads == 0) threads = mpk_online_cpus() < MPK_AUDIO_MAX_THREADS ? mpk_online_cpus() : MPK_AUDIO_MAX_THREADS;
-  size_t failed = 0;
-  int rc = mpk_parallel_for(n_seg, threads, run_segment, &c, &failed);
-  if (rc && err) *err = c.errs[failed];
+  size_t batch = out ? n_seg : threads; /* segments run at once */
+  if (batch > n_seg) batch = n_seg;
+  float *buf = NULL;
+  if (!out) {
+    size_t cap = batch * c.seg_len < n_out ? batch * c.seg_len : n_out;
+    if (!(buf = malloc(cap * sizeof *buf))) return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
+    c.out = buf;
+  }
+  if (!(c.errs = calloc(batch, sizeof *c.errs))) {
+    free(buf);
+    return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
+  }
+  int rc = 0;
+  for (size_t first = 0; first < n_seg && !rc; first += batch) {
+    size_t k = n_seg - first < batch ? n_seg - first : batch, failed = 0;
+    c.seg_first = first;
+    c.out_first = out ? 0 : first * c.seg_len;
+    if (k == 1) rc = run_segment(&c, 0);
+    else rc = mpk_parallel_for(k, threads, run_segment, &c, &failed);
+    if (rc) {
+      if (err) *err = c.errs[failed];
+      break;
+    }
+    if (sink) {
+      size_t o0 = first * c.seg_len, o1 = (first + k) * c.seg_len < n_out ? (first + k) * c.seg_len : n_out;
+      rc = emit(sink, c.out + (o0 - c.out_first), o1 - o0, err);
+    }
+  }
   free(c.errs);
+  free(buf);
   return rc;
 }
 
 /* ---------------------------------------------------------------- the whole path */
-
-static void measure(mpk_audio *a) {
-  double peak = 0, sum = 0;
-  for (size_t i = 0; i < a->n_samples; i++) {
-    double v = a->samples[i];
-    if (fabs(v) > peak) peak = fabs(v);
-    sum += v * v;
-  }
-  a->peak = peak;
-  a->rms = a->n_samples ? sqrt(sum / (double)a->n_samples) : 0;
-}
 
 static int check_source_rate(double rate, const char *file, mpk_error *err) {
   if (!(rate > 0) || rate > (double)MPK_SAFE_INT_MAX || rate != floor(rate))
@@ -386,30 +422,47 @@ static float *alloc_output(size_t n) {
   return p;
 }
 
-/* The length has passed check_range, so it is an integer in min..max. */
+/* The length has passed check_range, so it is an integer in min..max. With a sink (`fn` set) the
+   samples are handed over in order and never held whole (a->samples stays NULL). */
 static int finish(mono_src *src, double rate, size_t length, const mpk_audio_target *t, mpk_audio *a,
-                  const char *file, mpk_error *err) {
+                  mpk_audio_sink_fn fn, void *ctx, const char *file, mpk_error *err) {
   a->sample_rate_hz = t->sample_rate_hz;
   a->source_rate = rate;
   a->source_frames = src->frames;
-  if (length > SIZE_MAX / sizeof(float) || !(a->samples = alloc_output(length)))
+  out_sink sink = {fn, ctx, 0, 0};
+  if (!fn && (length > SIZE_MAX / sizeof(float) || !(a->samples = alloc_output(length))))
     return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory (%zu samples)", length);
   a->n_samples = length;
+  int rc = 0;
   if (rate == (double)t->sample_rate_hz) { /* the downmixed samples, unchanged */
-    if (src->pcm) memcpy(a->samples, src->pcm, length * sizeof(float));
-    else
-      for (uint64_t pos = 0; pos < length; pos += MIX_BLOCK) {
+    if (src->pcm) {
+      if (fn) rc = emit(&sink, src->pcm, length, err);
+      else memcpy(a->samples, src->pcm, length * sizeof(float));
+    } else {
+      float *block = fn ? malloc(MIX_BLOCK * sizeof *block) : NULL;
+      if (fn && !block) return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
+      for (uint64_t pos = 0; pos < length && !rc; pos += MIX_BLOCK) {
         size_t k = length - pos < MIX_BLOCK ? (size_t)(length - pos) : MIX_BLOCK;
-        if (!mpk_wav_mix(src->wav, src->info, pos, k, a->samples + pos))
-          return mpk_fail(err, MPK_EMALFORMED, file, NULL, "WAV input contains a non-finite sample");
-        release_read(src, pos + k);
+        float *dst = fn ? block : a->samples + pos;
+        if (!mpk_wav_mix(src->wav, src->info, pos, k, dst))
+          rc = mpk_fail(err, MPK_EMALFORMED, file, NULL, "WAV input contains a non-finite sample");
+        else {
+          release_read(src, pos + k);
+          if (fn) rc = emit(&sink, dst, k, err);
+        }
       }
+      free(block);
+    }
+    if (!fn && !rc) emit(&sink, a->samples, length, err);
   } else {
-    int rc = resample(src, rate, (double)t->sample_rate_hz, a->samples, length, t->threads, file, err);
-    if (rc) return rc;
+    rc = resample(src, rate, (double)t->sample_rate_hz, fn ? NULL : a->samples, length, t->threads, fn ? &sink : NULL,
+                  file, err);
+    if (!fn && !rc) emit(&sink, a->samples, length, err);
     a->resampled = 1;
   }
-  measure(a);
+  if (rc) return rc;
+  a->peak = sink.peak;
+  a->rms = length ? sqrt(sink.sum / (double)length) : 0;
   return 0;
 }
 
@@ -420,7 +473,7 @@ void mpk_audio_free(mpk_audio *a) {
 }
 
 static int from_wav(const void *wav, size_t len, const char *file, const mpk_audio_target *target,
-                    bool release, mpk_audio **out, mpk_error *err) {
+                    bool release, mpk_audio_sink_fn fn, void *ctx, mpk_audio **out, mpk_error *err) {
   if (!out) return mpk_fail(err, MPK_EINVAL, file, NULL, "no output");
   *out = NULL;
   int rc = check_target(target, err);
@@ -440,8 +493,21 @@ static int from_wav(const void *wav, size_t len, const char *file, const mpk_aud
   a->from_wav = 1;
   a->wav = info;
   a->source_channels = info.channels;
+  /* Streamed output cannot be taken back (standard output): a non-finite float sample is looked for
+     before the first sample is handed over, as the reference refuses it before producing any. */
+  if (fn && info.codec == MPK_WAV_FORMAT_IEEE_FLOAT) {
+    mono_src scan = {.wav = wav, .info = &info, .frames = info.frames, .release = release};
+    for (uint64_t pos = 0; pos < info.frames; pos += MIX_BLOCK) {
+      size_t k = info.frames - pos < MIX_BLOCK ? (size_t)(info.frames - pos) : MIX_BLOCK;
+      if (!mpk_wav_mix(wav, &info, pos, k, NULL)) {
+        mpk_audio_free(a);
+        return mpk_fail(err, MPK_EMALFORMED, file, NULL, "WAV input contains a non-finite sample");
+      }
+      release_read(&scan, pos + k);
+    }
+  }
   mono_src src = {.wav = wav, .info = &info, .frames = info.frames, .release = release};
-  if ((rc = finish(&src, info.sample_rate, (size_t)length, target, a, file, err))) {
+  if ((rc = finish(&src, info.sample_rate, (size_t)length, target, a, fn, ctx, file, err))) {
     mpk_audio_free(a);
     return rc;
   }
@@ -453,18 +519,43 @@ int mpk_audio_from_wav(const void *wav, size_t len, const char *file, const mpk_
                        mpk_audio **out, mpk_error *err) {
   if (!file) file = "input_audio";
   if (!out) return mpk_fail(err, MPK_EINVAL, file, NULL, "no output");
-  return from_wav(wav, len, file, target, false, out, err);
+  return from_wav(wav, len, file, target, false, NULL, NULL, out, err);
 }
 
-int mpk_audio_from_wav_file(const char *path, const mpk_audio_target *target, mpk_audio **out, mpk_error *err) {
+static int wav_file(const char *path, const mpk_audio_target *target, mpk_audio_sink_fn fn, void *ctx,
+                    mpk_audio **out, mpk_error *err) {
   if (!out || !path) return mpk_fail(err, MPK_EINVAL, path ? path : "input_audio", NULL, "no input or output");
   *out = NULL;
   mpk_mapped m;
   int rc = mpk_map_file(path, MPK_AUDIO_MAX_FILE_BYTES, &m, err);
   if (rc) return rc;
   if (m.mapped) madvise((void *)(uintptr_t)m.data, m.size, MADV_SEQUENTIAL); /* pages dropped behind */
-  rc = from_wav(m.data, m.size, path, target, m.mapped, out, err);
+  rc = from_wav(m.data, m.size, path, target, m.mapped, fn, ctx, out, err);
   mpk_unmap_file(&m);
+  return rc;
+}
+
+int mpk_audio_from_wav_file(const char *path, const mpk_audio_target *target, mpk_audio **out, mpk_error *err) {
+  return wav_file(path, target, NULL, NULL, out, err);
+}
+
+int mpk_audio_stream_wav_file(const char *path, const mpk_audio_target *target, mpk_audio_sink_fn sink, void *ctx,
+                              mpk_audio **report, mpk_error *err) {
+  if (!sink) return mpk_fail(err, MPK_EINVAL, path ? path : "input_audio", NULL, "no sink");
+  return wav_file(path, target, sink, ctx, report, err);
+}
+
+int mpk_audio_stream_data(const char *text, size_t len, const mpk_audio_target *target, mpk_audio_sink_fn sink,
+                          void *ctx, mpk_audio **report, mpk_error *err) {
+  if (!report || !sink) return mpk_fail(err, MPK_EINVAL, "input_audio", NULL, "no output");
+  *report = NULL;
+  int rc = check_target(target, err);
+  if (rc) return rc;
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  if ((rc = mpk_audio_data_decode(text, len, &bytes, &n, err))) return rc;
+  rc = from_wav(bytes, n, "input_audio", target, false, sink, ctx, report, err);
+  free(bytes);
   return rc;
 }
 
@@ -500,7 +591,7 @@ int mpk_audio_from_pcm_f32(const float *samples, size_t n, double sample_rate, c
   if (!a) return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
   a->source_channels = 1;
   mono_src src = {.pcm = samples, .frames = n};
-  if ((rc = finish(&src, sample_rate, (size_t)length, target, a, file, err))) {
+  if ((rc = finish(&src, sample_rate, (size_t)length, target, a, NULL, NULL, file, err))) {
     mpk_audio_free(a);
     return rc;
   }

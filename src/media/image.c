@@ -80,7 +80,9 @@ int mpk_image_from_bytes(const void *data, size_t len, const char *file, const m
     return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory (output tensor)");
   }
   bool streamed = false;
-  if (h.format == MPK_IMAGE_FORMAT_PNG) { /* rows straight into the resampler: no full-size raster */
+  uint64_t budget = opts && opts->max_decode_bytes ? opts->max_decode_bytes : MPK_IMAGE_DEFAULT_MAX_DECODE_BYTES;
+  if (h.format == MPK_IMAGE_FORMAT_PNG) rc = mpk_image_check_budget(file, &h, h.width, h.height, budget, err);
+  if (!rc && h.format == MPK_IMAGE_FORMAT_PNG) { /* rows straight into the resampler: no full-size raster */
     mpk_resampler *rs = NULL;
     rc = mpk_resampler_new(h.width, h.height, 0, 0, orientation, &plan, target->width, target->height, img->pixels,
                            MPK_RESAMPLER_THREAD, &rs, err);
@@ -90,7 +92,8 @@ int mpk_image_from_bytes(const void *data, size_t len, const char *file, const m
     r.width = h.width, r.height = h.height;
   }
   if (!rc && !streamed) {
-    if (!(rc = mpk_image_decode(data, len, file, &h, min_w, min_h, &r, &scale, err)))
+    if (!(rc = mpk_image_decode_ex(data, len, file, &h, min_w, min_h, budget, &r, &scale, img->warning,
+                                   sizeof img->warning, err)))
       /* a reduced JPEG spans W*M/8 of its ceil(W*M/8) columns: sample on that exact extent */
       rc = mpk_image_resample_scaled(&r, h.width, h.height, scale, orientation, &plan, target->width, target->height,
                                      img->pixels, err);

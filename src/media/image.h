@@ -19,7 +19,18 @@ typedef struct mpk_image_header {
   uint32_t bits;       /* per channel as stored: 8 or 16; PNG grey also 1, 2 or 4 (palette: 8) */
   int has_alpha;
   int orientation;     /* EXIF 1..8; 1 when there is none */
+  uint64_t coef_bytes; /* progressive JPEG: its coefficient buffers (full size, every component) */
+  int webp_lossless;   /* WebP: VP8L (a full ARGB plane while decoding) */
 } mpk_image_header;
+
+/* Bytes decoding takes, from the header (docs/image.md "Memory budget"): the decoded pixels at 3
+   bytes each at the decoded size dec_w x dec_h, plus h's coefficient, ARGB and alpha planes. */
+uint64_t mpk_image_decode_bytes(const mpk_image_header *h, uint32_t dec_w, uint32_t dec_h);
+/* MPK_ELIMIT naming the budget when mpk_image_decode_bytes() exceeds it (0: the default). */
+int mpk_image_check_budget(const char *file, const mpk_image_header *h, uint32_t dec_w, uint32_t dec_h, uint64_t budget,
+                           mpk_error *err);
+/* The width or height libjpeg decodes `size` to at DCT scale m/8 (jdiv_round_up). */
+static inline uint32_t mpk_jpeg_scaled(uint32_t size, int m) { return (uint32_t)(((uint64_t)size * (uint64_t)m + 7) / 8); }
 
 /* An RGB8 raster in stored orientation: `height` rows of `width` * 3 bytes, `stride` bytes apart. */
 typedef struct mpk_raster {
@@ -40,6 +51,11 @@ int mpk_image_probe(const uint8_t *data, size_t len, const char *file, uint64_t 
 int mpk_image_decode(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h,
                      uint32_t min_width, uint32_t min_height, mpk_raster *out, int *scale_num,
                      mpk_error *err);
+/* The same within a memory budget (0: MPK_IMAGE_DEFAULT_MAX_DECODE_BYTES; libjpeg's own allocator
+   is capped at it too), the first harmless decoder warning into `warning` (may be NULL). */
+int mpk_image_decode_ex(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h,
+                        uint32_t min_width, uint32_t min_height, uint64_t budget, mpk_raster *out, int *scale_num,
+                        char *warning, size_t warning_size, mpk_error *err);
 
 /* Resample: the upright view of `src` (orientation 1..8 applied while reading; 1 = as stored) drawn
    at plan->width x plan->height, of which the out_width x out_height window at (plan->left,

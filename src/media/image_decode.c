@@ -7,6 +7,7 @@
    Alpha is dropped, never composited: the colour channels as stored (what WebLLM's canvas path
    returns for every pixel that is not fully transparent; image_resize.json's rgba_to_rgb).
    Every library failure becomes an mpk_error naming the file; libjpeg never reaches exit(). */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,32 @@ static int alloc_raster(mpk_raster *r, uint64_t w, uint64_t h, const char *file,
   return 0;
 }
 
+uint64_t mpk_image_decode_bytes(const mpk_image_header *h, uint32_t dec_w, uint32_t dec_h) {
+  uint64_t px = (uint64_t)dec_w * dec_h, full = (uint64_t)h->width * h->height;
+  uint64_t n = px * 3 + h->coef_bytes;
+  if (h->format == MPK_IMAGE_FORMAT_WEBP) n += (h->webp_lossless ? 4 * full : 0) + (h->has_alpha ? full : 0);
+  return n;
+}
+
+int mpk_image_check_budget(const char *file, const mpk_image_header *h, uint32_t dec_w, uint32_t dec_h, uint64_t budget,
+                           mpk_error *err) {
+  if (!budget) budget = MPK_IMAGE_DEFAULT_MAX_DECODE_BYTES;
+  uint64_t need = mpk_image_decode_bytes(h, dec_w, dec_h);
+  if (need <= budget) return 0;
+  char extra[160] = "";
+  uint64_t full = (uint64_t)h->width * h->height;
+  if (h->coef_bytes)
+    snprintf(extra, sizeof extra, " + %.1f MiB of progressive JPEG coefficients", (double)h->coef_bytes / 1048576);
+  else if (h->format == MPK_IMAGE_FORMAT_WEBP && (h->webp_lossless || h->has_alpha))
+    snprintf(extra, sizeof extra, " + %.1f MiB of %s", (double)((h->webp_lossless ? 4 : 0) + (h->has_alpha ? 1 : 0)) * full / 1048576,
+             h->webp_lossless ? "lossless WebP ARGB plane" : "WebP alpha plane");
+  return mpk_fail(err, MPK_ELIMIT, file, NULL,
+                  "decoding %s %ux%u needs %.1f MiB (%ux%u pixels at 3 bytes%s), above the memory budget of %.1f MiB "
+                  "(max_decode_bytes; modelpkg image --max-decode-mib)",
+                  mpk_image_format_name(h->format), h->width, h->height, (double)need / 1048576, dec_w, dec_h, extra,
+                  (double)budget / 1048576);
+}
+
 static void free_raster(mpk_raster *r) {
   free(r->px);
   memset(r, 0, sizeof *r);
@@ -68,6 +95,9 @@ typedef struct jpeg_job {
   mpk_raster *out;
   uint8_t *cmyk_row;
   int scale_num;
+  uint64_t budget;
+  char *warning;          /* the first harmless warning, or NULL */
+  size_t warning_size;
 } jpeg_job;
 
 static void jpeg_fail_jump(j_common_ptr c, int code) {
@@ -87,15 +117,27 @@ static void on_jpeg_error(j_common_ptr c) {
                                                                             : MPK_EMALFORMED);
 }
 
-/* Warnings that mean pixel data is missing or damaged stop the decode (libjpeg would go on and fill
-   the rest with grey); the harmless ones (extra bytes between markers, an unknown JFIF revision or
-   Adobe transform, a bad ICC marker) do not. Trace messages are ignored. */
+/* Fail closed: every libjpeg warning stops the decode (libjpeg would go on and fill what it could not
+   read with grey) except those that leave every pixel as encoded — bytes between markers skipped,
+   an unknown JFIF revision or Adobe transform, a damaged ICC profile (not used) — which are kept for
+   the report (mpk_image.warning). Trace messages (level >= 0) are ignored. */
 static void on_jpeg_message(j_common_ptr c, int level) {
   if (level >= 0) return;
   int m = c->err->msg_code;
-  if (m == JWRN_JPEG_EOF || m == JWRN_HIT_MARKER || m == JWRN_HUFF_BAD_CODE || m == JWRN_ARITH_BAD_CODE ||
-      m == JWRN_MUST_RESYNC || m == JWRN_BOGUS_PROGRESSION || m == JWRN_NOT_SEQUENTIAL)
-    jpeg_fail_jump(c, MPK_EMALFORMED);
+  if (m == JWRN_EXTRANEOUS_DATA || m == JWRN_JFIF_MAJOR || m == JWRN_ADOBE_XFORM
+#ifdef JWRN_BOGUS_ICC
+      || m == JWRN_BOGUS_ICC
+#endif
+  ) {
+    jpeg_job *job = (jpeg_job *)c->client_data;
+    if (job->warning && job->warning_size && !job->warning[0]) {
+      char msg[JMSG_LENGTH_MAX];
+      c->err->format_message(c, msg);
+      snprintf(job->warning, job->warning_size, "libjpeg warning: %s", msg);
+    }
+    return;
+  }
+  jpeg_fail_jump(c, MPK_EMALFORMED);
 }
 
 static void on_jpeg_progress(j_common_ptr c) {
@@ -152,6 +194,13 @@ static int jpeg_run(jpeg_job *job, const char *file, mpk_error *err) {
     job->scale_num = m;
     if (ci->output_width >= job->min_w && ci->output_height >= job->min_h) break;
   }
+  /* The budget, from the header, before libjpeg allocates anything sized by the image. As a net,
+     libjpeg's own allocator is capped at the budget plus 8 MiB of working set (its row buffers and
+     tables, which the budget does not count): a coefficient array past it is refused. */
+  int brc = mpk_image_check_budget(file, job->h, ci->output_width, ci->output_height, job->budget, err);
+  if (brc) return brc;
+  uint64_t cap = job->budget + ((uint64_t)8 << 20);
+  ci->mem->max_memory_to_use = (long)(cap < (uint64_t)LONG_MAX ? cap : (uint64_t)LONG_MAX);
   jpeg_start_decompress(ci);
   if (ci->output_components != (cmyk ? 4 : 3))
     return mpk_fail(err, MPK_EUNSUPPORTED, file, NULL, "JPEG: unexpected %d output components", ci->output_components);
@@ -179,7 +228,8 @@ static int jpeg_run(jpeg_job *job, const char *file, mpk_error *err) {
 }
 
 static int decode_jpeg(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h, uint32_t min_w,
-                       uint32_t min_h, mpk_raster *out, int *scale_num, mpk_error *err) {
+                       uint32_t min_h, uint64_t budget, mpk_raster *out, int *scale_num, char *warning,
+                       size_t warning_size, mpk_error *err) {
   jpeg_job *job = calloc(1, sizeof *job);
   if (!job) return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
   job->cinfo.err = jpeg_std_error(&job->jerr);
@@ -192,6 +242,9 @@ static int decode_jpeg(const uint8_t *data, size_t len, const char *file, const 
   job->min_w = min_w;
   job->min_h = min_h;
   job->out = out;
+  job->budget = budget ? budget : MPK_IMAGE_DEFAULT_MAX_DECODE_BYTES;
+  job->warning = warning;
+  job->warning_size = warning_size;
   int rc = jpeg_run(job, file, err);
   jpeg_destroy_decompress(&job->cinfo);
   free(job->cmyk_row);
@@ -345,16 +398,29 @@ static int decode_webp(const uint8_t *data, size_t len, const char *file, const 
 
 /* ---------------------------------------------------------------- entry point */
 
-int mpk_image_decode(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h, uint32_t min_width,
-                     uint32_t min_height, mpk_raster *out, int *scale_num, mpk_error *err) {
+int mpk_image_decode_ex(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h,
+                        uint32_t min_width, uint32_t min_height, uint64_t budget, mpk_raster *out, int *scale_num,
+                        char *warning, size_t warning_size, mpk_error *err) {
   if (!file) file = "image";
   if (!out || !h || !scale_num || !data) return mpk_fail(err, MPK_EINVAL, file, NULL, "no input or output");
   memset(out, 0, sizeof *out);
+  if (warning && warning_size) warning[0] = '\0';
   *scale_num = 8;
+  int rc;
   switch (h->format) {
-    case MPK_IMAGE_FORMAT_JPEG: return decode_jpeg(data, len, file, h, min_width, min_height, out, scale_num, err);
-    case MPK_IMAGE_FORMAT_PNG: return decode_png(data, len, file, h, out, err);
-    case MPK_IMAGE_FORMAT_WEBP: return decode_webp(data, len, file, h, out, err);
+    case MPK_IMAGE_FORMAT_JPEG:
+      return decode_jpeg(data, len, file, h, min_width, min_height, budget, out, scale_num, warning, warning_size, err);
+    case MPK_IMAGE_FORMAT_PNG:
+      if ((rc = mpk_image_check_budget(file, h, h->width, h->height, budget, err))) return rc;
+      return decode_png(data, len, file, h, out, err);
+    case MPK_IMAGE_FORMAT_WEBP:
+      if ((rc = mpk_image_check_budget(file, h, h->width, h->height, budget, err))) return rc;
+      return decode_webp(data, len, file, h, out, err);
     default: return mpk_fail(err, MPK_EINVAL, file, NULL, "header was not probed");
   }
+}
+
+int mpk_image_decode(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h, uint32_t min_width,
+                     uint32_t min_height, mpk_raster *out, int *scale_num, mpk_error *err) {
+  return mpk_image_decode_ex(data, len, file, h, min_width, min_height, 0, out, scale_num, NULL, 0, err);
 }

@@ -186,6 +186,27 @@ static int probe_jpeg(const uint8_t *d, size_t n, const char *file, uint64_t max
       h->width = width;
       h->height = height;
       h->channels = comps; /* 4: CMYK or YCCK, converted to RGB (no alpha) */
+      if (m == 0xC2 || m == 0xC6 || m == 0xCA || m == 0xCE) { /* progressive: whole-image coefficients */
+        /* libjpeg's jdcoefct: per component, width_in_blocks x height_in_blocks rounded up to its
+           sampling factors, 64 coefficients of 2 bytes each. */
+        uint32_t hmax = 1, vmax = 1;
+        for (uint32_t c = 0; c < comps; c++) {
+          uint32_t hs = seg[6 + 3 * c + 1] >> 4, vs = seg[6 + 3 * c + 1] & 15;
+          if (hs > hmax) hmax = hs;
+          if (vs > vmax) vmax = vs;
+        }
+        uint64_t total = 0;
+        for (uint32_t c = 0; c < comps; c++) {
+          uint64_t hs = seg[6 + 3 * c + 1] >> 4, vs = seg[6 + 3 * c + 1] & 15;
+          if (hs == 0) hs = 1; /* libjpeg refuses 0 later; count it as 1 here */
+          if (vs == 0) vs = 1;
+          uint64_t bw = ((uint64_t)width * hs + 8 * hmax - 1) / (8 * hmax), bh = ((uint64_t)height * vs + 8 * vmax - 1) / (8 * vmax);
+          bw = (bw + hs - 1) / hs * hs;
+          bh = (bh + vs - 1) / vs * vs;
+          total += bw * bh * 128;
+        }
+        h->coef_bytes = total;
+      }
       h->bits = 8;
       return 0;
     }
@@ -345,6 +366,7 @@ static int probe_webp(const uint8_t *d, size_t n, const char *file, uint64_t max
   h->channels = f.has_alpha ? 4 : 3;
   h->bits = 8;
   h->has_alpha = f.has_alpha != 0;
+  h->webp_lossless = f.format == 2;
   return 0;
 }
 

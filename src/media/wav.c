@@ -28,6 +28,35 @@ static void fourcc_text(const uint8_t *p, char out[17]) {
   out[o] = '\0';
 }
 
+const char *mpk_wav_codec_name(uint32_t codec) {
+  switch (codec) {
+    case 0x0001: return "PCM integer";
+    case 0x0002: return "Microsoft ADPCM";
+    case 0x0003: return "IEEE float";
+    case 0x0006: return "A-law";
+    case 0x0007: return "mu-law";
+    case 0x0010: return "OKI ADPCM";
+    case 0x0011: return "IMA ADPCM";
+    case 0x0022: return "DSP Group TrueSpeech";
+    case 0x0031: return "GSM 6.10";
+    case 0x0040: return "G.721 ADPCM";
+    case 0x0050: return "MPEG";
+    case 0x0055: return "MPEG Layer 3";
+    case 0x0092: return "Dolby AC-3 SPDIF";
+    case 0x0160: return "Windows Media Audio 1";
+    case 0x0161: return "Windows Media Audio 2";
+    case 0x0162: return "Windows Media Audio Professional";
+    case 0x0163: return "Windows Media Audio Lossless";
+    case 0x00FF: return "AAC";
+    case 0x1610: return "MPEG-4 AAC (HE-AAC)";
+    case 0x2000: return "Dolby AC-3";
+    case 0x2001: return "DTS";
+    case 0xF1AC: return "FLAC";
+    case 0xFFFE: return "extensible";
+    default: return "unknown";
+  }
+}
+
 int mpk_wav_parse(const void *wav, size_t len, const char *file, mpk_wav_info *out, mpk_error *err) {
   const uint8_t *b = wav;
   if (!file) file = "input_audio";
@@ -40,10 +69,22 @@ int mpk_wav_parse(const void *wav, size_t len, const char *file, mpk_wav_info *o
   bool have_fmt = false, have_data = false;
   uint32_t format = 0, channels = 0, rate = 0, bits = 0, align = 0, tag = 0, valid = 0;
   uint64_t data_off = 0, data_size = 0;
+  uint32_t data_declared = 0;
+  bool to_eof = false;
   uint64_t off = 12; /* 64-bit: payload + size + pad never wraps */
   while (off + 8 <= len) {
     const uint8_t *h = b + off;
     uint64_t size = le32(h + 4), payload = off + 8;
+    /* A streaming writer (ffmpeg or arecord to a pipe) cannot seek back to fill in the size: 0 or
+       0xFFFFFFFF. Its data run to the end of the file, as sox and ffmpeg read them; nothing after
+       them can be told from samples, so the walk ends here. */
+    if (memcmp(h, "data", 4) == 0 && (size == 0 || size == 0xFFFFFFFFu)) {
+      data_off = payload;
+      data_size = len - payload;
+      data_declared = (uint32_t)size;
+      have_data = to_eof = true;
+      break;
+    }
     if (payload + size > len) {
       char id[17];
       fourcc_text(h, id);
@@ -74,6 +115,7 @@ int mpk_wav_parse(const void *wav, size_t len, const char *file, mpk_wav_info *o
     } else if (memcmp(h, "data", 4) == 0) {
       data_off = payload;
       data_size = size;
+      data_declared = (uint32_t)size;
       have_data = true;
     }
     off = payload + size + (size & 1);
@@ -82,15 +124,25 @@ int mpk_wav_parse(const void *wav, size_t len, const char *file, mpk_wav_info *o
     return mpk_fail(err, MPK_EMALFORMED, file, NULL, "WAV input requires fmt and data chunks");
   if (format != MPK_WAV_FORMAT_PCM && format != MPK_WAV_FORMAT_IEEE_FLOAT)
     return mpk_fail(err, MPK_EUNSUPPORTED, file, NULL,
-                    "WAV codec %u is unsupported; use PCM integer or IEEE float WAV", format);
+                    "WAV codec %u is unsupported; use PCM integer or IEEE float WAV (the file's codec is %s (%u))",
+                    format, format == MPK_WAV_FORMAT_EXTENSIBLE ? "an unknown extensible subformat"
+                                                                : mpk_wav_codec_name(format),
+                    format);
   if (channels < 1 || rate < 1 || align < 1)
     return mpk_fail(err, MPK_EMALFORMED, file, NULL,
                     "WAV channel count, sample rate, and block alignment must be positive");
   bool int_ok = format == MPK_WAV_FORMAT_PCM && (bits == 8 || bits == 16 || bits == 24 || bits == 32);
   bool float_ok = format == MPK_WAV_FORMAT_IEEE_FLOAT && (bits == 32 || bits == 64);
   if (!int_ok && !float_ok)
-    return mpk_fail(err, MPK_EUNSUPPORTED, file, NULL, "unsupported WAV sample format: codec=%u, bits=%u",
-                    format, bits);
+    return mpk_fail(err, MPK_EUNSUPPORTED, file, NULL,
+                    "unsupported WAV sample format: codec=%u, bits=%u (%s with %u bits; PCM integer takes 8, 16, 24 "
+                    "or 32, IEEE float 32 or 64)",
+                    format, bits, mpk_wav_codec_name(format), bits);
+  uint64_t dropped = 0;
+  if (to_eof && (uint64_t)align == (uint64_t)channels * (bits / 8)) { /* a cut-off last frame is not read */
+    dropped = data_size % align;
+    data_size -= dropped;
+  }
   if ((uint64_t)align != (uint64_t)channels * (bits / 8) || data_size % align != 0)
     return mpk_fail(err, MPK_EMALFORMED, file, NULL,
                     "WAV block alignment does not match its sample format (block align %u, %u channels of "
@@ -106,6 +158,9 @@ int mpk_wav_parse(const void *wav, size_t len, const char *file, mpk_wav_info *o
   out->data_offset = data_off;
   out->data_size = data_size;
   out->frames = data_size / align;
+  out->data_to_eof = to_eof;
+  out->data_declared = data_declared;
+  out->data_dropped = dropped;
   return 0;
 }
 

@@ -2,7 +2,9 @@
    libjpeg-turbo / libspng / libwebp, the plan and the resampler), to a small target. The input's
    size picks the mode and whether the orientation is applied, so seed files stay valid images.
    What it accepts must be self-consistent with what the probe says; what it refuses leaves no
-   image and a message. A small max_pixels keeps each run fast and the memory bounded. */
+   image and a message. A small decoding budget (the same max_decode_bytes option users set) keeps
+   each run fast and the memory bounded: a tiny input can still declare 4 megapixels (max_pixels),
+   but only ~87,000 pixels (256 KiB at 3 bytes) are ever decoded; beyond, the header is refused. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,10 +14,12 @@
 #include "modelpkg.h"
 
 #define FUZZ_MAX_PIXELS (1u << 22)
+#define FUZZ_MAX_DECODE_BYTES ((uint64_t)256 << 10)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mpk_image_target t = {(size & 1) ? MPK_IMAGE_RESIZE_CENTER_CROP : MPK_IMAGE_RESIZE_STRETCH, 32, 32};
-  mpk_image_options o = {.ignore_orientation = (size & 2) != 0, .max_pixels = FUZZ_MAX_PIXELS};
+  mpk_image_options o = {.ignore_orientation = (size & 2) != 0, .max_pixels = FUZZ_MAX_PIXELS,
+                         .max_decode_bytes = FUZZ_MAX_DECODE_BYTES};
   mpk_error err;
   mpk_error_clear(&err);
   mpk_image_header h;
@@ -43,6 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     volatile unsigned sum = 0; /* every output byte is readable (ASan) */
     for (size_t i = 0; i < 32 * 32 * 3; i++) sum += img->pixels[i];
     (void)sum;
+    if (mpk_image_decode_bytes(&h, img->decoded_width, img->decoded_height) > FUZZ_MAX_DECODE_BYTES) __builtin_trap();
   } else if (img != NULL || err.code != rc || err.message[0] == '\0') {
     __builtin_trap();
   }

@@ -143,6 +143,144 @@ wait
 [ -p "$T/fifo" ] || fail "the FIFO was replaced"
 [ "$(stat -c %s "$T/from_fifo")" = 192 ] || fail "FIFO output size"
 
+# ---- the output contract (docs/CLI.md "Output files"), on private nodes only: never the system's
+# /dev/stdout or /dev/null. The reference tensor first, written to a plain file.
+A=("$T/up.jpg" --mode center_crop --width 336 --height 336)
+"$CLI" image "${A[@]}" -o "$T/expected.raw" >/dev/null
+# `-o /dev/stdout > t.raw`, with a private link to /proc/self/fd/1 in place of /dev/stdout: the link
+# stays a link, t.raw gets the tensor and nothing else, the report goes to stderr.
+ln -s /proc/self/fd/1 "$T/stdout-link"
+timeout 10 "$CLI" image "${A[@]}" -o "$T/stdout-link" >"$T/t.raw" 2>"$T/rep"
+[ -L "$T/stdout-link" ] || fail "the stdout link was replaced"
+cmp "$T/t.raw" "$T/expected.raw" || fail "-o link-to-stdout: t.raw is not the tensor"
+grep -q "written: $T/stdout-link (338688 bytes)" "$T/rep" || fail "report not on stderr: $(cat "$T/rep")"
+# -o - into a pipe
+timeout 10 "$CLI" image "${A[@]}" -o - 2>"$T/rep" | cmp - "$T/expected.raw" || fail "-o - | cmp"
+grep -q "written: standard output" "$T/rep" || fail "-o - report: $(cat "$T/rep")"
+[ ! -e ./- ] && [ ! -e "$T/-" ] || fail "a file named - was created"
+# --png - too
+timeout 10 "$CLI" image "${A[@]}" --png - 2>/dev/null | cat >"$T/dash.png"
+od -An -tx1 -N4 "$T/dash.png" | grep -q "89 50 4e 47" || fail "--png -"
+# A private character device (the null device, c 1 3) stays a device, directly and through a link.
+if mknod "$T/null" c 1 3 2>/dev/null; then
+  ln -s "$T/null" "$T/null-link"
+  timeout 10 "$CLI" image "${A[@]}" -o "$T/null" >/dev/null
+  timeout 10 "$CLI" image "${A[@]}" -o "$T/null-link" >/dev/null
+  [ -c "$T/null" ] && [ -L "$T/null-link" ] || fail "the device or its link was replaced"
+fi
+# A link to a regular file stays a link; its target is replaced atomically.
+echo old >"$T/target.raw"
+ln -s target.raw "$T/file-link"
+"$CLI" image "${A[@]}" -o "$T/file-link" >/dev/null
+[ -L "$T/file-link" ] && cmp "$T/target.raw" "$T/expected.raw" || fail "link to a regular file"
+# A FIFO with its reader, timed out rather than hung.
+mkfifo "$T/fifo2"
+timeout 10 cat "$T/fifo2" >"$T/from_fifo2" &
+timeout 10 "$CLI" image "${A[@]}" -o "$T/fifo2" >/dev/null
+wait
+cmp "$T/from_fifo2" "$T/expected.raw" && [ -p "$T/fifo2" ] || fail "FIFO output"
+# A directory is refused, exit 1.
+mkdir "$T/outdir"
+set +e
+"$CLI" image "${A[@]}" -o "$T/outdir" >/dev/null 2>"$T/err"; rc=$?
+set -e
+[ $rc = 1 ] && grep -q "is a directory" "$T/err" || fail "directory output: exit $rc, $(cat "$T/err")"
+# --json with the data on standard output: a usage error (exit 2), still one JSON document on stdout.
+for o in "-o -" "-o $T/stdout-link" "--png -"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$CLI" image "${A[@]}" $o --json >"$T/j.json" 2>"$T/err"; rc=$?
+  set -e
+  [ $rc = 2 ] || fail "--json $o: exit $rc"
+  grep -q "prints its document on standard output" "$T/err" || fail "--json $o message: $(cat "$T/err")"
+  $PY -c "
+import json,sys; r=json.load(open('$T/j.json'))
+assert r['command']=='image' and r['ok'] is False and r['problems'][0]['code']=='invalid-argument', r
+assert all(r[k] is None for k in ('source','decoded','processor','plan','output')), r
+" || fail "--json $o document"
+done
+
+# ---- decompression bombs, refused from the header within the memory budget (1 GiB address space,
+# under a second): a 38-byte lossless WebP declaring 16383x16383, a 500-byte progressive JPEG
+# declaring 16384x16384 (4:4:4: 1.5 GiB of coefficients). The budget is named in the message.
+$PY - "$T" <<'PY'
+import io, struct, sys
+from PIL import Image
+d = sys.argv[1]
+b = io.BytesIO(); Image.new("RGB", (16, 16), (9, 9, 9)).save(b, "WEBP", lossless=True)
+w = bytearray(b.getvalue())
+assert w[12:16] == b"VP8L" and w[20] == 0x2F
+bits = struct.unpack("<I", w[21:25])[0]
+w[21:25] = struct.pack("<I", (bits & ~((1 << 28) - 1)) | 16382 | (16382 << 14))  # width-1, height-1
+open(f"{d}/bomb.webp", "wb").write(w)
+b = io.BytesIO(); Image.new("RGB", (16, 16), (9, 9, 9)).save(b, "JPEG", progressive=True, subsampling=0)
+j = bytearray(b.getvalue())
+k = j.find(b"\xff\xc2")
+j[k + 5:k + 9] = struct.pack(">HH", 16384, 16384)
+open(f"{d}/bomb.jpg", "wb").write(j)
+PY
+# (AddressSanitizer reserves terabytes of shadow address space: no address-space limit under it.)
+LIMIT="prlimit --as=1073741824"
+grep -q __asan_init "$CLI" && LIMIT=
+for f in bomb.webp:"16383x16383 pixels at 3 bytes + 1023.9 MiB of lossless WebP ARGB plane" \
+         bomb.jpg:"2048x2048 pixels at 3 bytes + 1536.0 MiB of progressive JPEG coefficients"; do
+  set +e
+  start=$(date +%s%N)
+  $LIMIT timeout 10 "$CLI" image "$T/${f%%:*}" "${A[@]:1}" -o "$T/bomb.raw" 2>"$T/err"; rc=$?
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  set -e
+  [ $rc = 1 ] || fail "${f%%:*}: exit $rc"
+  grep -qF "${f#*:}), above the memory budget of 512.0 MiB (max_decode_bytes; modelpkg image --max-decode-mib)" "$T/err" ||
+    fail "${f%%:*}: $(cat "$T/err")"
+  [ "$ms" -lt 1000 ] || fail "${f%%:*}: refused after $ms ms"
+  [ ! -e "$T/bomb.raw" ] || fail "${f%%:*}: output written"
+done
+# The budget is an option: a smaller one refuses an ordinary photo, naming it.
+set +e
+"$CLI" image "$T/up.png" --mode stretch --width 8 --height 8 --max-decode-mib 1 >/dev/null 2>&1; rc1=$?
+set -e
+[ $rc1 = 0 ] || fail "--max-decode-mib 1 on 64x48: exit $rc1"
+
+# ---- libjpeg warnings: fail closed (corrupt entropy data refused), except bytes between markers,
+# which leave every pixel whole: accepted, and said in the report and the --json notes.
+$PY - "$T" <<'PY'
+import sys
+d = sys.argv[1]
+j = open(f"{d}/up.jpg", "rb").read()
+k = j.find(b"\xff\xdb")
+open(f"{d}/stray.jpg", "wb").write(j[:k] + b"\x00\x12" + j[k:])
+s = j.find(b"\xff\xda")
+s += 2 + int.from_bytes(j[s + 2:s + 4], "big")
+bad = bytearray(j)
+mid = (s + len(j)) // 2
+bad[mid:mid + 2] = b"\xff\xd5"  # a restart marker in the middle of the entropy-coded data
+open(f"{d}/corrupt.jpg", "wb").write(bytes(bad))
+PY
+"$CLI" image "$T/stray.jpg" --mode stretch --width 8 --height 8 >"$T/rep"
+grep -q "note:    libjpeg warning: Corrupt JPEG data: 2 extraneous bytes before marker 0xdb (the pixels are whole)" "$T/rep" ||
+  fail "stray-bytes note: $(cat "$T/rep")"
+"$CLI" image "$T/stray.jpg" --mode stretch --width 8 --height 8 --json >"$T/j.json"
+$PY -c "
+import json; r=json.load(open('$T/j.json'))
+assert r['ok'] is True and r['problems']==[] and 'extraneous bytes' in r['notes'][0], r
+assert list(r)[:3]==['modelpkg_version','command','ok'] and list(r)[-2:]==['problems','notes'], list(r)
+" || fail "stray-bytes JSON"
+set +e
+timeout 10 "$CLI" image "$T/corrupt.jpg" --mode stretch --width 8 --height 8 --json >"$T/j.json" 2>"$T/err"; rc=$?
+set -e
+[ $rc = 1 ] && grep -q "corrupt.jpg: JPEG data is corrupt: premature end of data segment" "$T/err" || fail "corrupt JPEG: exit $rc, $(cat "$T/err")"
+$PY -c "
+import json; r=json.load(open('$T/j.json'))
+assert r['ok'] is False and r['source'] is None and r['problems'][0]['file'].endswith('corrupt.jpg'), r
+" || fail "corrupt JPEG JSON refusal"
+
+# A FIFO as the input (no writer): refused at once, never waited on.
+mkfifo "$T/in-fifo"
+set +e
+timeout 10 "$CLI" image "$T/in-fifo" --mode stretch --width 8 --height 8 2>"$T/err"; rc=$?
+set -e
+[ $rc = 1 ] && grep -q "in-fifo: is a FIFO, not a regular file" "$T/err" || fail "FIFO input: exit $rc, $(cat "$T/err")"
+
 # ---- usage errors: exit 2
 usage() {
   set +e
@@ -162,6 +300,7 @@ usage "$T/up.png" --mode stretch --width 8 --height 8 --lib "$LIB"
 usage "$T/up.png" "$T/up.jpg" --mode stretch --width 8 --height 8
 usage "$T/up.png" --frobnicate
 usage "$T/up.png" --package
+usage "$T/up.png" --mode stretch --width 8 --height 8 --max-decode-mib 0
 "$CLI" image --help | grep -q "usage: modelpkg image IN" || fail "help"
 "$CLI" --help | grep -q "image IN --package DIR" || fail "top-level help"
 echo "ok"

@@ -52,8 +52,8 @@ static void build(int i, wavb *w) {
   switch (i) {
     case 0: /* a chunk that declares more than the file has */
       fmt(w, 1, 1, 16000, 2, 16); chunk(w, "LIST", 100, "abcd", 4); break;
-    case 1: /* data declares 4 GiB - 1 in a 60-byte file */
-      fmt(w, 1, 1, 16000, 2, 16); chunk(w, "data", 0xFFFFFFFFu, two, 4); break;
+    case 1: /* data declares 4 GiB - 2 in a 60-byte file (0xFFFFFFFF is a streaming WAV, below) */
+      fmt(w, 1, 1, 16000, 2, 16); chunk(w, "data", 0xFFFFFFFEu, two, 4); break;
     case 2: /* fmt declares 4 GiB - 1 */
       put(w, "fmt ", 4); put32(w, 0xFFFFFFFFu); put16(w, 1); break;
     case 3: /* fmt chunk header cut short: only 6 of its 8 bytes */
@@ -98,6 +98,21 @@ static void build(int i, wavb *w) {
       fmt(w, 1, 2, 16000, 6, 24); chunk(w, "data", 18, zeros_1k, 18); break;
     case 23: /* a chunk id that is not text, declaring too much */
       fmt(w, 1, 1, 16000, 2, 16); chunk(w, "\x01\xff\x00z", 9, NULL, 0); break;
+    case 24: /* streaming WAV (ffmpeg or arecord to a pipe): data size 0xFFFFFFFF, read to the end */
+      fmt(w, 1, 1, 16000, 2, 16); chunk(w, "data", 0xFFFFFFFFu, two, 4); break;
+    case 25: /* data size 0 with samples after it: read to the end, never a sample taken for a chunk id */
+      fmt(w, 1, 1, 16000, 2, 16); chunk(w, "data", 0, two, 4); put(w, two, 4); put(w, two, 4); break;
+    case 26: /* streaming, a cut-off last frame: dropped */
+      fmt(w, 1, 2, 16000, 4, 16); chunk(w, "data", 0xFFFFFFFFu, zeros_1k, 4 * 3 + 3); break;
+    case 27: /* data size 0 and nothing after: no frames */
+      fmt(w, 1, 1, 16000, 2, 16); chunk(w, "data", 0, NULL, 0); break;
+    case 28: /* A-law: the codec named */
+      fmt(w, 6, 1, 8000, 1, 8); chunk(w, "data", 2, two, 2); break;
+    case 29: /* extensible with the MPEG Layer 3 subformat tag */
+      put(w, "fmt ", 4); put32(w, 40); put16(w, 0xFFFE); put16(w, 1); put32(w, 16000); put32(w, 32000); put16(w, 2);
+      put16(w, 16); put16(w, 22); put16(w, 16); put32(w, 0);
+      put(w, "\x55\x00\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71", 16);
+      chunk(w, "data", 4, two, 4); break;
   }
 }
 
@@ -119,13 +134,21 @@ static const row rows[] = {
     {"odd chunk padded", 0, NULL, 2},
     {"odd chunk unpadded: the walk reads \"ata\\x04\" as an id", MPK_EMALFORMED, "WAV ata\\x04 chunk is truncated", 0},
     {"65535 channels, no frames", MPK_ELIMIT, "canonical audio must contain 1..16000 samples; got 0", 0},
-    {"mu-law", MPK_EUNSUPPORTED, "WAV codec 7 is unsupported; use PCM integer or IEEE float WAV", 0},
+    {"mu-law", MPK_EUNSUPPORTED, "WAV codec 7 is unsupported; use PCM integer or IEEE float WAV (the file's codec is mu-law (7))", 0},
     {"infinite float", MPK_EMALFORMED, "WAV input contains a non-finite sample", 0},
     {"too long", MPK_ELIMIT, "canonical audio must contain 1..16000 samples; got 16384", 0},
     {"not RIFF", MPK_EMALFORMED, "input_audio is not a RIFF/WAVE file", 0},
     {"11 bytes", MPK_EMALFORMED, "WAV input is truncated", 0},
     {"24-bit stereo", 0, NULL, 3},
     {"binary chunk id", MPK_EMALFORMED, "WAV \\x01\\xff\\x00z chunk is truncated", 0},
+    {"streaming WAV, data size 0xFFFFFFFF", 0, NULL, 2},
+    {"data size 0 followed by samples", 0, NULL, 6},
+    {"streaming WAV, partial last frame", 0, NULL, 3},
+    {"data size 0, nothing after", MPK_ELIMIT, "canonical audio must contain 1..16000 samples; got 0", 0},
+    {"A-law", MPK_EUNSUPPORTED,
+     "WAV codec 6 is unsupported; use PCM integer or IEEE float WAV (the file's codec is A-law (6))", 0},
+    {"extensible MP3", MPK_EUNSUPPORTED,
+     "WAV codec 85 is unsupported; use PCM integer or IEEE float WAV (the file's codec is MPEG Layer 3 (85))", 0},
 };
 
 static void test_malformed_table(void **state) {
@@ -167,8 +190,124 @@ static void test_wav_parse_fields(void **state) {
   assert_int_equal(info.data_offset, 12 + 24 + 8);
   build(1, &w);
   assert_int_equal(mpk_wav_parse(w.b, w.n, NULL, &info, &err), MPK_EMALFORMED);
-  assert_non_null(strstr(err.message, "declares 4294967295 bytes, 4 remain"));
+  assert_non_null(strstr(err.message, "declares 4294967294 bytes, 4 remain"));
   assert_int_equal(err.offset, 36);
+  /* Streaming WAVs: to the end of the file, said in the info. */
+  build(22, &w);
+  assert_int_equal(mpk_wav_parse(w.b, w.n, NULL, &info, &err), 0);
+  assert_int_equal(info.data_to_eof, 0);
+  assert_int_equal(info.data_declared, 18);
+  build(26, &w);
+  assert_int_equal(mpk_wav_parse(w.b, w.n, NULL, &info, &err), 0);
+  assert_int_equal(info.data_to_eof, 1);
+  assert_int_equal(info.data_declared, 0xFFFFFFFFu);
+  assert_int_equal(info.frames, 3);
+  assert_int_equal(info.data_size, 12);
+  assert_int_equal(info.data_dropped, 3);
+  build(25, &w);
+  assert_int_equal(mpk_wav_parse(w.b, w.n, NULL, &info, &err), 0);
+  assert_int_equal(info.data_to_eof, 1);
+  assert_int_equal(info.data_declared, 0);
+  assert_int_equal(info.frames, 6);
+  assert_string_equal(mpk_wav_codec_name(1), "PCM integer");
+  assert_string_equal(mpk_wav_codec_name(3), "IEEE float");
+  assert_string_equal(mpk_wav_codec_name(0x1234), "unknown");
+}
+
+/* ---------------------------------------------------------------- streaming */
+
+static int collect(void *ctx, const float *x, size_t n, mpk_error *err) {
+  (void)err;
+  float **p = ctx;
+  memcpy(*p, x, n * sizeof *x);
+  *p += n;
+  return 0;
+}
+
+static int refuse_after(void *ctx, const float *x, size_t n, mpk_error *err) {
+  (void)x;
+  size_t *left = ctx;
+  if (n > *left) return mpk_fail(err, MPK_EIO, "sink", NULL, "sink full");
+  *left -= n;
+  return 0;
+}
+
+static void write_bytes(const char *path, const void *p, size_t n) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(p, 1, n, f), n);
+  fclose(f);
+}
+
+/* The streamed output is the held output, bit for bit, batch after batch (small segments force many
+   batches); a streaming WAV (data size 0 or 0xFFFFFFFF) gives the samples of the same file with
+   its sizes filled in; a sink's refusal stops the conversion with its error. */
+static void test_stream_equals_held(void **state) {
+  (void)state;
+  const uint32_t frames = 3 * 44100;
+  size_t n = 44 + (size_t)frames * 4;
+  uint8_t *wav = malloc(n + 3);
+  memcpy(wav, "RIFF", 4);
+  memcpy(wav + 8, "WAVEfmt ", 8);
+  const uint8_t f[] = {16, 0, 0, 0, 1, 0, 2, 0, 0x44, 0xac, 0, 0, 0x10, 0xb1, 2, 0, 4, 0, 16, 0};
+  memcpy(wav + 16, f, sizeof f);
+  memcpy(wav + 36, "data", 4);
+  uint32_t ds = frames * 4, rs = (uint32_t)n - 8;
+  memcpy(wav + 40, &ds, 4); /* little-endian hosts (the CI's) */
+  memcpy(wav + 4, &rs, 4);
+  uint32_t seed = 11;
+  for (size_t i = 44; i < n; i += 2) {
+    seed = seed * 1664525u + 1013904223u;
+    int16_t v = (int16_t)((int)(8000 * sin((double)i * 0.01)) + (int)((seed >> 20) & 1023) - 512);
+    memcpy(wav + i, &v, 2);
+  }
+  char dir[] = "/tmp/mpk_audio_stream_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char p_ok[256], p_ff[256], p_0[256];
+  snprintf(p_ok, sizeof p_ok, "%s/ok.wav", dir);
+  snprintf(p_ff, sizeof p_ff, "%s/ff.wav", dir);
+  snprintf(p_0, sizeof p_0, "%s/zero.wav", dir);
+  write_bytes(p_ok, wav, n);
+  uint32_t ff = 0xFFFFFFFFu, zero = 0;
+  memcpy(wav + 40, &ff, 4);
+  memcpy(wav + 4, &ff, 4);
+  wav[n] = 1, wav[n + 1] = 2, wav[n + 2] = 3; /* and a cut-off frame at the end */
+  write_bytes(p_ff, wav, n + 3);
+  memcpy(wav + 40, &zero, 4);
+  memcpy(wav + 4, &zero, 4);
+  write_bytes(p_0, wav, n);
+  size_t saved = mpk_audio_segment_len_;
+  mpk_audio_segment_len_ = 4000; /* 48000 outputs: 12 segments, 6 batches of 2 */
+  for (int rate = 0; rate < 2; rate++) {
+    mpk_audio_target t = {rate ? 16000 : 44100, 1, 1 << 22, 2};
+    mpk_audio *held = NULL;
+    mpk_error err;
+    if (mpk_audio_from_wav_file(p_ok, &t, &held, &err)) fail_msg("%s", tu_err(&err));
+    const char *paths[3] = {p_ok, p_ff, p_0};
+    for (int k = 0; k < 3; k++) {
+      float *buf = malloc(held->n_samples * sizeof *buf), *end = buf;
+      mpk_audio *rep = NULL;
+      if (mpk_audio_stream_wav_file(paths[k], &t, collect, &end, &rep, &err)) fail_msg("%s: %s", paths[k], tu_err(&err));
+      assert_null(rep->samples);
+      assert_int_equal(rep->n_samples, held->n_samples);
+      assert_int_equal((size_t)(end - buf), held->n_samples);
+      assert_memory_equal(buf, held->samples, held->n_samples * sizeof *buf);
+      assert_true(rep->peak == held->peak && rep->rms == held->rms);
+      assert_int_equal(rep->wav.data_to_eof, k != 0);
+      assert_int_equal(rep->wav.data_dropped, k == 1 ? 3 : 0);
+      mpk_audio_free(rep);
+      free(buf);
+    }
+    size_t left = 10000;
+    mpk_audio *rep = NULL;
+    assert_int_equal(mpk_audio_stream_wav_file(p_ok, &t, refuse_after, &left, &rep, &err), MPK_EIO);
+    assert_string_equal(err.message, "sink full");
+    assert_null(rep);
+    mpk_audio_free(held);
+  }
+  mpk_audio_segment_len_ = saved;
+  unlink(p_ok), unlink(p_ff), unlink(p_0), rmdir(dir);
+  free(wav);
 }
 
 /* ---------------------------------------------------------------- resampling quality */
@@ -398,6 +537,7 @@ int main(void) {
       cmocka_unit_test(test_wav_file_releases_input),
       cmocka_unit_test(test_malformed_table),
       cmocka_unit_test(test_wav_parse_fields),
+      cmocka_unit_test(test_stream_equals_held),
       cmocka_unit_test(test_tones),
       cmocka_unit_test(test_equal_rate_copy),
   };

@@ -1029,6 +1029,58 @@ static void test_hostile_pipeline(void **state) {
   run_table_capped(1);
 }
 
+/* The decoding memory budget (max_decode_bytes), from the header: what a decode takes is refused one
+   byte past the budget, naming it, and accepted at exactly the budget; a progressive JPEG's
+   coefficient buffers and a lossless WebP's ARGB plane count. */
+static void budget_case(const buf *b, const char *what) {
+  mpk_image_target t = {MPK_IMAGE_RESIZE_CENTER_CROP, 16, 16};
+  mpk_image_options o = {0};
+  mpk_image *img = NULL;
+  mpk_error err;
+  mpk_error_clear(&err);
+  if (mpk_image_from_bytes(b->p, b->n, "t", &t, &o, &img, &err)) fail_msg("%s: %s", what, tu_err(&err));
+  mpk_image_header h;
+  assert_int_equal(mpk_image_probe(b->p, b->n, "t", 0, &h, &err), 0);
+  uint64_t need = mpk_image_decode_bytes(&h, img->decoded_width, img->decoded_height);
+  assert_true(need >= (uint64_t)img->decoded_width * img->decoded_height * 3);
+  mpk_image_free(img);
+  o.max_decode_bytes = need;
+  if (mpk_image_from_bytes(b->p, b->n, "t", &t, &o, &img, &err)) fail_msg("%s at the budget: %s", what, tu_err(&err));
+  mpk_image_free(img);
+  o.max_decode_bytes = need - 1;
+  assert_int_equal(mpk_image_from_bytes(b->p, b->n, "t", &t, &o, &img, &err), MPK_ELIMIT);
+  assert_null(img);
+  if (!strstr(err.message, "above the memory budget") || !strstr(err.message, "max_decode_bytes"))
+    fail_msg("%s: %s", what, err.message);
+}
+
+static void test_decode_budget(void **state) {
+  (void)state;
+  buf b = jpeg_pattern(64, 48, false), p = jpeg_pattern(64, 48, true);
+  mpk_image_header h;
+  mpk_error err;
+  assert_int_equal(mpk_image_probe(b.p, b.n, "t", 0, &h, &err), 0);
+  assert_int_equal(h.coef_bytes, 0); /* baseline: no whole-image coefficient buffer */
+  assert_int_equal(mpk_image_probe(p.p, p.n, "t", 0, &h, &err), 0);
+  assert_true(h.coef_bytes >= (uint64_t)64 * 48 * 2); /* at least the luma's, 2 bytes per sample */
+  budget_case(&b, "baseline JPEG");
+  budget_case(&p, "progressive JPEG");
+  free(b.p);
+  free(p.p);
+  b = png_rgb_pattern(40, 30);
+  budget_case(&b, "PNG");
+  free(b.p);
+  uint8_t *rgba = calloc(40 * 30, 4);
+  for (size_t i = 0; i < 40 * 30; i++) rgba[4 * i] = (uint8_t)i, rgba[4 * i + 3] = 255;
+  b = make_webp(40, 30, rgba, NULL, 0, false);
+  assert_int_equal(mpk_image_probe(b.p, b.n, "t", 0, &h, &err), 0);
+  assert_true(h.webp_lossless);
+  assert_int_equal(mpk_image_decode_bytes(&h, 40, 30), (uint64_t)40 * 30 * 3 + (uint64_t)40 * 30 * (4 + h.has_alpha));
+  budget_case(&b, "lossless WebP");
+  free(b.p);
+  free(rgba);
+}
+
 /* mpk_image_tensor_bytes and mpk_image_format_name on a hand-made image. */
 static void test_tensor_bytes(void **state) {
   (void)state;
@@ -1066,7 +1118,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_png_exif_after_idat),
       cmocka_unit_test(test_png_streamed_equals_raster),
       cmocka_unit_test(test_orientation_probe),     cmocka_unit_test(test_hostile_decode_stage),
-      cmocka_unit_test(test_tensor_bytes),
+      cmocka_unit_test(test_tensor_bytes),          cmocka_unit_test(test_decode_budget),
   };
   const struct CMUnitTest pipeline_tests[] = {
       cmocka_unit_test(test_orientation_upright),
