@@ -119,8 +119,9 @@ MPK_API int mpk_sha256_id(const void *data, size_t len, char out[MPK_SHA256_ID_S
  * Replace `path` with `len` bytes so that a crash at any instant leaves the old file or the new
  * one, never a mix: a temporary file in the same directory ("<name>.tmp.XXXXXX"), fsync, rename,
  * fsync the directory. A crash may leave the temporary file behind, never the target half-written.
- * An existing device, FIFO or socket (/dev/null, /dev/stdout, a pipe) is written into as it is,
- * never replaced by the renamed file; a directory is refused (MPK_EIO).
+ * A symbolic link at `path` is replaced, never followed. An existing FIFO, socket, device or
+ * directory is refused (MPK_EIO) without being opened: a document never goes into one. Data that
+ * may go to a device or standard output uses the CLI's output contract (docs/CLI.md).
  */
 MPK_API int mpk_write_file_atomic(const char *path, const void *data, size_t len, mpk_error *err);
 

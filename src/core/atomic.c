@@ -64,24 +64,16 @@ int mpk_fsync_dir(int dfd) {
   return errno == EINVAL ? 0 : -1;
 }
 
-/* An existing device, FIFO or socket (-o /dev/null, /dev/stdout, a pipe) is written into as it is:
-   renaming a temporary file over it would replace the node itself (as root, /dev/null would
-   become a regular file). Such a target has no old bytes to keep, so nothing is lost. */
-static int write_special(const char *path, const void *data, size_t len, mpk_error *err) {
-  int fd = open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return mpk_fail(err, MPK_EIO, path, NULL, "cannot open: %s", strerror(errno));
-  int rc = mpk_write_all(fd, data, len) ? mpk_fail(err, MPK_EIO, path, NULL, "cannot write: %s", strerror(errno)) : 0;
-  if (close(fd) != 0 && !rc) rc = mpk_fail(err, MPK_EIO, path, NULL, "cannot write: %s", strerror(errno));
-  return rc;
-}
-
 int mpk_write_file_atomic(const char *path, const void *data, size_t len, mpk_error *err) {
   if (!path || (!data && len)) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
+  /* A document replaces a regular file (or a link, which the rename replaces, never follows). A
+     FIFO, socket, device or directory where a document belongs is refused: renaming over it would
+     replace a node that is not ours (as root, /dev/null), and opening it could block. Data
+     outputs that may be devices go through core/output.c instead. */
   struct stat st;
-  if (stat(path, &st) == 0) {
-    if (S_ISDIR(st.st_mode)) return mpk_fail(err, MPK_EIO, path, NULL, "is a directory");
-    if (!S_ISREG(st.st_mode)) return write_special(path, data, len, err);
-  }
+  if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+    return mpk_fail(err, MPK_EIO, path, NULL, "is %s, not a regular file: a document is never written into one",
+                    mpk_file_type_name(st.st_mode));
   size_t n = strlen(path);
   char *tmp = malloc(n + 16), *dir_copy = strdup(path);
   if (!tmp || !dir_copy) {
