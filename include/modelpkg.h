@@ -682,6 +682,9 @@ typedef struct mpk_mlc_fit {
   char workspace_function[256]; /**< the function needing it (ties: the smallest name) */
   int64_t total_bytes;          /**< parameter + KV cache + workspace bytes */
   int uses_float16;             /**< float16 parameters or KV cache: WebGPU needs shader-f16 */
+  const char *kv_none_reason;   /**< when the KV cache is 0 by rule: "kv_state_kind none", or
+                                     "embedding model" (no kv_cache and no decode function in
+                                     _metadata: an encoder, as WebLLM's ModelType.embedding); else NULL */
 } mpk_mlc_fit;
 
 /**
@@ -734,7 +737,10 @@ typedef struct mpk_mlc_fit_report {
   const char *weights_path;       /**< the tensor cache counted, or NULL (the library's params were) */
   mpk_mlc_fit fit;
   int device_checked;             /**< 1: a device memory, binding size or feature list was given */
-  const mpk_error *problems;      /**< why it does not fit (empty when it fits) */
+  int refused;                    /**< 1: the library is not the package's (model_type, quantization
+                                       or parameters differ, as `check` finds): `problems` lists
+                                       every difference and `fit` holds nothing */
+  const mpk_error *problems;      /**< why it does not fit (empty when it fits), or why refused */
   size_t n_problems;
   const char *const *notes;       /**< informational lines */
   size_t n_notes;
