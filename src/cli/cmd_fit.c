@@ -316,11 +316,13 @@ int mpk_cmd_fit(int argc, char **argv) {
   if (rc == MPK_EINVAL) { /* an argument the library refused, e.g. --set of a name nothing uses */
     char line[2048];
     mpk_error_format(&err, line, sizeof line);
-    status = mpk_cli_usage_json(json, "fit", fit_keys, "%s", line);
+    status = mpk_cli_usage_error("fit", "%s", line);
+    if (json) mpk_cli_json_refuse("fit", fit_keys, &err);
     goto done;
   }
   if (rc) {
     mpk_cli_error(&err);
+    if (json) mpk_cli_json_refuse("fit", fit_keys, &err);
     status = MPK_EXIT_FAIL;
     goto done;
   }

@@ -103,8 +103,10 @@ expect no_artifact 1 '_metadata.artifact is missing' -- "$MPK" check "$G" --lib 
 expect metadata_byte_exact 0 '^same$' -- sh -c "cmp -s '$TMP/extracted.json' '$SHARED/realdata/mlc-lib-metadata/Qwen2-0.5B-Instruct-q4f32_1-ctx4k_cs1k-webgpu.metadata.json' && echo same"
 cat "$TMP/plain.so" "$GLIB" > "$TMP/two.so"
 expect two_metadata 1 'different _metadata' -- "$MPK" mlc metadata "$TMP/two.so"
-head -c 5000 /dev/zero > "$TMP/empty.so"
+{ printf '\177ELF'; head -c 5000 /dev/zero; } > "$TMP/empty.so"
 expect no_metadata 1 'no _metadata' -- "$MPK" mlc metadata "$TMP/empty.so"
+head -c 5000 /dev/zero > "$TMP/zeros.so"
+expect not_a_library 1 'zeros.so: not a compiled model library' -- "$MPK" mlc metadata "$TMP/zeros.so"
 
 # The producer: rebuild the audio example's sidecar from its tasks and library, byte for byte.
 mkdir -p "$TMP/b"

@@ -46,6 +46,11 @@ for f in mlc-model-manifest.json mlc-chat-config.json tensor-cache.json params_s
   fresh; mv "$TMP/g/$f" "$OUT/$f"; ln -s "$OUT/$f" "$TMP/g/$f"
   expect "outside_link_$f" 1 "g/$f: .*resolves outside the package directory" -- "$MPK" check "$TMP/g"
 done
+# the same through the portable walk (kernels without openat2)
+for f in mlc-model-manifest.json params_shard_0.bin; do
+  fresh; mv "$TMP/g/$f" "$OUT/$f"; ln -s "$OUT/$f" "$TMP/g/$f"
+  expect "outside_link_walk_$f" 1 "g/$f: .*resolves outside the package directory" -- env MPK_OPEN_FORCE_WALK=1 "$MPK" check "$TMP/g"
+done
 fresh; mv "$TMP/g/tensor-cache.json" "$OUT/"; ln -s ../outside/tensor-cache.json "$TMP/g/tensor-cache.json"
 expect outside_relative_link 1 'g/tensor-cache.json: resolves outside the package directory' -- "$MPK" check "$TMP/g"
 fresh; mv "$TMP/g/mlc-chat-config.json" "$OUT/"; ln -s "$OUT/mlc-chat-config.json" "$TMP/g/mlc-chat-config.json"
@@ -71,6 +76,27 @@ fresh; rm "$TMP/g/params_shard_0.bin"; mkdir "$TMP/g/params_shard_0.bin"
 expect shard_dir 1 'params_shard_0.bin: shard 0 is a directory, not a regular file' -- "$MPK" check "$TMP/g"
 fresh; rm "$TMP/g/mlc-chat-config.json"; mkfifo "$TMP/g/mlc-chat-config.json"
 expect fit_fifo_chat_config 1 'mlc-chat-config.json: is a FIFO, not a regular file' -- "$MPK" fit "$TMP/g"
+
+# ---- 3. a --lib that is not a library is refused from its header, not mapped and scanned
+truncate -s 8G "$TMP/zeros.lib"
+for cmd in "check $G --no-weights" "fit $G" "mlc metadata"; do
+  start=$(date +%s%N)
+  # shellcheck disable=SC2086
+  expect "not_a_library_${cmd%% *}" 1 "zeros.lib: not a compiled model library .*first bytes \(00 00 00 00\) are none of the accepted formats: WebAssembly .*ELF .*Mach-O .*ar archive .*tar archive" \
+    -- prlimit --as=1073741824 "$MPK" $cmd $( [ "$cmd" = "mlc metadata" ] || echo --lib ) "$TMP/zeros.lib"
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  [ "$ms" -lt 1000 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: not_a_library_${cmd%% *} took $ms ms"; }
+done
+rm -f "$TMP/zeros.lib"
+printf '\x1f\x8b\x08\x00rest' > "$TMP/gz.tar"
+expect gzip_library 1 'gz.tar: not a library: is gzip-compressed .*decompress it first' -- "$MPK" mlc metadata "$TMP/gz.tar"
+: > "$TMP/empty.wasm"
+expect empty_library 1 'empty.wasm: not a library: is empty' -- "$MPK" mlc metadata "$TMP/empty.wasm"
+mkfifo "$TMP/fifo.wasm"
+expect fifo_library 1 'fifo.wasm: is a FIFO, not a regular file' -- "$MPK" fit "$G" --lib "$TMP/fifo.wasm"
+for lib in Phi-3-mini-4k-instruct-q4f16_1-ctx4k_cs1k-webgpu.wasm Llama-2-7b-chat-hf-q4f16_1-mali.so; do
+  expect "real_library_$lib" 0 '^\{"model_type"' -- "$MPK" mlc metadata "$R/mlc-libs/$lib"
+done
 
 # ---- 5. every mismatch with a pointer; many missing shards summed up
 python3 - "$TMP/many" <<'PY'
@@ -132,6 +158,37 @@ expect fit_set_zero 2 "--set needs NAME=VALUE with a positive integer VALUE .*no
 expect fit_set_negative 2 "positive integer VALUE" -- "$MPK" fit "$G" --lib "$GLIB" --set vocab_size=-5
 json_ok fit_json_usage 2 'assert r["command"] == "fit" and r["ok"] is False and r["problems"][0]["code"] == "invalid-argument", r' \
   -- "$MPK" fit "$G" --json --set vocab_size=0
+
+# ---- 6. the next step said; typos of closed sets refused with the accepted list
+LEG="$EX/legacy-no-manifest"
+expect mlc_id_legacy 1 'legacy-no-manifest: has no mlc-model-manifest.json \(a legacy package.*write one with `modelpkg mlc build .*legacy-no-manifest --tasks TASKS.json' \
+  -- "$MPK" mlc id "$LEG"
+echo '{"segments": [{"text": [1]}]}' > "$TMP/seg.json"
+expect mlc_plan_legacy 1 'has no mlc-model-manifest.json \(a legacy package.*write one with `modelpkg mlc build' \
+  -- "$MPK" mlc plan --package "$LEG" --lib "$GLIB" --segments "$TMP/seg.json"
+expect feature_typo_check 2 '--device-features: unknown WebGPU feature "shader-f61"; WebGPU.s features are: .*shader-f16.*subgroups' \
+  -- "$MPK" check "$G" --lib "$GLIB" --device-features shader-f61
+expect feature_typo_fit 2 'unknown WebGPU feature "f61"' -- "$MPK" fit "$G" --device-features f16,f61
+expect feature_known 0 'OK: all checks hold' -- "$MPK" check "$G" --lib "$GLIB" --device-features f16,subgroups,timestamp-query
+
+# ---- 7. --json: one envelope on success and on refusal
+json_ok check_json_typo 2 'assert r["command"] == "check" and r["ok"] is False and r["dir"] is None and "shader-f61" in r["problems"][0]["message"], r' \
+  -- "$MPK" check "$G" --device-features shader-f61 --json
+json_ok check_json_no_dir 1 'assert r["command"] == "check" and r["ok"] is False and r["problems"][0]["code"] == "not-found", r' \
+  -- "$MPK" check "$TMP/nope" --json
+json_ok check_json_ok 0 'assert r["command"] == "check" and r["ok"] is True and r["contract"] == "declared", r' -- "$MPK" check "$G" --json
+json_ok fit_json_ok 0 'assert r["command"] == "fit" and r["ok"] is True and r["needs"]["parameter_bytes"] == 704, r' -- "$MPK" fit "$G" --json
+json_ok fit_json_no_dir 1 'assert r["command"] == "fit" and r["needs"] is None and r["problems"][0]["code"] == "not-found", r' \
+  -- "$MPK" fit "$TMP/nope" --json
+json_ok fit_json_unknown_option 2 'assert r["command"] == "fit" and "--bogus" in r["problems"][0]["message"], r' -- "$MPK" fit "$G" --bogus --json
+json_ok plan_json_legacy 1 'assert r["command"] == "mlc plan" and r["chunks"] is None and "legacy package" in r["problems"][0]["message"], r' \
+  -- "$MPK" mlc plan --package "$LEG" --lib "$GLIB" --segments "$TMP/seg.json" --json
+json_ok plan_json_usage 2 'assert r["command"] == "mlc plan" and r["problems"][0]["code"] == "invalid-argument", r' -- "$MPK" mlc plan --json
+json_ok plan_json_ok 0 'assert r["command"] == "mlc plan" and r["ok"] is True and r["prompt_length"] > 0, r' \
+  -- "$MPK" mlc plan --package "$G" --lib "$GLIB" --segments "$TMP/seg.json" --json
+json_ok id_json_ok 0 'assert r["command"] == "mlc id" and r["interface_id"] == r["declared_interface_id"], r' -- "$MPK" mlc id "$G" --json
+json_ok id_json_legacy 1 'assert r["command"] == "mlc id" and r["interface_id"] is None and "legacy package" in r["problems"][0]["message"], r' \
+  -- "$MPK" mlc id "$LEG" --json
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
