@@ -46,7 +46,9 @@ static const char help[] =
     "  --no-graph               do not read inference/model.onnx (no map-vs-graph, precision checks)\n"
     "  --jobs N, --json         as above\n"
     "\n"
-    "Each problem is one line: FILE: JSON-POINTER: RULE.\n"
+    "Each problem is one line: FILE: JSON-POINTER: RULE. Of one kind (missing shards, differing\n"
+    "parameters) the first 10 are listed, then one line with the count. Every file of an MLC package\n"
+    "is read beneath DIR: a link out of it, a FIFO or a directory in a file's place is an error.\n"
     "exit status: 0 all checks hold, 1 a check failed, 2 usage error\n";
 
 /* The check report's own keys (docs/check-report.md), null on a refusal. */
