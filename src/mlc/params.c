@@ -336,8 +336,9 @@ size_t mpk_mlc_params_compare_each(const mpk_mlc_params *expected, const mpk_mlc
     const mpk_mlc_param *x = &expected->items[i], *a = find(sa, actual->n, x->name);
     mpk_error_clear(&e);
     if (!a) {
+      /* not in the tensor cache: the pointer is to where the library names it */
       snprintf(ptr, sizeof ptr, "/params/%zu", i);
-      mpk_fail(&e, MPK_EMISMATCH, af, NULL, "parameter %s, which %s expects (at %s), is missing", x->name, ef, ptr);
+      mpk_fail(&e, MPK_EMISMATCH, ef, ptr, "parameter %s, which the library expects, is missing from %s", x->name, af);
       diff(&d, D_MISSING, &e);
       continue;
     }

@@ -121,13 +121,16 @@ import json, sys
 d, out = sys.argv[1:]
 params = [{"name": f"p{i}", "shape": [3], "dtype": "float16"} for i in range(483)]
 params[0]["dtype"] = "float32"
+params.append({"name": "extra_param", "shape": [1], "dtype": "float16"})
 json.dump({"model_type": "llama", "quantization": "q4f16_1", "kv_state_kind": "kv_cache", "params": params}, open(out, "w"))
 PY
 expect mismatch_pointer_dtype 1 'tensor-cache.json: /records/0/records/0/dtype: parameter p0: dtype float16, but .* expects float32' \
   -- "$MPK" check "$TMP/many" --lib "$TMP/many.json" --no-weights
 expect mismatch_pointer_shape 1 'tensor-cache.json: /records/3/records/0/shape: parameter p3: shape \[2\], but .* expects \[3\]' \
   -- "$MPK" check "$TMP/many" --lib "$TMP/many.json" --no-weights
-expect mismatch_summary 1 'tensor-cache.json: 482 of 483 parameters have a shape other than .* expects \(the first 10 listed\)' \
+expect mismatch_missing_pointer 1 'many.json: /params/483: parameter extra_param, which the library expects, is missing from .*tensor-cache.json' \
+  -- "$MPK" check "$TMP/many" --lib "$TMP/many.json" --no-weights
+expect mismatch_summary 1 'tensor-cache.json: 482 of 484 parameters have a shape other than .* expects \(the first 10 listed\)' \
   -- "$MPK" check "$TMP/many" --lib "$TMP/many.json" --no-weights
 expect fit_mismatch_summary 1 'REFUSED: the library is not this package' -- "$MPK" fit "$TMP/many" --lib "$TMP/many.json"
 
