@@ -508,10 +508,13 @@ MPK_API int mpk_mlc_tensor_cache_load(const char *path, mpk_mlc_tensor_cache **o
 MPK_API void mpk_mlc_tensor_cache_free(mpk_mlc_tensor_cache *tc);
 
 /**
- * Verify the shard files under `dir`: each exists inside `dir` (symbolic links may not lead out),
- * its size equals its nbytes, and its MD5 equals md5sum when one is given. Shards are hashed in
- * parallel on `workers` threads (0: one per CPU, at most 8). Every failing shard is reported
- * through `on_problem` (may be NULL); the return value is 0 when all hold, else the first failure.
+ * Verify the shard files under `dir`: each is opened beneath `dir` (a symbolic link may not lead
+ * out; a FIFO, directory or dangling link in its place is an error saying so, "missing" only when
+ * the name does not exist), its size equals its nbytes, and its MD5 equals md5sum when one is
+ * given. Shards are hashed in parallel on `workers` threads (0: one per CPU, at most 8). Failing
+ * shards are reported through `on_problem` (may be NULL): of each kind (missing, unreadable, size,
+ * MD5) the first 10, then one summary problem with the count ("483 of 483 shards missing (the
+ * first 10 listed)"). The return value is 0 when all hold, else the first failure.
  */
 typedef void (*mpk_problem_fn)(void *ctx, const mpk_error *problem);
 MPK_API int mpk_mlc_tensor_cache_verify(const mpk_mlc_tensor_cache *tc, const char *dir,
