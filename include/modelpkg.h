@@ -509,10 +509,13 @@ MPK_API int mpk_mlc_tensor_cache_load(const char *path, mpk_mlc_tensor_cache **o
 MPK_API void mpk_mlc_tensor_cache_free(mpk_mlc_tensor_cache *tc);
 
 /**
- * Verify the shard files under `dir`: each exists inside `dir` (symbolic links may not lead out),
- * its size equals its nbytes, and its MD5 equals md5sum when one is given. Shards are hashed in
- * parallel on `workers` threads (0: one per CPU, at most 8). Every failing shard is reported
- * through `on_problem` (may be NULL); the return value is 0 when all hold, else the first failure.
+ * Verify the shard files under `dir`: each is opened beneath `dir` (a symbolic link may not lead
+ * out; a FIFO, directory or dangling link in its place is an error saying so, "missing" only when
+ * the name does not exist), its size equals its nbytes, and its MD5 equals md5sum when one is
+ * given. Shards are hashed in parallel on `workers` threads (0: one per CPU, at most 8). Failing
+ * shards are reported through `on_problem` (may be NULL): of each kind (missing, unreadable, size,
+ * MD5) the first 10, then one summary problem with the count ("483 of 483 shards missing (the
+ * first 10 listed)"). The return value is 0 when all hold, else the first failure.
  */
 typedef void (*mpk_problem_fn)(void *ctx, const mpk_error *problem);
 MPK_API int mpk_mlc_tensor_cache_verify(const mpk_mlc_tensor_cache *tc, const char *dir,
@@ -683,6 +686,9 @@ typedef struct mpk_mlc_fit {
   char workspace_function[256]; /**< the function needing it (ties: the smallest name) */
   int64_t total_bytes;          /**< parameter + KV cache + workspace bytes */
   int uses_float16;             /**< float16 parameters or KV cache: WebGPU needs shader-f16 */
+  const char *kv_none_reason;   /**< when the KV cache is 0 by rule: "kv_state_kind none", or
+                                     "embedding model" (no kv_cache and no decode function in
+                                     _metadata: an encoder, as WebLLM's ModelType.embedding); else NULL */
 } mpk_mlc_fit;
 
 /**
@@ -735,7 +741,10 @@ typedef struct mpk_mlc_fit_report {
   const char *weights_path;       /**< the tensor cache counted, or NULL (the library's params were) */
   mpk_mlc_fit fit;
   int device_checked;             /**< 1: a device memory, binding size or feature list was given */
-  const mpk_error *problems;      /**< why it does not fit (empty when it fits) */
+  int refused;                    /**< 1: the library is not the package's (model_type, quantization
+                                       or parameters differ, as `check` finds): `problems` lists
+                                       every difference and `fit` holds nothing */
+  const mpk_error *problems;      /**< why it does not fit (empty when it fits), or why refused */
   size_t n_problems;
   const char *const *notes;       /**< informational lines */
   size_t n_notes;

@@ -84,7 +84,10 @@ typedef struct mpk_cli_device {
   char *copy;
   bool given; /* either option was given */
 } mpk_cli_device;
-int mpk_cli_device_init(mpk_cli_device *d, const char *cmd, const char *features, long long max_binding);
+/* A name WebGPU does not define (a typo) is a usage error listing the accepted ones; with `json`
+   the refusal document (json_keys null) is printed too. */
+int mpk_cli_device_init(mpk_cli_device *d, const char *cmd, const char *features, long long max_binding, bool json,
+                        const char *const *json_keys);
 void mpk_cli_device_free(mpk_cli_device *d);
 
 /* --json building blocks (json_out.c): a string or null, a list of strings, the problems list
@@ -103,6 +106,12 @@ json_t *mpk_cli_json_begin(const char *command, bool ok);
 int mpk_cli_json_end(json_t *root, const mpk_error *problems, size_t n_problems, const char *const *notes,
                      size_t n_notes);
 int mpk_cli_json_refuse(const char *command, const char *const *keys, const mpk_error *err);
+/* --json anywhere among argv[1..]: the command must answer with a document even for a usage error. */
+bool mpk_cli_json_wanted(int argc, char **argv);
+/* A usage error (mpk_cli_usage_error's text on stderr) that, with `json`, also prints the refusal
+   document (code "invalid", "usage: ..." message) on stdout. Returns MPK_EXIT_USAGE. */
+int mpk_cli_usage_json(bool json, const char *cmd, const char *const *keys, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* "modelpkg: FILE: POINTER: MESSAGE" on stderr. */
 void mpk_cli_error(const mpk_error *err);

@@ -46,14 +46,19 @@ static const char help[] =
     "  --no-graph               do not read inference/model.onnx (no map-vs-graph, precision checks)\n"
     "  --jobs N, --json         as above\n"
     "\n"
-    "Each problem is one line: FILE: JSON-POINTER: RULE.\n"
+    "Each problem is one line: FILE: JSON-POINTER: RULE. Of one kind (missing shards, differing\n"
+    "parameters) the first 10 are listed, then one line with the count. Every file of an MLC package\n"
+    "is read beneath DIR: a link out of it, a FIFO or a directory in a file's place is an error.\n"
     "exit status: 0 all checks hold, 1 a check failed, 2 usage error\n";
+
+/* The check report's own keys (docs/check-report.md), null on a refusal. */
+static const char *const check_keys[] = {"dir", "contract", "interface_id", "library", "weights", "binding", NULL};
 
 int mpk_cmd_check(int argc, char **argv) {
   int mt_status = mpk_cmd_check_mt_dispatch(argc, argv); /* a MobileTransformers package: cmd_check_mt.c */
   if (mt_status >= 0) return mt_status;
   const char *dir = NULL, *lib = NULL, *features = NULL;
-  bool json = false, no_weights = false;
+  bool json = mpk_cli_json_wanted(argc, argv), no_weights = false;
   long long binding = -1, jobs = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -66,7 +71,7 @@ int mpk_cmd_check(int argc, char **argv) {
       no_weights = true;
     } else if (strcmp(a, "--lib") == 0 || strcmp(a, "--device-features") == 0 ||
                strcmp(a, "--max-binding-size") == 0 || strcmp(a, "--jobs") == 0) {
-      if (i + 1 >= argc) return mpk_cli_usage_error("check", "%s needs a value", a);
+      if (i + 1 >= argc) return mpk_cli_usage_json(json, "check", check_keys, "%s needs a value", a);
       const char *val = argv[++i];
       if (strcmp(a, "--lib") == 0) {
         lib = val;
@@ -74,24 +79,24 @@ int mpk_cmd_check(int argc, char **argv) {
         features = val;
       } else {
         if (strcmp(a, "--jobs") == 0) {
-          int st = mpk_cli_parse_jobs("check", val, &jobs);
-          if (st) return st;
+          if (!mpk_cli_parse_int(val, 1, 256, &jobs))
+            return mpk_cli_usage_json(json, "check", check_keys, "--jobs needs an integer from 1 to 256, not '%s'", val);
         } else if (!mpk_cli_parse_int(val, 0, LLONG_MAX, &binding)) {
-          return mpk_cli_usage_error("check", "%s needs a non-negative integer, not '%s'", a, val);
+          return mpk_cli_usage_json(json, "check", check_keys, "%s needs a non-negative integer, not '%s'", a, val);
         }
       }
     } else if (a[0] == '-' && a[1]) {
-      return mpk_cli_usage_error("check", "unknown option '%s'", a);
+      return mpk_cli_usage_json(json, "check", check_keys, "unknown option '%s'", a);
     } else if (!dir) {
       dir = a;
     } else {
-      return mpk_cli_usage_error("check", "unexpected argument '%s'", a);
+      return mpk_cli_usage_json(json, "check", check_keys, "unexpected argument '%s'", a);
     }
   }
-  if (!dir) return mpk_cli_usage_error("check", "missing the package directory");
+  if (!dir) return mpk_cli_usage_json(json, "check", check_keys, "missing the package directory");
 
   mpk_cli_device dev;
-  int st = mpk_cli_device_init(&dev, "check", features, binding);
+  int st = mpk_cli_device_init(&dev, "check", features, binding, json, check_keys);
   if (st) {
     mpk_cli_device_free(&dev);
     return st;
@@ -111,6 +116,7 @@ int mpk_cmd_check(int argc, char **argv) {
   mpk_cli_bar_done(&bar);
   if (rc) {
     mpk_cli_error(&err);
+    if (json) mpk_cli_json_refuse("check", check_keys, &err);
     mpk_cli_device_free(&dev);
     return MPK_EXIT_FAIL;
   }

@@ -24,7 +24,10 @@ static const char help[] =
     "  workspace   the largest entry of _metadata.memory_usage\n"
     "The KV cache and workspace come only from a library: without --lib they are not counted, and a\n"
     "--device-memory check cannot pass. A library whose _metadata lacks kv_cache or memory_usage is\n"
-    "an error naming the field. Details and a comparison with WebLLM's figures: docs/fit.md.\n"
+    "an error naming the field, except an embedding model (no kv_cache and no decode function):\n"
+    "parameters + workspace, no KV cache. A library that is not the package's (model_type,\n"
+    "quantization or parameters differ from the chat config's and the tensor cache's, as `check`\n"
+    "finds) is refused with every difference. Details and WebLLM's figures: docs/fit.md.\n"
     "\n"
     "options:\n"
     "  --lib FILE               compiled model library (.wasm, .so, .dylib, .dll, .tar) or a JSON file\n"
@@ -32,8 +35,8 @@ static const char help[] =
     "  --context N              tokens the KV cache holds (default: the library's\n"
     "                           context_window_size, else its sliding_window_size, else the chat\n"
     "                           config's)\n"
-    "  --set NAME=VALUE         value of a named dimension used by the library's parameters; wins\n"
-    "                           over model_config (repeatable)\n"
+    "  --set NAME=VALUE         value (a positive integer) of a named dimension used by the\n"
+    "                           library's parameters; wins over model_config (repeatable)\n"
     "  --device-memory BYTES    memory the device can give the model, in bytes; a KiB, MiB, GiB or\n"
     "                           TiB suffix multiplies by 2^10, 2^20, 2^30, 2^40\n"
     "  --max-binding-size N     the device's maxStorageBufferBindingSize in bytes: the largest\n"
@@ -49,6 +52,9 @@ static const char help[] =
     "2 usage error\n";
 
 #define MAX_SETS 64
+
+/* The command's own keys in its --json document (docs/CLI.md), null on a refusal. */
+static const char *const fit_keys[] = {"dir", "library", "chat_config", "tensor_cache", "fits", "needs", "device", NULL};
 
 static bool parse_int(const char *s, long long *out) { return mpk_cli_parse_int(s, 0, LLONG_MAX, out); }
 
@@ -88,9 +94,26 @@ static const char *context_from(const mpk_mlc_fit *f) {
   }
 }
 
+static void print_problems(const mpk_mlc_fit_report *r) {
+  for (size_t i = 0; i < r->n_notes; i++) printf("  note: %s\n", r->notes[i]);
+  for (size_t i = 0; i < r->n_problems; i++) {
+    char line[2048];
+    mpk_error_format(&r->problems[i], line, sizeof line);
+    printf("error: %s [%s]\n", line, mpk_code_name(r->problems[i].code));
+  }
+}
+
 static void print_text(const mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o) {
   const mpk_mlc_fit *f = &r->fit;
   printf("modelpkg fit %s\n", r->dir);
+  if (r->refused) {
+    if (r->lib_path) printf("  library:     %s\n", r->lib_path);
+    if (r->chat_config_path) printf("  chat config: %s\n", r->chat_config_path);
+    print_problems(r);
+    printf("REFUSED: the library is not this package's (%zu problem%s; `modelpkg check` reports the same)\n",
+           r->n_problems, r->n_problems == 1 ? "" : "s");
+    return;
+  }
   if (r->lib_path)
     printf("  library:     %s (quantization %s)\n", r->lib_path, f->quantization[0] ? f->quantization : "?");
   if (r->chat_config_path) printf("  chat config: %s\n", r->chat_config_path);
@@ -111,8 +134,8 @@ static void print_text(const mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o
              (long long)f->kv_head_dim, (long long)f->context, mpk_dtype_bits(f->kv_dtype) / 8, f->kv_dtype, from);
     }
     else
-      printf("  KV cache:    %12lld bytes %10.2f MiB  (kv_state_kind none)\n", (long long)f->kv_cache_bytes,
-             mib(f->kv_cache_bytes));
+      printf("  KV cache:    %12lld bytes %10.2f MiB  (none: %s)\n", (long long)f->kv_cache_bytes,
+             mib(f->kv_cache_bytes), f->kv_none_reason ? f->kv_none_reason : "kv_state_kind none");
     printf("  workspace:   %12lld bytes %10.2f MiB  %s\n", (long long)f->workspace_bytes, mib(f->workspace_bytes),
            f->workspace_function[0] ? f->workspace_function : "(no entries)");
     printf("  total:       %12lld bytes %10.2f MiB\n", (long long)f->total_bytes, mib(f->total_bytes));
@@ -133,12 +156,7 @@ static void print_text(const mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o
     }
     printf("\n");
   }
-  for (size_t i = 0; i < r->n_notes; i++) printf("  note: %s\n", r->notes[i]);
-  for (size_t i = 0; i < r->n_problems; i++) {
-    char line[2048];
-    mpk_error_format(&r->problems[i], line, sizeof line);
-    printf("error: %s [%s]\n", line, mpk_code_name(r->problems[i].code));
-  }
+  print_problems(r);
   if (!r->device_checked) printf("NEEDS ONLY: no device given (--device-memory, --max-binding-size, --device-features)\n");
   else if (r->n_problems) printf("DOES NOT FIT: %zu reason%s\n", r->n_problems, r->n_problems == 1 ? "" : "s");
   else printf("FITS\n");
@@ -151,13 +169,12 @@ static json_t *nonempty_or_null(const char *s) { return s && *s ? json_string(s)
 static void print_json(const mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o) {
   const mpk_mlc_fit *f = &r->fit;
   bool c = f->complete, kv = c && f->kv_dtype;
-  json_t *root = json_object();
-  json_object_set_new(root, "modelpkg_version", json_string(mpk_version()));
+  json_t *root = mpk_cli_json_begin("fit", r->n_problems == 0);
   json_object_set_new(root, "dir", json_string(r->dir));
   json_object_set_new(root, "library", nonempty_or_null(r->lib_path));
   json_object_set_new(root, "chat_config", nonempty_or_null(r->chat_config_path));
   json_object_set_new(root, "tensor_cache", nonempty_or_null(r->weights_path));
-  json_object_set_new(root, "fits", r->device_checked ? json_boolean(r->n_problems == 0) : json_null());
+  json_object_set_new(root, "fits", r->device_checked && !r->refused ? json_boolean(r->n_problems == 0) : json_null());
   json_t *needs = json_object();
   json_object_set_new(needs, "complete", json_boolean(c));
   json_object_set_new(needs, "parameter_bytes", json_integer(f->parameter_bytes));
@@ -179,7 +196,9 @@ static void print_json(const mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o
   json_object_set_new(needs, "context_source", nonempty_or_null(kv ? context_from(f) : NULL));
   json_object_set_new(needs, "context_field", nonempty_or_null(kv ? f->context_field : NULL));
   json_object_set_new(needs, "uses_float16", json_boolean(f->uses_float16));
-  json_object_set_new(root, "needs", needs);
+  json_object_set_new(needs, "kv_none_reason", nonempty_or_null(c ? f->kv_none_reason : NULL));
+  json_object_set_new(root, "needs", r->refused ? json_null() : needs);
+  if (r->refused) json_decref(needs);
   json_t *dev = json_object();
   const mpk_mlc_device *d = o->device;
   json_object_set_new(dev, "memory_bytes", int_or_null(o->has_device_memory, o->device_memory_bytes));
@@ -192,14 +211,12 @@ static void print_json(const mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o
   }
   json_object_set_new(dev, "features", feats);
   json_object_set_new(root, "device", dev);
-  json_object_set_new(root, "problems", mpk_cli_json_problems(r->problems, r->n_problems));
-  json_object_set_new(root, "notes", mpk_cli_json_strings(r->notes, r->n_notes));
-  mpk_cli_json_print(stdout, root);
+  mpk_cli_json_end(root, r->problems, r->n_problems, r->notes, r->n_notes);
 }
 
 int mpk_cmd_fit(int argc, char **argv) {
   const char *dir = NULL, *features = NULL;
-  bool json = false;
+  bool json = mpk_cli_json_wanted(argc, argv);
   long long binding = -1;
   mpk_mlc_fit_options opts = {0};
   mpk_mlc_named_dim sets[MAX_SETS];
@@ -219,7 +236,7 @@ int mpk_cmd_fit(int argc, char **argv) {
                strcmp(a, "--max-binding-size") == 0 || strcmp(a, "--device-features") == 0 ||
                strcmp(a, "--set") == 0) {
       if (i + 1 >= argc) {
-        mpk_cli_usage_error("fit", "%s needs a value", a);
+        mpk_cli_usage_json(json, "fit", fit_keys, "%s needs a value", a);
         goto done;
       }
       const char *val = argv[++i];
@@ -230,13 +247,13 @@ int mpk_cmd_fit(int argc, char **argv) {
         features = val;
       } else if (strcmp(a, "--context") == 0) {
         if (!parse_int(val, &n) || n < 1 || n > INT64_C(9007199254740991)) {
-          mpk_cli_usage_error("fit", "--context needs a positive integer, not '%s'", val);
+          mpk_cli_usage_json(json, "fit", fit_keys, "--context needs a positive integer, not '%s'", val);
           goto done;
         }
         opts.context = n;
       } else if (strcmp(a, "--device-memory") == 0) {
         if (!parse_bytes(val, &n)) {
-          mpk_cli_usage_error("fit", "--device-memory needs a number of bytes (optionally with KiB, MiB, GiB "
+          mpk_cli_usage_json(json, "fit", fit_keys, "--device-memory needs a number of bytes (optionally with KiB, MiB, GiB "
                                      "or TiB), not '%s'", val);
           goto done;
         }
@@ -244,18 +261,20 @@ int mpk_cmd_fit(int argc, char **argv) {
         opts.device_memory_bytes = n;
       } else if (strcmp(a, "--max-binding-size") == 0) {
         if (!parse_int(val, &n)) {
-          mpk_cli_usage_error("fit", "--max-binding-size needs a non-negative integer, not '%s'", val);
+          mpk_cli_usage_json(json, "fit", fit_keys, "--max-binding-size needs a non-negative integer, not '%s'", val);
           goto done;
         }
         binding = n;
       } else { /* --set NAME=VALUE */
         const char *eq = strchr(val, '=');
-        if (!eq || eq == val || !parse_int(eq + 1, &n)) {
-          mpk_cli_usage_error("fit", "--set needs NAME=VALUE with a non-negative integer VALUE, not '%s'", val);
+        if (!eq || eq == val || !parse_int(eq + 1, &n) || n < 1) {
+          mpk_cli_usage_json(json, "fit", fit_keys,
+                             "--set needs NAME=VALUE with a positive integer VALUE (a dimension of 0 sizes "
+                             "nothing), not '%s'", val);
           goto done;
         }
         if (n_sets == MAX_SETS) {
-          mpk_cli_usage_error("fit", "more than %d --set values", MAX_SETS);
+          mpk_cli_usage_json(json, "fit", fit_keys, "more than %d --set values", MAX_SETS);
           goto done;
         }
         char *name = strndup(val, (size_t)(eq - val));
@@ -265,7 +284,7 @@ int mpk_cmd_fit(int argc, char **argv) {
         }
         for (size_t k = 0; k < n_sets; k++)
           if (strcmp(set_names[k], name) == 0) {
-            mpk_cli_usage_error("fit", "--set %s is given twice", name);
+            mpk_cli_usage_json(json, "fit", fit_keys, "--set %s is given twice", name);
             free(name);
             goto done;
           }
@@ -273,21 +292,21 @@ int mpk_cmd_fit(int argc, char **argv) {
         sets[n_sets++] = (mpk_mlc_named_dim){name, n};
       }
     } else if (a[0] == '-' && a[1]) {
-      mpk_cli_usage_error("fit", "unknown option '%s'", a);
+      mpk_cli_usage_json(json, "fit", fit_keys, "unknown option '%s'", a);
       goto done;
     } else if (!dir) {
       dir = a;
     } else {
-      mpk_cli_usage_error("fit", "unexpected argument '%s'", a);
+      mpk_cli_usage_json(json, "fit", fit_keys, "unexpected argument '%s'", a);
       goto done;
     }
   }
   if (!dir) {
-    mpk_cli_usage_error("fit", "missing the package directory");
+    mpk_cli_usage_json(json, "fit", fit_keys, "missing the package directory");
     goto done;
   }
 
-  if ((status = mpk_cli_device_init(&dev, "fit", features, binding)) != MPK_EXIT_OK) goto done;
+  if ((status = mpk_cli_device_init(&dev, "fit", features, binding, json, fit_keys)) != MPK_EXIT_OK) goto done;
   status = MPK_EXIT_FAIL;
   if (dev.given) opts.device = &dev.dev;
   opts.dims = sets;
@@ -301,10 +320,12 @@ int mpk_cmd_fit(int argc, char **argv) {
     char line[2048];
     mpk_error_format(&err, line, sizeof line);
     status = mpk_cli_usage_error("fit", "%s", line);
+    if (json) mpk_cli_json_refuse("fit", fit_keys, &err);
     goto done;
   }
   if (rc) {
     mpk_cli_error(&err);
+    if (json) mpk_cli_json_refuse("fit", fit_keys, &err);
     status = MPK_EXIT_FAIL;
     goto done;
   }

@@ -47,12 +47,28 @@ static json_t *chunk_json(const mpk_mlc_prefill_chunk *c) {
                    ids_json(c->modality_ids, c->n), "embedding_rows", rows);
 }
 
-static int refused(const mpk_error *err, bool json) {
+/* The command's own keys in its --json document (docs/CLI.md), by mode; null on a refusal. */
+static const char *const package_keys[] = {"package", "lib", "generation_inputs", "functions", "prefill_chunk_size",
+                                           "prefill_chunk_size_from", "context_window_size", "sliding_window_size",
+                                           "filled_kv_cache_length", "prompt_length", "items", "chunks", NULL};
+static const char *const artifact_case_keys[] = {"prompt_length", "chunks", NULL};
+static const char *const legacy_case_keys[] = {"chunks", "chunk_lens", NULL};
+
+static int refused_as(const mpk_error *err, bool json, const char *const *keys) {
   mpk_cli_error(err);
-  if (json)
-    mpk_cli_json_print(stdout, json_pack("{s:{s:s, s:s, s:s, s:s}}", "error", "code", mpk_code_name(err->code),
-                                         "file", err->file, "pointer", err->pointer, "message", err->message));
+  if (json) mpk_cli_json_refuse("mlc plan", keys, err);
   return MPK_EXIT_FAIL;
+}
+#define refused(err, json) refused_as(err, json, keys)
+
+/* One --json document: the envelope around the command's keys (frees body). */
+static int print_ok(json_t *body) {
+  json_t *root = mpk_cli_json_begin("mlc plan", true);
+  const char *k;
+  json_t *v;
+  json_object_foreach(body, k, v) json_object_set(root, k, v);
+  json_decref(body);
+  return mpk_cli_json_end(root, NULL, 0, NULL, 0);
 }
 
 /* ---------------------------------------------------------------- --case */
@@ -104,6 +120,7 @@ static int opt_case_int(const json_t *c, const char *key, const char *file, int6
 
 /* getArtifactPrefillChunks on the case's stub pipeline. */
 static int run_artifact_case(const json_t *c, const char *file, bool json) {
+  const char *const *keys = artifact_case_keys;
   mpk_error err;
   mpk_error_clear(&err);
   mpk_mlc_prefill_config cfg = {0};
@@ -173,7 +190,7 @@ static int run_artifact_case(const json_t *c, const char *file, bool json) {
     if (json) {
       json_t *chunks = json_array();
       for (size_t i = 0; i < plan->n_chunks; i++) json_array_append_new(chunks, chunk_json(&plan->chunks[i]));
-      mpk_cli_json_print(stdout, json_pack("{s:I, s:o}", "prompt_length", (json_int_t)plan->prompt_length, "chunks", chunks));
+      print_ok(json_pack("{s:I, s:o}", "prompt_length", (json_int_t)plan->prompt_length, "chunks", chunks));
     } else {
       printf("prompt_length %zu, %zu chunks\n", plan->prompt_length, plan->n_chunks);
       for (size_t i = 0; i < plan->n_chunks; i++) {
@@ -194,6 +211,7 @@ static int run_artifact_case(const json_t *c, const char *file, bool json) {
 /* getChunkedPrefillInputData on the case's items: token ranges {"tokens": [first, last], "count"}
    and images {"image": NAME, "embed_size"}. */
 static int run_legacy_case(const json_t *c, const char *file, bool json) {
+  const char *const *keys = legacy_case_keys;
   mpk_error err;
   mpk_error_clear(&err);
   const json_t *input = json_object_get(c, "input");
@@ -246,7 +264,7 @@ static int run_legacy_case(const json_t *c, const char *file, bool json) {
     }
     json_t *root = json_pack("{s:o, s:o}", "chunks", chunks, "chunk_lens", lens);
     if (json) {
-      mpk_cli_json_print(stdout, root);
+      print_ok(root);
     } else {
       printf("%zu chunks\n", plan->n_chunks);
       for (size_t k = 0; k < plan->n_chunks; k++)
@@ -261,6 +279,7 @@ static int run_legacy_case(const json_t *c, const char *file, bool json) {
 }
 
 static int run_case(const char *path, bool json) {
+  const char *const *keys = NULL;
   mpk_error err;
   mpk_error_clear(&err);
   json_t *c = NULL;
@@ -361,10 +380,11 @@ static int plan_json(const char *dir, const char *lib, const mpk_mlc_planner *pl
       (json_int_t)c->context_window_size, "sliding_window_size", (json_int_t)c->sliding_window_size,
       "filled_kv_cache_length", (json_int_t)p->filled_kv_cache_length, "prompt_length", (json_int_t)p->prompt_length,
       "items", items, "chunks", chunks);
-  return mpk_cli_json_print(stdout, root);
+  return print_ok(root);
 }
 
 static int run_package(const char *dir, const char *lib, const char *segments, bool json) {
+  const char *const *keys = package_keys;
   mpk_error err;
   mpk_error_clear(&err);
   mpk_mlc_planner *pl = NULL;
@@ -395,7 +415,8 @@ static int run_package(const char *dir, const char *lib, const char *segments, b
 
 int mpk_cmd_mlc_plan(int argc, char **argv) {
   const char *package = NULL, *lib = NULL, *segments = NULL, *case_file = NULL;
-  bool json = false;
+  bool json = mpk_cli_json_wanted(argc, argv);
+  const char *const *keys = package_keys;
   for (int i = 2; i < argc; i++) { /* argv[0] "mlc", argv[1] "plan" */
     const char *a = argv[i];
     if (mpk_cli_is_help(a)) {
@@ -405,22 +426,22 @@ int mpk_cmd_mlc_plan(int argc, char **argv) {
       json = true;
     } else if (strcmp(a, "--package") == 0 || strcmp(a, "--lib") == 0 || strcmp(a, "--segments") == 0 ||
                strcmp(a, "--case") == 0) {
-      if (i + 1 >= argc) return mpk_cli_usage_error("mlc plan", "%s needs a value", a);
+      if (i + 1 >= argc) return mpk_cli_usage_json(json, "mlc plan", keys, "%s needs a value", a);
       const char **dst = a[2] == 'p' ? &package : a[2] == 'l' ? &lib : a[2] == 's' ? &segments : &case_file;
-      if (*dst) return mpk_cli_usage_error("mlc plan", "%s given twice", a);
+      if (*dst) return mpk_cli_usage_json(json, "mlc plan", keys, "%s given twice", a);
       *dst = argv[++i];
     } else if (a[0] == '-' && a[1]) {
-      return mpk_cli_usage_error("mlc plan", "unknown option '%s'", a);
+      return mpk_cli_usage_json(json, "mlc plan", keys, "unknown option '%s'", a);
     } else {
-      return mpk_cli_usage_error("mlc plan", "unexpected argument '%s'", a);
+      return mpk_cli_usage_json(json, "mlc plan", keys, "unexpected argument '%s'", a);
     }
   }
   if (case_file) {
     if (package || lib || segments)
-      return mpk_cli_usage_error("mlc plan", "--case runs alone (not with --package, --lib, --segments)");
+      return mpk_cli_usage_json(json, "mlc plan", keys, "--case runs alone (not with --package, --lib, --segments)");
     return run_case(case_file, json);
   }
   if (!package || !lib || !segments)
-    return mpk_cli_usage_error("mlc plan", "needs --package DIR, --lib LIB and --segments FILE (or --case FILE)");
+    return mpk_cli_usage_json(json, "mlc plan", keys, "needs --package DIR, --lib LIB and --segments FILE (or --case FILE)");
   return run_package(package, lib, segments, json);
 }

@@ -1,4 +1,7 @@
 /* Pieces every --json report shares. */
+#include <stdarg.h>
+#include <string.h>
+
 #include "cli.h"
 
 json_t *mpk_cli_json_str(const char *s) { return s ? json_string(s) : json_null(); }
@@ -49,4 +52,26 @@ int mpk_cli_json_refuse(const char *command, const char *const *keys, const mpk_
   json_t *root = mpk_cli_json_begin(command, false);
   for (size_t i = 0; keys && keys[i]; i++) json_object_set_new(root, keys[i], json_null());
   return mpk_cli_json_end(root, err, err ? 1 : 0, NULL, 0);
+}
+
+bool mpk_cli_json_wanted(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--json") == 0) return true;
+  return false;
+}
+
+int mpk_cli_usage_json(bool json, const char *cmd, const char *const *keys, const char *fmt, ...) {
+  char msg[sizeof ((mpk_error *)0)->message];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (json) {
+    mpk_error e;
+    mpk_error_clear(&e);
+    snprintf(e.message, sizeof e.message, "usage: %.500s", msg);
+    e.code = MPK_EINVAL;
+    mpk_cli_json_refuse(cmd, keys, &e);
+  }
+  return mpk_cli_usage_error(cmd, "%s", msg);
 }

@@ -182,6 +182,11 @@ unsigned mpk_online_cpus(void);
    or the code of the lowest-numbered failed task (its index in *failed_task when not NULL). */
 int mpk_parallel_for(size_t n, unsigned workers, mpk_task_fn fn, void *ctx, size_t *failed_task);
 
+/* mpk_digest_files with each job's path relative to `root` and opened beneath it by
+   mpk_open_read's rules (no link out of root, regular files only); root NULL: paths as given. */
+int mpk_digest_files_beneath(const char *root, mpk_digest_job *jobs, size_t n, unsigned workers,
+                             mpk_progress_fn progress, void *progress_ctx, mpk_error *err);
+
 /* ---- open.c: the one way a reader opens a file (docs/SECURITY.md "Opening files") */
 struct stat;
 /* Open `rel` to read. With `root`, `rel` is resolved beneath that directory and never through a

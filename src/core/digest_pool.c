@@ -41,6 +41,7 @@ typedef struct pool {
   mpk_progress_fn progress;
   void *progress_ctx;
   mpk_error *errs; /* one per job */
+  const char *root; /* non-NULL: job paths are relative to it, opened beneath it (open.c) */
 } pool;
 
 static void report(pool *p, uint64_t bytes) {
@@ -53,10 +54,14 @@ static void report(pool *p, uint64_t bytes) {
 }
 
 static int hash_one(pool *p, mpk_digest_job *job, uint8_t *buf, mpk_error *err) {
-  int fd = open(job->path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  int fd = -1;
+  if (p->root) {
+    int rc = mpk_open_read(p->root, job->path, 0, &fd, NULL, err);
+    if (rc) return rc;
+  } else if ((fd = open(job->path, O_RDONLY | O_CLOEXEC)) < 0) {
     return mpk_fail(err, errno == ENOENT ? MPK_ENOTFOUND : MPK_EIO, job->path, NULL, "cannot open: %s",
                     strerror(errno));
+  }
 #ifdef POSIX_FADV_SEQUENTIAL
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
@@ -116,10 +121,15 @@ static unsigned default_workers(void) {
 
 int mpk_digest_files(mpk_digest_job *jobs, size_t n, unsigned workers, mpk_progress_fn progress,
                      void *progress_ctx, mpk_error *err) {
+  return mpk_digest_files_beneath(NULL, jobs, n, workers, progress, progress_ctx, err);
+}
+
+int mpk_digest_files_beneath(const char *root, mpk_digest_job *jobs, size_t n, unsigned workers,
+                             mpk_progress_fn progress, void *progress_ctx, mpk_error *err) {
   if (n && !jobs) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   if (!workers) workers = default_workers();
   if (workers > n) workers = n ? (unsigned)n : 1;
-  pool p = {.jobs = jobs, .n = n, .progress = progress, .progress_ctx = progress_ctx};
+  pool p = {.jobs = jobs, .n = n, .progress = progress, .progress_ctx = progress_ctx, .root = root};
   atomic_init(&p.next, 0);
   atomic_init(&p.cancelled, false);
   for (size_t i = 0; i < n; i++) {

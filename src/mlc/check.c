@@ -14,6 +14,7 @@ struct mpk_mlc_report_priv {
   mpk_mlc_tensor_cache *tensor_cache;
   mpk_mlc_params *weights;     /* parameters the tensor cache holds */
   mpk_mlc_named_dim *dims;     /* model_config of the chat config */
+  json_t *chat_config;         /* the chat config, when it is a JSON object */
   size_t n_dims;
   char *dir, *lib_path, *tensor_cache_path, *chat_config_path;
   bool lib_params_checked;     /* the weights were compared through the library's params */
@@ -51,30 +52,37 @@ static void relocate(const mpk_mlc_report *r, mpk_error *e) {
   }
 }
 
-/* A file the package needs: present, a regular file, a JSON object. */
-static void check_json_file(mpk_mlc_report *r, const char *path, bool required) {
+/* The chat config: present (a missing one is an error), a regular file inside the package, a
+   JSON object; its model_config gives the named dimensions. */
+static void check_chat_config(mpk_mlc_report *r, const char *rel) {
+  struct mpk_mlc_report_priv *p = r->priv_;
   mpk_error e;
   mpk_error_clear(&e);
   json_t *v = NULL;
-  if (!mpk_file_exists(path)) {
-    if (required) mpk_fail(&e, MPK_ENOTFOUND, path, NULL, "required file is missing");
-  } else if (mpk_json_load_file(path, NULL, &v, &e) == 0 && !json_is_object(v)) {
-    mpk_fail(&e, MPK_EMALFORMED, path, "", "expected a JSON object");
+  if (mpk_mlc_pkg_lstat(r->dir, rel) == MPK_MLC_PKG_ABSENT) {
+    mpk_fail(&e, MPK_ENOTFOUND, p->chat_config_path, NULL, "required file is missing");
+  } else if (mpk_mlc_pkg_load_json(r->dir, rel, &v, &e) == 0) {
+    if (!json_is_object(v)) mpk_fail(&e, MPK_EMALFORMED, p->chat_config_path, "", "expected a JSON object");
+    else if (json_object_get(v, "model_config"))
+      mpk_mlc_named_dims_from_json(v, p->chat_config_path, &p->dims, &p->n_dims, NULL);
   }
   if (e.code) add_problem(r, &e);
-  json_decref(v);
+  if (json_is_object(v)) p->chat_config = v;
+  else json_decref(v);
 }
 
 static void check_manifest(mpk_mlc_report *r) {
   struct mpk_mlc_report_priv *p = r->priv_;
   char *manifest = mpk_path_join(r->dir, MPK_MLC_MANIFEST_FILENAME);
-  r->has_manifest = manifest && mpk_file_exists(manifest);
+  /* Only a name that does not exist is "no contract": a directory, a FIFO or a dangling link in
+     its place is a broken package, not a legacy one. */
+  r->has_manifest = mpk_mlc_pkg_lstat(r->dir, MPK_MLC_MANIFEST_FILENAME) == MPK_MLC_PKG_PRESENT;
   mpk_error e;
   mpk_error_clear(&e);
-  if (r->has_manifest) {
+  if (r->has_manifest && manifest) {
     /* Parse without the self-check, then run it here: the recomputed id is reported either way. */
     mpk_mapped m;
-    if (mpk_map_file(manifest, MPK_JSON_DEFAULT_MAX_BYTES, &m, &e) == 0) {
+    if (mpk_mlc_pkg_map(r->dir, MPK_MLC_MANIFEST_FILENAME, MPK_JSON_DEFAULT_MAX_BYTES, &m, &e) == 0) {
       mpk_mlc_package *pkg = NULL;
       if (mpk_mlc_package_parse(m.data, m.size, manifest, 1, &pkg, &e) == 0) {
         if (mpk_mlc_package_verify_interface_id(pkg, manifest, r->computed_interface_id, &e) == 0)
@@ -92,27 +100,17 @@ static void check_manifest(mpk_mlc_report *r) {
   free(manifest);
 }
 
-static void load_dims(mpk_mlc_report *r) {
-  struct mpk_mlc_report_priv *p = r->priv_;
-  mpk_error e;
-  if (mpk_file_exists(p->chat_config_path))
-    mpk_mlc_named_dims_from_chat_config(p->chat_config_path, &p->dims, &p->n_dims, &e);
-}
-
 /* The tensor cache: structure always; the shard files unless told not to. */
 static void check_weights(mpk_mlc_report *r, const mpk_mlc_check_options *o) {
   struct mpk_mlc_report_priv *p = r->priv_;
   const char *name = MPK_MLC_TENSOR_CACHE_FILENAME;
-  if (!r->has_manifest) {
-    char *tc = mpk_path_join(r->dir, MPK_MLC_TENSOR_CACHE_FILENAME);
-    if (tc && !mpk_file_exists(tc)) name = "ndarray-cache.json";
-    free(tc);
-  }
+  if (!r->has_manifest && mpk_mlc_pkg_lstat(r->dir, MPK_MLC_TENSOR_CACHE_FILENAME) == MPK_MLC_PKG_ABSENT)
+    name = "ndarray-cache.json";
   p->tensor_cache_path = mpk_path_join(r->dir, name);
   if (!p->tensor_cache_path) return;
   mpk_error e;
   mpk_error_clear(&e);
-  if (!mpk_file_exists(p->tensor_cache_path)) {
+  if (mpk_mlc_pkg_lstat(r->dir, name) == MPK_MLC_PKG_ABSENT) {
     if (r->has_manifest) {
       mpk_fail(&e, MPK_ENOTFOUND, p->tensor_cache_path, NULL, "required file is missing");
       add_problem(r, &e);
@@ -120,7 +118,7 @@ static void check_weights(mpk_mlc_report *r, const mpk_mlc_check_options *o) {
     return;
   }
   r->tensor_cache_path = p->tensor_cache_path;
-  if (mpk_mlc_tensor_cache_load(p->tensor_cache_path, &p->tensor_cache, &e)) {
+  if (mpk_mlc_tensor_cache_load_beneath(r->dir, name, &p->tensor_cache, &e)) {
     add_problem(r, &e);
     return;
   }
@@ -138,6 +136,14 @@ static void check_weights(mpk_mlc_report *r, const mpk_mlc_check_options *o) {
   mpk_mlc_tensor_cache_verify(p->tensor_cache, r->dir, o ? o->workers : 0, o ? o->progress : NULL,
                               o ? o->progress_ctx : NULL, problem_cb, r, &e);
   r->weights_verified = r->n_problems == before;
+}
+
+/* A cross-check problem: an unknown dimension name has no file yet; it is the chat config's. */
+static void cross_problem(void *ctx, const mpk_error *e) {
+  mpk_mlc_report *r = ctx;
+  mpk_error copy = *e;
+  if (!copy.file[0]) snprintf(copy.file, sizeof copy.file, "%s", r->priv_->chat_config_path);
+  add_problem(r, &copy);
 }
 
 static bool has_f16(const mpk_mlc_params *p) {
@@ -190,13 +196,11 @@ static void check_library_params(mpk_mlc_report *r) {
       add_note(r, "warning: %s has float16 parameters, but its artifact does not require shader-f16",
                r->lib_path);
   }
-  mpk_error_clear(&e);
   p->lib_params_checked = true;
-  if (p->weights && mpk_mlc_params_compare(lp, p->weights, p->dims, p->n_dims, r->lib_path,
-                                           r->tensor_cache_path, &e)) {
-    if (!e.file[0]) snprintf(e.file, sizeof e.file, "%s", p->chat_config_path); /* an unknown dimension name */
-    add_problem(r, &e);
-  }
+  mpk_mlc_cross c = {.md = p->metadata, .lib_path = r->lib_path, .lib_params = lp, .chat_config = p->chat_config,
+                     .chat_config_path = p->chat_config_path, .weights = p->weights, .tc = p->tensor_cache,
+                     .tc_path = r->tensor_cache_path, .dims = p->dims, .n_dims = p->n_dims};
+  mpk_mlc_cross_check(&c, cross_problem, r);
   mpk_mlc_params_free(lp);
 }
 
@@ -261,11 +265,9 @@ int mpk_mlc_check(const char *dir, const mpk_mlc_check_options *opts, mpk_mlc_re
   }
 
   check_manifest(r);
-  p->chat_config_path = mpk_path_join(dir, r->package ? r->package->chat_config : MPK_MLC_CHAT_CONFIG_FILENAME);
-  if (p->chat_config_path) {
-    check_json_file(r, p->chat_config_path, true);
-    load_dims(r);
-  }
+  const char *cc = r->package ? r->package->chat_config : MPK_MLC_CHAT_CONFIG_FILENAME;
+  p->chat_config_path = mpk_path_join(dir, cc);
+  if (p->chat_config_path) check_chat_config(r, cc);
   check_weights(r, opts);
   if (r->lib_path) check_library(r, opts->device);
   else if (r->package) add_note(r, "no library given (--lib): the package was not bound to a compiled program");
@@ -300,6 +302,7 @@ void mpk_mlc_report_free(mpk_mlc_report *r) {
     mpk_mlc_tensor_cache_free(p->tensor_cache);
     mpk_mlc_params_free(p->weights);
     mpk_free(p->dims);
+    json_decref(p->chat_config);
     free(p->dir);
     free(p->lib_path);
     free(p->tensor_cache_path);

@@ -224,6 +224,20 @@ static int count_workspace(const json_t *root, mpk_mlc_fit *out, mpk_error *err)
   return 0;
 }
 
+/* An encoder (an embedding model, WebLLM's ModelType.embedding): _metadata has no kv_cache and the
+   library no function that decodes or creates a KV cache (memory_usage lists every function). */
+static bool is_embedding(const json_t *root) {
+  if (json_object_get(root, "kv_cache")) return false;
+  const json_t *mu = json_object_get(root, "memory_usage");
+  if (!json_is_object(mu)) return false;
+  const char *key;
+  json_t *val;
+  json_object_foreach((json_t *)mu, key, val) {
+    if (strstr(key, "decode") || strstr(key, "kv_cache") || strstr(key, "verify")) return false;
+  }
+  return true;
+}
+
 static int count_library(const json_t *root, const mpk_mlc_metadata *md, int64_t context, mpk_mlc_fit *out,
                          mpk_error *err) {
   /* One device holds everything only when the library is not split over several. */
@@ -247,10 +261,11 @@ static int count_library(const json_t *root, const mpk_mlc_metadata *md, int64_t
     return mpk_fail(err, MPK_EUNSUPPORTED, MD_FILE, "/kv_state_kind",
                     "kv_state_kind \"%s\": the size of an RNN state is not computed",
                     mpk_mlc_kv_state_kind_name(kind));
-  if (kind == MPK_MLC_KV_NONE) {
+  if (kind == MPK_MLC_KV_NONE || is_embedding(root)) {
     const json_t *q = json_object_get(root, "quantization");
     if (json_is_string(q)) copy_name(out->quantization, sizeof out->quantization, json_string_value(q));
     out->kv_cache_bytes = 0;
+    out->kv_none_reason = kind == MPK_MLC_KV_NONE ? "kv_state_kind none" : "embedding model";
   } else if ((rc = count_kv_cache(root, context, out, err))) {
     return rc;
   }
@@ -440,21 +455,17 @@ static int at_library(const mpk_mlc_fit_report *r, int rc, mpk_error *err) {
 }
 
 /* The chat config's own context (top level, as WebLLM reads it): positive context_window_size,
-   else positive sliding_window_size; 0 when neither or no chat config. */
-static int chat_config_context(const char *path, int64_t *ctx, const char **field, mpk_error *err) {
+   else positive sliding_window_size; 0 when neither. */
+static int chat_config_context(const json_t *root, const char *path, int64_t *ctx, const char **field,
+                               mpk_error *err) {
   *ctx = 0;
   *field = NULL;
-  json_t *root = NULL;
-  int rc = mpk_json_load_file(path, NULL, &root, err);
-  if (rc) return rc;
   int64_t cw = -1, sw = -1;
   const json_t *v;
   if ((v = json_object_get(root, "context_window_size")) && !mpk_json_safe_integer(v, &cw))
-    rc = mpk_fail(err, MPK_EMALFORMED, path, "/context_window_size", "expected an integer");
-  else if ((v = json_object_get(root, "sliding_window_size")) && !mpk_json_safe_integer(v, &sw))
-    rc = mpk_fail(err, MPK_EMALFORMED, path, "/sliding_window_size", "expected an integer");
-  json_decref(root);
-  if (rc) return rc;
+    return mpk_fail(err, MPK_EMALFORMED, path, "/context_window_size", "expected an integer");
+  if ((v = json_object_get(root, "sliding_window_size")) && !mpk_json_safe_integer(v, &sw))
+    return mpk_fail(err, MPK_EMALFORMED, path, "/sliding_window_size", "expected an integer");
   if (cw > 0) {
     *ctx = cw;
     *field = "context_window_size";
@@ -481,9 +492,9 @@ static int check_set_dims(const mpk_mlc_fit_report *r, const mpk_mlc_params *lp,
   for (size_t k = 0; k < o->n_dims; k++) {
     const mpk_mlc_named_dim *d = &o->dims[k];
     if (!d->name || !d->name[0]) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "a named dimension needs a name");
-    if (d->value < 0)
-      return mpk_fail(err, MPK_EINVAL, NULL, NULL, "named dimension \"%s\" must be >= 0, not %lld", d->name,
-                      (long long)d->value);
+    if (d->value < 1)
+      return mpk_fail(err, MPK_EINVAL, NULL, NULL, "named dimension \"%s\" must be a positive integer, not %lld",
+                      d->name, (long long)d->value);
     bool used = false;
     for (size_t i = 0; lp && i < lp->n && !used; i++)
       for (size_t j = 0; j < lp->items[i].ndim && !used; j++)
@@ -498,68 +509,66 @@ static int check_set_dims(const mpk_mlc_fit_report *r, const mpk_mlc_params *lp,
   return 0;
 }
 
-/* The package's chat config and tensor cache names, from the manifest when there is one. */
-static int package_files(mpk_mlc_fit_report *r, char **chat_config, char **tensor_cache, mpk_error *err) {
+/* The package's chat config and tensor cache names (relative to the package), from the manifest
+   when there is one. Every file is read beneath the package directory (mlc/pkgfile.c). */
+static int package_files(mpk_mlc_fit_report *r, mpk_mlc_package **pkg, const char **cc, const char **tc,
+                         mpk_error *err) {
   struct mpk_mlc_fit_report_priv *p = r->priv_;
-  *chat_config = *tensor_cache = NULL;
-  char *manifest = mpk_path_join(p->dir, MPK_MLC_MANIFEST_FILENAME);
-  if (!manifest) return mpk_fail(err, MPK_ENOMEM, p->dir, NULL, "out of memory");
-  const char *cc = MPK_MLC_CHAT_CONFIG_FILENAME, *tc = NULL;
-  mpk_mlc_package *pkg = NULL;
-  int rc = 0;
-  if (mpk_file_exists(manifest)) {
+  *pkg = NULL;
+  *cc = MPK_MLC_CHAT_CONFIG_FILENAME;
+  *tc = NULL;
+  if (mpk_mlc_pkg_lstat(p->dir, MPK_MLC_MANIFEST_FILENAME) == MPK_MLC_PKG_PRESENT) {
     mpk_mapped m;
+    char *manifest = mpk_path_join(p->dir, MPK_MLC_MANIFEST_FILENAME);
+    if (!manifest) return mpk_fail(err, MPK_ENOMEM, p->dir, NULL, "out of memory");
     /* Only the file names are needed: the identity self-check is `check`'s business. */
-    if (!(rc = mpk_map_file(manifest, MPK_JSON_DEFAULT_MAX_BYTES, &m, err))) {
-      rc = mpk_mlc_package_parse(m.data, m.size, manifest, 1, &pkg, err);
+    int rc = mpk_mlc_pkg_map(p->dir, MPK_MLC_MANIFEST_FILENAME, MPK_JSON_DEFAULT_MAX_BYTES, &m, err);
+    if (!rc) {
+      rc = mpk_mlc_package_parse(m.data, m.size, manifest, 1, pkg, err);
       mpk_unmap_file(&m);
     }
-    if (!rc) {
-      cc = pkg->chat_config;
-      tc = pkg->weights_manifest;
-    }
+    free(manifest);
+    if (rc) return rc;
+    *cc = (*pkg)->chat_config;
+    *tc = (*pkg)->weights_manifest;
   }
-  free(manifest);
-  if (!rc) {
-    *chat_config = mpk_path_join(p->dir, cc);
-    if (tc) {
-      *tensor_cache = mpk_path_join(p->dir, tc);
-    } else {
-      *tensor_cache = mpk_path_join(p->dir, MPK_MLC_TENSOR_CACHE_FILENAME);
-      if (*tensor_cache && !mpk_file_exists(*tensor_cache)) {
-        free(*tensor_cache);
-        *tensor_cache = mpk_path_join(p->dir, "ndarray-cache.json");
-      }
-    }
-    if (!*chat_config || !*tensor_cache) {
-      free(*chat_config);
-      free(*tensor_cache);
-      *chat_config = *tensor_cache = NULL;
-      rc = mpk_fail(err, MPK_ENOMEM, p->dir, NULL, "out of memory");
-    }
-  }
-  mpk_mlc_package_free(pkg);
-  return rc;
+  if (!*tc)
+    *tc = mpk_mlc_pkg_lstat(p->dir, MPK_MLC_TENSOR_CACHE_FILENAME) == MPK_MLC_PKG_ABSENT ? "ndarray-cache.json"
+                                                                                        : MPK_MLC_TENSOR_CACHE_FILENAME;
+  return 0;
+}
+
+static void cross_problem(void *ctx, const mpk_error *e) {
+  mpk_mlc_fit_report *r = ctx;
+  mpk_error copy = *e;
+  if (!copy.file[0] && r->chat_config_path) snprintf(copy.file, sizeof copy.file, "%s", r->chat_config_path);
+  add_problem(r, &copy);
 }
 
 static int fit_package(mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o, mpk_error *err) {
   struct mpk_mlc_fit_report_priv *p = r->priv_;
-  char *cc_path = NULL, *tc_path = NULL;
-  int rc = package_files(r, &cc_path, &tc_path, err);
+  mpk_mlc_package *pkg = NULL;
+  const char *cc_rel, *tc_rel;
+  int rc = package_files(r, &pkg, &cc_rel, &tc_rel, err);
   if (rc) return rc;
 
-  /* Named dimensions: the caller's first (they win), then model_config. */
+  /* Named dimensions: the caller's first (they win), then model_config (a legacy chat config may
+     have none: then only the caller's). */
   mpk_mlc_named_dim *cc_dims = NULL, *dims = NULL;
   size_t n_cc = 0;
   int64_t cc_ctx = 0;
   const char *cc_field = NULL;
-  if (mpk_file_exists(cc_path)) {
-    r->chat_config_path = p->chat_config_path = cc_path;
-    cc_path = NULL;
-    rc = mpk_mlc_named_dims_from_chat_config(r->chat_config_path, &cc_dims, &n_cc, err);
-    if (!rc) rc = chat_config_context(r->chat_config_path, &cc_ctx, &cc_field, err);
+  json_t *cc_root = NULL;
+  if (mpk_mlc_pkg_lstat(p->dir, cc_rel) == MPK_MLC_PKG_PRESENT) {
+    if (!(r->chat_config_path = p->chat_config_path = mpk_path_join(p->dir, cc_rel)))
+      rc = mpk_fail(err, MPK_ENOMEM, p->dir, NULL, "out of memory");
+    if (!rc) rc = mpk_mlc_pkg_load_json(p->dir, cc_rel, &cc_root, err);
+    if (!rc && !json_is_object(cc_root))
+      rc = mpk_fail(err, MPK_EMALFORMED, r->chat_config_path, "", "expected a JSON object");
+    if (!rc && json_object_get(cc_root, "model_config"))
+      rc = mpk_mlc_named_dims_from_json(cc_root, r->chat_config_path, &cc_dims, &n_cc, err);
+    if (!rc) rc = chat_config_context(cc_root, r->chat_config_path, &cc_ctx, &cc_field, err);
   }
-  free(cc_path);
   size_t n_dims = o->n_dims + n_cc;
   if (!rc && !(dims = malloc((n_dims ? n_dims : 1) * sizeof *dims)))
     rc = mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
@@ -571,6 +580,16 @@ static int fit_package(mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o, mpk_
   mpk_mlc_metadata *md = NULL;
   mpk_mlc_params *lp = NULL, *weights = NULL;
   mpk_mlc_tensor_cache *tc = NULL;
+  bool has_tc = mpk_mlc_pkg_lstat(p->dir, tc_rel) == MPK_MLC_PKG_PRESENT;
+  char *tc_path = mpk_path_join(p->dir, tc_rel);
+  if (!rc && !tc_path) rc = mpk_fail(err, MPK_ENOMEM, p->dir, NULL, "out of memory");
+  if (!rc && !r->lib_path && !has_tc)
+    rc = mpk_fail(err, MPK_ENOTFOUND, p->dir, NULL, "no library and no tensor cache (%s): nothing to count", tc_path);
+  /* The weights: what is counted without a library, what the library is checked against with one. */
+  if (!rc && has_tc) {
+    rc = mpk_mlc_tensor_cache_load_beneath(p->dir, tc_rel, &tc, err);
+    if (!rc) rc = mpk_mlc_params_from_tensor_cache(tc, &weights, err);
+  }
   if (!rc && r->lib_path) {
     rc = mpk_mlc_metadata_load(r->lib_path, &md, err);
     if (!rc && md->artifact_only)
@@ -578,19 +597,21 @@ static int fit_package(mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o, mpk_
                     "only the artifact object was given: the fit needs the library's whole _metadata "
                     "(params, kv_cache, memory_usage)");
     if (!rc) rc = at_library(r, mpk_mlc_params_from_metadata(md, &lp, err), err);
-  } else if (!rc) {
-    if (!mpk_file_exists(tc_path)) {
-      rc = mpk_fail(err, MPK_ENOTFOUND, p->dir, NULL,
-                    "no library and no tensor cache (%s): nothing to count", tc_path);
-    } else {
-      r->weights_path = p->weights_path = tc_path;
-      tc_path = NULL;
-      rc = mpk_mlc_tensor_cache_load(r->weights_path, &tc, err);
-      if (!rc) rc = mpk_mlc_params_from_tensor_cache(tc, &weights, err);
+    if (!rc) {
+      /* A library that is not the package's would give a confident figure for the wrong model:
+         refused, as `check` refuses it (one cross-check, mlc/crosscheck.c). */
+      mpk_mlc_cross c = {.md = md, .lib_path = r->lib_path, .lib_params = lp, .chat_config = cc_root,
+                         .chat_config_path = r->chat_config_path, .weights = weights, .tc = tc,
+                         .tc_path = tc_path, .dims = dims, .n_dims = n_dims};
+      if (mpk_mlc_cross_check(&c, cross_problem, r)) r->refused = 1;
     }
+  } else if (!rc) {
+    r->weights_path = p->weights_path = tc_path;
+    tc_path = NULL;
   }
   free(tc_path);
   if (!rc) rc = check_set_dims(r, lp, o, err);
+  if (!rc && r->refused) goto out;
 
   /* The context: given, else the library's, else the chat config's. */
   int64_t lib_ctx = 0, context = o->context;
@@ -604,8 +625,10 @@ static int fit_package(mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o, mpk_
     }
   }
   if (!rc) {
-    rc = at_library(r, mpk_mlc_fit_compute(md, weights, dims, n_dims, context, &r->fit, err), err);
+    rc = at_library(r, mpk_mlc_fit_compute(md, md ? NULL : weights, dims, n_dims, context, &r->fit, err), err);
     if (rc && err && !err->file[0] && r->weights_path) snprintf(err->file, sizeof err->file, "%s", r->weights_path);
+    if (rc && err && !err->file[0] && r->chat_config_path && strstr(err->message, "named dimension"))
+      snprintf(err->file, sizeof err->file, "%s", r->chat_config_path);
   }
   if (!rc && from_cc && r->fit.context_source == MPK_MLC_FIT_CONTEXT_GIVEN) {
     r->fit.context_source = MPK_MLC_FIT_CONTEXT_CHAT_CONFIG;
@@ -614,6 +637,9 @@ static int fit_package(mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o, mpk_
   if (!rc && !md)
     add_note(r, "no library given: the KV cache and the temporary workspace are not counted (they "
                 "come from the library's _metadata)");
+  if (!rc && md && r->fit.kv_none_reason && strcmp(r->fit.kv_none_reason, "embedding model") == 0)
+    add_note(r, "an embedding model (its _metadata has no kv_cache and no decode function): counted are the "
+                "parameters and the workspace; there is no KV cache");
   if (!rc && md && r->fit.context_source == MPK_MLC_FIT_CONTEXT_LIBRARY && cc_ctx && cc_ctx != r->fit.context)
     add_note(r, "the chat config's %s is %lld, the library's %s %lld; WebLLM sizes its KV cache by "
                 "the chat config (after overrides): give the context to count that",
@@ -628,10 +654,13 @@ static int fit_package(mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o, mpk_
     mpk_mlc_fit_check(&r->fit, md ? md->artifact : NULL, o->device, o->has_device_memory ? o->device_memory_bytes : -1,
                       add_problem, r, NULL);
   }
+out:
   mpk_mlc_metadata_free(md);
   mpk_mlc_params_free(lp);
   mpk_mlc_params_free(weights);
   mpk_mlc_tensor_cache_free(tc);
+  mpk_mlc_package_free(pkg);
+  json_decref(cc_root);
   mpk_free(cc_dims);
   free(dims);
   return rc;

@@ -1,9 +1,12 @@
 /* A compiled model library's _metadata: found inside the library's bytes (TVM stores it as a
    string constant right after its length, u64 little-endian), or read from a JSON file holding
    the whole _metadata object or only its `artifact`. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "mlc.h"
 
@@ -12,9 +15,12 @@ struct mpk_mlc_metadata_priv {
   mpk_mlc_artifact *artifact;  /* owned separately: it has its own arena */
 };
 
-/* Libraries are mapped, never read; the cap only guards against absurd inputs. */
+/* Libraries are mapped, never read, and scanned whole: the cap bounds that work. MLC's compiled
+   libraries are megabytes (the largest published ones tens of MB); 1 GiB leaves room. */
 #define MAX_LIBRARY_BYTES \
-  (SIZE_MAX > (UINT64_C(16) << 30) ? (size_t)(UINT64_C(16) << 30) : SIZE_MAX)
+  (SIZE_MAX > (UINT64_C(1) << 30) ? (size_t)(UINT64_C(1) << 30) : SIZE_MAX)
+/* Bytes read to tell what a file is before anything is mapped. */
+#define HEADER_BYTES 512
 /* Trailing whitespace tolerated inside a candidate's L bytes; bounded so that a hostile file
    with long whitespace runs cannot make every candidate cost O(L) before parsing. */
 #define MAX_TRAILING_WS 64
@@ -230,12 +236,69 @@ int mpk_mlc_metadata_from_bytes(const void *data, size_t len, const char *file,
   return rc;
 }
 
+#define ACCEPTED_FORMATS                                                                              \
+  "WebAssembly (\\0asm), ELF (\\x7fELF), Mach-O (feedface, feedfacf, cafebabe), PE/COFF (MZ, a .dll), an ar "  \
+  "archive (!<arch>), a tar archive (ustar at byte 257), or a JSON file holding the _metadata object"
+
+/* What the first bytes say a file is: a library container, JSON, or neither (NULL, with why). */
+static const char *container_of(const uint8_t *h, size_t n, const char **refusal) {
+  *refusal = NULL;
+  static const struct {
+    const char *magic;
+    size_t len;
+    const char *name;
+  } kinds[] = {{"\0asm", 4, "WebAssembly"},     {"\x7f" "ELF", 4, "ELF"},
+               {"\xfe\xed\xfa\xce", 4, "Mach-O"}, {"\xfe\xed\xfa\xcf", 4, "Mach-O"},
+               {"\xce\xfa\xed\xfe", 4, "Mach-O"}, {"\xcf\xfa\xed\xfe", 4, "Mach-O"},
+               {"\xca\xfe\xba\xbe", 4, "Mach-O universal"}, {"MZ", 2, "PE/COFF"},
+               {"!<arch>\n", 8, "ar archive"}};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (n >= kinds[i].len && memcmp(h, kinds[i].magic, kinds[i].len) == 0) return kinds[i].name;
+  if (n >= 262 && memcmp(h + 257, "ustar", 5) == 0) return "tar archive";
+  size_t k = n >= 3 && h[0] == 0xEF && h[1] == 0xBB && h[2] == 0xBF ? 3 : 0;
+  while (k < n && is_ws(h[k])) k++;
+  if (k < n && h[k] == '{') return "JSON";
+  if (n >= 2 && h[0] == 0x1f && h[1] == 0x8b)
+    *refusal = "is gzip-compressed (MLC publishes its .tar libraries gzip'd): decompress it first (gzip -dc "
+               "FILE > FILE.raw) and give the result";
+  else if (n == 0)
+    *refusal = "is empty";
+  return NULL;
+}
+
 int mpk_mlc_metadata_load(const char *path, mpk_mlc_metadata **out, mpk_error *err) {
   if (!path || !out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
   *out = NULL;
-  mpk_mapped m;
-  int rc = mpk_map_file(path, MAX_LIBRARY_BYTES, &m, err);
+  /* Tell what the file is from its header before mapping anything: a file that is no library is
+     refused after HEADER_BYTES bytes, however large it is. */
+  int fd;
+  struct stat st;
+  int rc = mpk_open_read(NULL, path, 0, &fd, &st, err);
   if (rc) return rc;
+  uint8_t h[HEADER_BYTES];
+  ssize_t got = pread(fd, h, sizeof h, 0);
+  if (got < 0) {
+    close(fd);
+    return mpk_fail(err, MPK_EIO, path, NULL, "cannot read: %s", strerror(errno));
+  }
+  const char *refusal, *kind = container_of(h, (size_t)got, &refusal);
+  if (!kind) {
+    close(fd);
+    if (refusal) return mpk_fail(err, MPK_EUNSUPPORTED, path, NULL, "not a library: %s; accepted: %s", refusal, ACCEPTED_FORMATS);
+    return mpk_fail(err, MPK_EUNSUPPORTED, path, NULL,
+                    "not a compiled model library or a _metadata JSON file: its first bytes "
+                    "(%02x %02x %02x %02x) are none of the accepted formats: %s",
+                    got > 0 ? h[0] : 0, got > 1 ? h[1] : 0, got > 2 ? h[2] : 0, got > 3 ? h[3] : 0, ACCEPTED_FORMATS);
+  }
+  size_t max = strcmp(kind, "JSON") == 0 ? MPK_JSON_DEFAULT_MAX_BYTES : MAX_LIBRARY_BYTES;
+  if ((uint64_t)st.st_size > max) {
+    close(fd);
+    return mpk_fail(err, MPK_ELIMIT, path, NULL, "%s file of %llu bytes exceeds the limit of %zu bytes for %s", kind,
+                    (unsigned long long)st.st_size, max,
+                    strcmp(kind, "JSON") == 0 ? "a JSON document" : "a compiled library (it is scanned whole)");
+  }
+  mpk_mapped m;
+  if ((rc = mpk_map_fd(fd, path, (size_t)st.st_size, &m, err))) return rc;
   rc = mpk_mlc_metadata_from_bytes(m.data, m.size, path, out, err); /* copies what it keeps */
   mpk_unmap_file(&m);
   return rc;

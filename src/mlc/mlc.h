@@ -42,4 +42,55 @@ int mpk_mlc_tensor_cache_scan(const void *data, size_t len, mpk_arena *arena, mp
 /* tensor_cache.c: a record's nbytes, elements x ceil(bits/8); false on uint64 overflow. */
 bool mpk_mlc_record_bytes(const int64_t *shape, size_t ndim, int bits, uint64_t *out);
 
+/* Problems of one kind (a missing shard, a parameter mismatch) are listed one by one up to this
+   many, then summed up in one line with the count (docs/CLI.md, "Reports"). */
+#define MPK_MLC_LIST_MAX 10
+
+/* params.c: every difference between the library's parameters (`expected`) and the weights
+   (`actual`), each through fn (the first MPK_MLC_LIST_MAX of a kind, then a summary line with the
+   count); with `tc` (the cache `actual` was read from) each points into it
+   ("/records/S/records/R/shape"). Returns the number of differences (0: they match). */
+size_t mpk_mlc_params_compare_each(const mpk_mlc_params *expected, const mpk_mlc_params *actual,
+                                   const mpk_mlc_tensor_cache *tc, const mpk_mlc_named_dim *dims, size_t n_dims,
+                                   const char *expected_file, const char *actual_file, mpk_problem_fn fn,
+                                   void *ctx);
+
+/* crosscheck.c: does the library belong to the package? model_type and quantization of _metadata
+   against the chat config's (when both state them), the library's parameters against the tensor
+   cache's. Any member may be NULL (that part is skipped). Every problem goes through fn; returns
+   how many. `check` and `fit` both run it. */
+typedef struct mpk_mlc_cross {
+  const mpk_mlc_metadata *md;
+  const char *lib_path;
+  const mpk_mlc_params *lib_params;
+  const json_t *chat_config;
+  const char *chat_config_path;
+  const mpk_mlc_params *weights;
+  const mpk_mlc_tensor_cache *tc;
+  const char *tc_path;
+  const mpk_mlc_named_dim *dims;
+  size_t n_dims;
+} mpk_mlc_cross;
+size_t mpk_mlc_cross_check(const mpk_mlc_cross *c, mpk_problem_fn fn, void *ctx);
+
+/* pkgfile.c: files inside a package, opened beneath its directory (core/open.c's rules: no link
+   out of it, regular files only, size bounded). mpk_mlc_pkg_lstat says whether the name exists at
+   all (ABSENT only for lstat ENOENT: a FIFO, a directory or a dangling link is PRESENT, and
+   opening it is then the error). The others are mpk_open_read / mpk_map_beneath beneath `dir`, a
+   dangling link reported as such. Messages name DIR/REL. */
+enum { MPK_MLC_PKG_ABSENT = 0, MPK_MLC_PKG_PRESENT = 1 };
+int mpk_mlc_pkg_lstat(const char *dir, const char *rel);
+struct stat;
+int mpk_mlc_pkg_open(const char *dir, const char *rel, uint64_t max_size, int *fd, struct stat *st,
+                     mpk_error *err);
+int mpk_mlc_pkg_map(const char *dir, const char *rel, size_t max_size, mpk_mapped *m, mpk_error *err);
+int mpk_mlc_pkg_load_json(const char *dir, const char *rel, json_t **out, mpk_error *err);
+
+/* params.c: named dimensions from a parsed chat config (`file` names it in errors). */
+int mpk_mlc_named_dims_from_json(const json_t *root, const char *file, mpk_mlc_named_dim **dims, size_t *n_dims,
+                                 mpk_error *err);
+/* tensor_cache.c: load DIR/REL beneath the package directory. */
+int mpk_mlc_tensor_cache_load_beneath(const char *dir, const char *rel, mpk_mlc_tensor_cache **out,
+                                      mpk_error *err);
+
 #endif

@@ -283,6 +283,112 @@ static int compare_one(const mpk_mlc_param *e, const mpk_mlc_param *a, const mpk
   return 0;
 }
 
+/* ---------------------------------------------------------------- every difference, with pointers */
+
+enum { D_MISSING, D_EXTRA, D_DTYPE, D_SHAPE, N_DIFF };
+/* Summary lines: count, of how many, the library's name, how many were listed. */
+#define DIFF_FMT(what) "%zu of %zu " what " (the first %d listed)"
+static const char *const diff_summary[N_DIFF] = {
+    DIFF_FMT("parameters %s expects are missing from the weights"),
+    DIFF_FMT("parameters of the weights are not ones %s takes"),
+    DIFF_FMT("parameters have a dtype other than %s expects"),
+    DIFF_FMT("parameters have a shape other than %s expects")};
+
+typedef struct diffs {
+  mpk_problem_fn fn;
+  void *ctx;
+  size_t count[N_DIFF];
+  size_t total;
+} diffs;
+
+static void diff(diffs *d, int kind, const mpk_error *e) {
+  d->total++;
+  if (d->count[kind]++ < MPK_MLC_LIST_MAX && d->fn) d->fn(d->ctx, e);
+}
+
+/* "/records/S/records/R" of weights item i when the weights are the tensor cache's records. */
+static void record_pointer(const mpk_mlc_tensor_cache *tc, const mpk_mlc_params *actual, const mpk_mlc_param *a,
+                           const char *leaf, char *buf, size_t cap) {
+  buf[0] = '\0';
+  if (!tc || !a || tc->n_records != actual->n) return;
+  size_t i = (size_t)(a - actual->items);
+  if (i >= tc->n_records) return;
+  size_t s = tc->records[i].shard;
+  snprintf(buf, cap, "/records/%zu/records/%zu%s", s, i - tc->shards[s].first_record, leaf);
+}
+
+size_t mpk_mlc_params_compare_each(const mpk_mlc_params *expected, const mpk_mlc_params *actual,
+                                   const mpk_mlc_tensor_cache *tc, const mpk_mlc_named_dim *dims, size_t n_dims,
+                                   const char *ef, const char *af, mpk_problem_fn fn, void *ctx) {
+  const mpk_mlc_param **se = sorted_by_name(expected), **sa = sorted_by_name(actual);
+  diffs d = {.fn = fn, .ctx = ctx};
+  mpk_error e;
+  char ptr[128];
+  if (!se || !sa) {
+    free(se);
+    free(sa);
+    mpk_fail(&e, MPK_ENOMEM, af, NULL, "out of memory");
+    if (fn) fn(ctx, &e);
+    return 1;
+  }
+  bool dim_reported = false;
+  for (size_t i = 0; i < expected->n; i++) {
+    const mpk_mlc_param *x = &expected->items[i], *a = find(sa, actual->n, x->name);
+    mpk_error_clear(&e);
+    if (!a) {
+      /* not in the tensor cache: the pointer is to where the library names it */
+      snprintf(ptr, sizeof ptr, "/params/%zu", i);
+      mpk_fail(&e, MPK_EMISMATCH, ef, ptr, "parameter %s, which the library expects, is missing from %s", x->name, af);
+      diff(&d, D_MISSING, &e);
+      continue;
+    }
+    if (strcmp(x->dtype, a->dtype) != 0) {
+      record_pointer(tc, actual, a, "/dtype", ptr, sizeof ptr);
+      mpk_fail(&e, MPK_EMISMATCH, af, ptr, "parameter %s: dtype %s, but %s expects %s", x->name, a->dtype, ef,
+               x->dtype);
+      diff(&d, D_DTYPE, &e);
+      continue;
+    }
+    bool same = x->ndim == a->ndim;
+    for (size_t k = 0; same && k < x->ndim; k++) {
+      int64_t u, v;
+      int rc = dim_value(x, k, dims, n_dims, &u, &e);
+      if (!rc) rc = dim_value(a, k, dims, n_dims, &v, &e);
+      if (rc) { /* a name without a value: said once, the shapes using it are not compared */
+        if (!dim_reported && fn) fn(ctx, &e);
+        if (!dim_reported) d.total++;
+        dim_reported = true;
+        break;
+      }
+      same = u == v;
+    }
+    if (!same) {
+      char es[256], as[256];
+      shape_text(x, es, sizeof es);
+      shape_text(a, as, sizeof as);
+      record_pointer(tc, actual, a, "/shape", ptr, sizeof ptr);
+      mpk_fail(&e, MPK_EMISMATCH, af, ptr, "parameter %s: shape %s, but %s expects %s", x->name, as, ef, es);
+      diff(&d, D_SHAPE, &e);
+    }
+  }
+  for (size_t i = 0; i < actual->n; i++) {
+    const mpk_mlc_param *a = &actual->items[i];
+    if (find(se, expected->n, a->name)) continue;
+    record_pointer(tc, actual, a, "/name", ptr, sizeof ptr);
+    mpk_fail(&e, MPK_EMISMATCH, af, ptr, "parameter %s is not one %s takes", a->name, ef);
+    diff(&d, D_EXTRA, &e);
+  }
+  for (int k = 0; k < N_DIFF; k++) {
+    if (d.count[k] <= MPK_MLC_LIST_MAX) continue;
+    size_t of = k == D_EXTRA ? actual->n : expected->n;
+    mpk_fail(&e, MPK_EMISMATCH, af, NULL, diff_summary[k], d.count[k], of, ef, MPK_MLC_LIST_MAX);
+    if (fn) fn(ctx, &e);
+  }
+  free(se);
+  free(sa);
+  return d.total;
+}
+
 int mpk_mlc_params_compare(const mpk_mlc_params *expected, const mpk_mlc_params *actual,
                            const mpk_mlc_named_dim *dims, size_t n_dims, const char *ef,
                            const char *af, mpk_error *err) {
@@ -313,11 +419,17 @@ int mpk_mlc_named_dims_from_chat_config(const char *path, mpk_mlc_named_dim **di
   json_t *root = NULL;
   int rc = mpk_json_load_file(path, NULL, &root, err);
   if (rc) return rc;
+  rc = mpk_mlc_named_dims_from_json(root, path, dims, n_dims, err);
+  json_decref(root);
+  return rc;
+}
+
+int mpk_mlc_named_dims_from_json(const json_t *root, const char *path, mpk_mlc_named_dim **dims, size_t *n_dims,
+                                 mpk_error *err) {
+  *dims = NULL;
+  *n_dims = 0;
   const json_t *mc = json_object_get(root, "model_config");
-  if (!json_is_object(mc)) {
-    json_decref(root);
-    return mpk_fail(err, MPK_EMALFORMED, path, "/model_config", "expected an object");
-  }
+  if (!json_is_object(mc)) return mpk_fail(err, MPK_EMALFORMED, path, "/model_config", "expected an object");
   /* One block: the array, then the names. */
   size_t count = 0, names = 0;
   const char *k;
@@ -328,10 +440,7 @@ int mpk_mlc_named_dims_from_chat_config(const char *path, mpk_mlc_named_dim **di
     names += strlen(k) + 1;
   }
   mpk_mlc_named_dim *out = malloc(count * sizeof *out + names + 1);
-  if (!out) {
-    json_decref(root);
-    return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
-  }
+  if (!out) return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
   char *str = (char *)(out + count);
   size_t i = 0;
   json_object_foreach((json_t *)mc, k, v) if (mpk_json_safe_integer(v, &x) && !json_is_real(v)) {
@@ -340,7 +449,6 @@ int mpk_mlc_named_dims_from_chat_config(const char *path, mpk_mlc_named_dim **di
     out[i++] = (mpk_mlc_named_dim){str, x};
     str += n;
   }
-  json_decref(root);
   *dims = out;
   *n_dims = count;
   return 0;

@@ -40,9 +40,9 @@ typedef struct window {
   size_t n_prefix;
 } window;
 
-static int read_chat_config(const char *path, window *w, mpk_error *err) {
+static int read_chat_config(const char *dir, const char *rel, const char *path, window *w, mpk_error *err) {
   json_t *root = NULL;
-  int rc = mpk_json_load_file(path, NULL, &root, err);
+  int rc = mpk_mlc_pkg_load_json(dir, rel, &root, err);
   if (rc) return rc;
   if (!json_is_object(root)) {
     json_decref(root);
@@ -115,11 +115,19 @@ int mpk_mlc_planner_open(const char *dir, const char *lib_path, mpk_mlc_planner 
   mpk_mlc_binding b;
   const char *why = NULL;
   int rc = 0;
-  if (!mpk_file_exists(manifest))
+  if (mpk_mlc_pkg_lstat(dir, MPK_MLC_MANIFEST_FILENAME) == MPK_MLC_PKG_ABSENT)
     rc = mpk_fail(err, MPK_ENOTFOUND, manifest, NULL,
-                  "no artifact contract (mlc-model-manifest.json is absent): the package takes the legacy "
-                  "chunker");
-  if (!rc) rc = mpk_mlc_package_load(manifest, &pkg, err);
+                  "has no mlc-model-manifest.json (a legacy package: WebLLM feeds its prompt through the "
+                  "legacy chunker, which --case plans): to declare its tasks, write one with `modelpkg mlc "
+                  "build %s --tasks TASKS.json --lib LIB`",
+                  dir);
+  if (!rc) {
+    mpk_mapped m;
+    if (!(rc = mpk_mlc_pkg_map(dir, MPK_MLC_MANIFEST_FILENAME, MPK_JSON_DEFAULT_MAX_BYTES, &m, err))) {
+      rc = mpk_mlc_package_parse(m.data, m.size, manifest, 0, &pkg, err);
+      mpk_unmap_file(&m);
+    }
+  }
   if (!rc) rc = mpk_mlc_metadata_load(lib_path, &md, err);
   if (!rc && !md->artifact)
     rc = mpk_fail(err, MPK_EMISMATCH, lib_path, "/artifact",
@@ -133,7 +141,7 @@ int mpk_mlc_planner_open(const char *dir, const char *lib_path, mpk_mlc_planner 
     rc = mpk_fail(err, MPK_EMALFORMED, manifest, "/chat_config", "chat_config must stay inside the package: %s", why);
   if (!rc && !(chat = mpk_path_join(dir, pkg->chat_config))) rc = mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
   if (!rc) rc = read_metadata_chunk(md, lib_path, &w, err);
-  if (!rc) rc = read_chat_config(chat, &w, err);
+  if (!rc) rc = read_chat_config(dir, pkg->chat_config, chat, &w, err);
   if (!rc) {
     mpk_mlc_prefill_config cfg = {0};
     mpk_mlc_prefill_config_from_binding(&b, &cfg);

@@ -282,6 +282,19 @@ int mpk_mlc_tensor_cache_load(const char *path, mpk_mlc_tensor_cache **out, mpk_
   return rc;
 }
 
+int mpk_mlc_tensor_cache_load_beneath(const char *dir, const char *rel, mpk_mlc_tensor_cache **out,
+                                      mpk_error *err) {
+  *out = NULL;
+  mpk_mapped m;
+  int rc = mpk_mlc_pkg_map(dir, rel, MPK_JSON_DEFAULT_MAX_BYTES, &m, err);
+  if (rc) return rc;
+  char *path = mpk_path_join(dir, rel);
+  rc = path ? mpk_mlc_tensor_cache_parse(m.data, m.size, path, out, err) : mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
+  free(path);
+  mpk_unmap_file(&m);
+  return rc;
+}
+
 void mpk_mlc_tensor_cache_free(mpk_mlc_tensor_cache *tc) {
   if (tc) mpk_arena_free(tc->priv_->arena);
 }

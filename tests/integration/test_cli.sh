@@ -54,7 +54,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["ok"] is False and r["contract"] == "declared", r
 assert all(p["code"] == "mismatch" for p in r["problems"]), r["problems"]
-assert [p["pointer"] for p in r["problems"]] == ["/params", "", "/weights/parameter_schema_id"], r["problems"]
+assert [p["pointer"] for p in r["problems"]] == ["/params", "/records/0/records/0/shape", "/weights/parameter_schema_id"], r["problems"]
 assert r["library"]["has_artifact"] is True and r["binding"] is None
 w = r["weights"]
 assert w["parameters"] == 3 and w["shards"] == 1 and w["verified"] is True, w
@@ -81,7 +81,7 @@ printf '\x01' | dd of="$TMP/g/params_shard_0.bin" bs=1 seek=100 conv=notrunc sta
 expect flipped_byte 1 'params_shard_0.bin: MD5 [0-9a-f]{32} does not equal md5sum' -- "$MPK" check "$TMP/g"
 expect no_weights 0 'shard files not read' -- "$MPK" check "$TMP/g" --no-weights
 head -c 700 "$G/params_shard_0.bin" > "$TMP/g/params_shard_0.bin"
-expect truncated_shard 1 'shard is 700 bytes, the tensor cache says 704 \(truncated\)' -- "$MPK" check "$TMP/g" --jobs 1
+expect truncated_shard 1 'shard 0 is 700 bytes, the tensor cache says 704 \(truncated\)' -- "$MPK" check "$TMP/g" --jobs 1
 # On a terminal (script(1) gives it one) a progress bar is drawn on stderr; piped, nothing.
 expect progress_tty 0 'hashing shards \[#+\] 100%' -- script -qec "'$MPK' check '$G'" /dev/null
 expect progress_piped 0 '^0$' -- sh -c "'$MPK' check '$G' 2>&1 >/dev/null | wc -c"
@@ -89,7 +89,7 @@ expect bad_jobs 2 'an integer from 1 to 256' -- "$MPK" check "$G" --jobs 0
 sed -i 's/"byteOffset": 512/"byteOffset": 500/' "$TMP/g/tensor-cache.json"
 expect overlap 1 'tensor-cache.json: /records/0/records/1: record "layers.0.mlp.weight" at byte 500 overlaps record "embed.weight"' -- "$MPK" check "$TMP/g"
 cp "$G/params_shard_0.bin" "$G/tensor-cache.json" "$TMP/g/"
-expect legacy_lib_mismatch 1 'legacy-no-manifest/tensor-cache.json: parameter embed.weight: dtype float32, but .* expects float16' \
+expect legacy_lib_mismatch 1 'legacy-no-manifest/tensor-cache.json: /records/0/records/0/dtype: parameter embed.weight: dtype float32, but .* expects float16' \
   -- "$MPK" check "$EX/legacy-no-manifest" --lib "$GLIB"
 
 # A library without _metadata.artifact cannot serve a package that declares a contract.
@@ -103,8 +103,10 @@ expect no_artifact 1 '_metadata.artifact is missing' -- "$MPK" check "$G" --lib 
 expect metadata_byte_exact 0 '^same$' -- sh -c "cmp -s '$TMP/extracted.json' '$SHARED/realdata/mlc-lib-metadata/Qwen2-0.5B-Instruct-q4f32_1-ctx4k_cs1k-webgpu.metadata.json' && echo same"
 cat "$TMP/plain.so" "$GLIB" > "$TMP/two.so"
 expect two_metadata 1 'different _metadata' -- "$MPK" mlc metadata "$TMP/two.so"
-head -c 5000 /dev/zero > "$TMP/empty.so"
+{ printf '\177ELF'; head -c 5000 /dev/zero; } > "$TMP/empty.so"
 expect no_metadata 1 'no _metadata' -- "$MPK" mlc metadata "$TMP/empty.so"
+head -c 5000 /dev/zero > "$TMP/zeros.so"
+expect not_a_library 1 'zeros.so: not a compiled model library' -- "$MPK" mlc metadata "$TMP/zeros.so"
 
 # The producer: rebuild the audio example's sidecar from its tasks and library, byte for byte.
 mkdir -p "$TMP/b"

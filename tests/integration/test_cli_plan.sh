@@ -34,17 +34,22 @@ PY
 import json, sys
 case, out, err, rc = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), open(sys.argv[3]).read(), int(sys.argv[4])
 name = case.get("name", sys.argv[1])
+# the one --json envelope (docs/CLI.md): version, command, ok, the command's keys, problems, notes
+assert list(out)[:3] == ["modelpkg_version", "command", "ok"] and list(out)[-2:] == ["problems", "notes"], out
+assert out["command"] == "mlc plan" and out["ok"] == (rc == 0), out
+body = {k: v for k, v in out.items() if k not in ("modelpkg_version", "command", "ok", "problems", "notes")}
 if "expected_error" in case:
     first, _, rest = case["expected_error"]["message"].partition("\n")
     assert rc == 1, (name, "accepted", out)
-    assert first in out["error"]["message"] and rest in out["error"]["message"], (name, out)
+    msg = out["problems"][0]["message"]
+    assert first in msg and rest in msg, (name, out)
     assert first in err, (name, err)
 elif "expected_chunks" in case and "input" not in case:
     assert rc == 0, (name, err)
-    assert out == {"prompt_length": case["expected_prompt_length"], "chunks": case["expected_chunks"]}, (name, out)
+    assert body == {"prompt_length": case["expected_prompt_length"], "chunks": case["expected_chunks"]}, (name, out)
 else:
     assert rc == 0, (name, err)
-    assert out == {"chunks": case["expected_chunks"], "chunk_lens": case["expected_chunk_lens"]}, (name, out)
+    assert body == {"chunks": case["expected_chunks"], "chunk_lens": case["expected_chunk_lens"]}, (name, out)
 PY
     n=$((n + 1))
   done
@@ -96,7 +101,7 @@ set +e
 rc=$?
 set -e
 [ $rc = 1 ] || fail "undeclared image: exit $rc"
-$PY -c "import json; e=json.load(open('$T/o'))['error']; assert e['code']=='unsupported' and e['pointer']=='/segments/0' and 'does not declare an image input' in e['message'], e"
+$PY -c "import json; e=json.load(open('$T/o'))['problems'][0]; assert e['code']=='unsupported' and e['pointer']=='/segments/0' and 'does not declare an image input' in e['message'], e"
 
 # A malformed SEGMENTS.json names the field.
 echo '{"segments": [{"audio": {"rows": 0}}]}' >"$T/bad.json"
@@ -128,7 +133,7 @@ set +e
 "$CLI" mlc plan --package "$SRC/examples/legacy-no-manifest" --lib "$G/lib/gemma4-audio-webgpu.wasm" --segments "$T/seg.json" 2>"$T/err"
 rc=$?
 set -e
-[ $rc = 1 ] && grep -q "legacy chunker" "$T/err" || fail "legacy package: exit $rc $(cat "$T/err")"
+[ $rc = 1 ] && grep -q "legacy chunker" "$T/err" && grep -q 'write one with `modelpkg mlc build .*--tasks TASKS.json' "$T/err" || fail "legacy package: exit $rc $(cat "$T/err")"
 
 # ---- usage errors exit 2
 for args in "" "--package $G" "--package $G --lib x" "--case a --package $G" "--case" "--bogus" "extra" "--case a --case b"; do

@@ -253,6 +253,33 @@ static void test_unknown_named_dimension(void **state) {
   mpk_mlc_metadata_free(md);
 }
 
+/* An embedding model (snowflake-arctic-embed: no kv_cache, only prefill in memory_usage): parameters
+   and workspace, no KV cache; a decoder that lost its kv_cache is still refused. */
+static void test_embedding_model(void **state) {
+  (void)state;
+  mpk_mlc_metadata *md = load_md("snowflake-arctic-embed-s-q0f32-ctx512_cs512_batch4-webgpu");
+  mpk_mlc_fit f;
+  mpk_error err;
+  int rc = mpk_mlc_fit_compute(md, NULL, NULL, 0, 0, &f, &err);
+  if (rc) fail_msg("%s", tu_err(&err));
+  assert_int_equal(f.complete, 1);
+  assert_int_equal(f.kv_cache_bytes, 0);
+  assert_string_equal(f.kv_none_reason, "embedding model");
+  assert_null(f.kv_dtype);
+  assert_int_equal(f.workspace_bytes, 117456896);
+  assert_true(f.parameter_bytes > 0);
+  assert_int_equal(f.total_bytes, f.parameter_bytes + f.workspace_bytes);
+  mpk_mlc_metadata_free(md);
+  /* a decode function without kv_cache: the cache would be left out, so refused */
+  json_t *root = load_md_json("snowflake-arctic-embed-s-q0f32-ctx512_cs512_batch4-webgpu");
+  json_object_set_new(json_object_get(root, "memory_usage"), "decode", json_integer(1));
+  md = md_from_json(root);
+  json_decref(root);
+  assert_int_equal(mpk_mlc_fit_compute(md, NULL, NULL, 0, 0, &f, &err), MPK_ENOTFOUND);
+  assert_string_equal(err.pointer, "/kv_cache");
+  mpk_mlc_metadata_free(md);
+}
+
 static void test_other_state_kinds(void **state) {
   (void)state;
   mpk_mlc_fit f;
@@ -511,6 +538,7 @@ int main(void) {
       cmocka_unit_test(test_artifact_device_checks),
       cmocka_unit_test(test_package_set_override),
       cmocka_unit_test(test_package_context_and_weights),
+      cmocka_unit_test(test_embedding_model),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
