@@ -1299,7 +1299,8 @@ MPK_API int mpk_tensor_view_dltensor(const mpk_tensor_view *v, void *dltensor_ou
 typedef enum mpk_mt_authority {
   MPK_MT_AUTH_NONE = 0,  /**< none: neither a sidecar nor the map's sha256[role] */
   MPK_MT_AUTH_SIDECAR,   /**< <file>.bin.sha256 */
-  MPK_MT_AUTH_MAP        /**< the map's sha256[role] */
+  MPK_MT_AUTH_MAP,       /**< the map's sha256[role] */
+  MPK_MT_AUTH_RECORD     /**< merged on device: modelpkg's merge record (.modelpkg-merge-record.json) */
 } mpk_mt_authority;
 
 typedef enum mpk_mt_tensor_status {
@@ -1331,10 +1332,11 @@ typedef struct mpk_mt_gate_tensor {
   size_t ndim;
   uint64_t declared_bytes;      /**< 0 when not computable */
   int size_ok;                  /**< 1: the file size is exactly declared_bytes */
+  int merged;                   /**< 1: merged on device, verified against modelpkg's merge record */
 } mpk_mt_gate_tensor;
 
 typedef struct mpk_mt_gate_options {
-  int presence_only;      /**< 1: files present is enough; no sidecar or digest is read */
+  int presence_only;      /**< 1: nothing is hashed: files present, and each sidecar (a few bytes) shipped or recorded */
   unsigned workers;       /**< threads hashing files; 0: one per CPU, at most 8 */
 } mpk_mt_gate_options;
 
@@ -1354,9 +1356,13 @@ typedef struct mpk_mt_gate_report {
 
 /**
  * The load gate (HandoffPrecondition.loadMergedWeightsReady) over `map`'s tensors in
- * `inference_dir`: each .bin present, then its digest against the sidecar <file>.bin.sha256 when
- * one exists (first line, trimmed, 64 hex digits, any case) — else the map's sha256[role], else
- * refused ("no checksum"). A stale sidecar fails even when the map matches. Hashed on a pool of
+ * `inference_dir`: each .bin a regular file beneath it (opened relative to the directory's handle:
+ * never through a symbolic link out of it, never blocking on a FIFO), then its digest must be the
+ * shipped one, the map's sha256[role] — or, for a tensor merged on device, the post-merge digest
+ * that modelpkg's merge record (.modelpkg-merge-record.json, written inside the merge's
+ * transaction) lists for it. A sidecar <file>.bin.sha256 (first line, trimmed, 64 hex digits, any
+ * case) must agree with the bytes; it never makes other bytes acceptable. Without a map digest the
+ * sidecar is the shipped digest; with neither the tensor is refused ("no checksum"). Hashed on a pool of
  * `workers` threads. `map` NULL or without entries: ready, no_merged_weights. Returns 0 when the
  * gate ran (`ready` is the verdict), or a negative code when it could not (no memory, bad args).
  * The declared layout and the size rule are reported per tensor, not part of the verdict. First,
