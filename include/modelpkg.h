@@ -1188,6 +1188,17 @@ MPK_API int mpk_mt_handoff_json(const mpk_mt_handoff *map, char **out, size_t *l
 #define MPK_TENSOR_MAX_DIMS 16
 /** The largest safetensors header read: the reference library's limit (MAX_HEADER_SIZE). */
 #define MPK_ST_MAX_HEADER 100000000u
+/** The reader's memory budget by default (docs/safetensors.md "Memory budget"): parsing a header
+    takes about 16 times its size, so the header bytes and the tensor count are checked against a
+    budget before anything is allocated. */
+#define MPK_ST_DEFAULT_HEADER_BUDGET (16u * 1024 * 1024)
+#define MPK_ST_DEFAULT_TENSOR_BUDGET 100000u
+
+/** A safetensors reader's memory budget; 0 in a field: its default. */
+typedef struct mpk_st_budget {
+  uint64_t max_header_bytes;            /**< N at most this (and never above MPK_ST_MAX_HEADER) */
+  uint64_t max_tensors;                 /**< members of the header at most this */
+} mpk_st_budget;
 
 /** One tensor of a safetensors file. Borrowed from its mpk_safetensors. */
 typedef struct mpk_st_tensor {
@@ -1230,6 +1241,16 @@ MPK_API int mpk_safetensors_parse(const void *data, size_t len, const char *file
                                   mpk_error *err);
 /** Map `path` read-only and read it as mpk_safetensors_parse() does; `*out` owns the mapping. */
 MPK_API int mpk_safetensors_open(const char *path, mpk_safetensors **out, mpk_error *err);
+/**
+ * mpk_safetensors_parse / _open within a memory budget (NULL: the defaults): a header longer than
+ * budget->max_header_bytes, or declaring more than budget->max_tensors members (counted by a scan
+ * of the header bytes, before the JSON is parsed), is MPK_ELIMIT naming the budget — refused before
+ * any allocation that depends on it.
+ */
+MPK_API int mpk_safetensors_parse_budget(const void *data, size_t len, const char *file, const mpk_st_budget *budget,
+                                         mpk_safetensors **out, mpk_error *err);
+MPK_API int mpk_safetensors_open_budget(const char *path, const mpk_st_budget *budget, mpk_safetensors **out,
+                                        mpk_error *err);
 /** The tensor named `name` (binary search), or NULL. */
 MPK_API const mpk_st_tensor *mpk_safetensors_find(const mpk_safetensors *st, const char *name);
 /** The value of "__metadata__" key `key`, or NULL. */
@@ -1886,6 +1907,7 @@ typedef struct mpk_mt_merge_options {
                                         square, and it must agree with what is observed */
   unsigned workers;                /**< merge threads; 0: one per CPU, at most 8 */
   int dry_run;                     /**< 1: decide and report, write nothing */
+  mpk_st_budget adapter_budget;    /**< the adapter reader's memory budget (zeros: the defaults) */
 } mpk_mt_merge_options;
 
 /** One merged handoff entry. */

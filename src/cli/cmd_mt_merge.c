@@ -13,6 +13,7 @@ static const char help[] =
     "usage: modelpkg mt merge DIR --adapter ADAPTER.safetensors [--variant ID] [--scale S]\n"
     "                         [--orientation no_transpose|already_transposed_for_inference]\n"
     "                         [--jobs N] [--dry-run] [--json]\n"
+    "                         [--max-adapter-header BYTES] [--max-adapter-tensors N]\n"
     "\n"
     "Merge a trained LoRA adapter into a MobileTransformers package variant (default: the manifest's\n"
     "defaultVariant): for every weight_handoff_map.json entry, merged = base + scale * (B @ A),\n"
@@ -31,6 +32,9 @@ static const char help[] =
     "  --orientation O  for packages whose weights are all square, where the tensors cannot tell;\n"
     "                   otherwise it must agree with what the non-square weights show\n"
     "  --jobs N         merge threads (default: one per CPU, at most 8)\n"
+    "  --max-adapter-header BYTES, --max-adapter-tensors N\n"
+    "                   the adapter reader's memory budget (default 16777216 header bytes and 100000\n"
+    "                   tensors): a larger header is refused before it is parsed\n"
     "  --dry-run        decide and report; write nothing\n"
     "  --json           the report as one JSON document on stdout\n"
     "\n"
@@ -124,12 +128,21 @@ int mpk_cmd_mt_merge(int argc, char **argv) {
     } else if (strcmp(a, "--json") == 0) {
       json = true;
     } else if (!strcmp(a, "--adapter") || !strcmp(a, "--variant") || !strcmp(a, "--scale") ||
-               !strcmp(a, "--orientation") || !strcmp(a, "--jobs")) {
+               !strcmp(a, "--orientation") || !strcmp(a, "--jobs") || !strcmp(a, "--max-adapter-header") ||
+               !strcmp(a, "--max-adapter-tensors")) {
       if (i + 1 >= argc) return usage(json, "%s needs a value", a);
       const char *val = argv[++i];
       if (!strcmp(a, "--adapter")) o.adapter = val;
       else if (!strcmp(a, "--variant")) o.variant = val;
-      else if (!strcmp(a, "--jobs")) {
+      else if (!strcmp(a, "--max-adapter-header") || !strcmp(a, "--max-adapter-tensors")) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(val, &end, 10);
+        if (!*val || *end || errno || v == 0 || val[0] == '-' || (a[14] == 'h' && v > MPK_ST_MAX_HEADER))
+          return usage(json, "%s needs a positive integer (a header budget at most 100000000 bytes)", a);
+        if (a[14] == 'h') o.adapter_budget.max_header_bytes = v;
+        else o.adapter_budget.max_tensors = v;
+      } else if (!strcmp(a, "--jobs")) {
         int st = mpk_cli_parse_jobs(cmd, val, &jobs);
         if (st) {
           if (json) usage(json, "--jobs needs an integer from 1 to 256, not '%s'", val);

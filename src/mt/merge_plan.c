@@ -442,7 +442,7 @@ static int plan_body(const char *dir, const mpk_mt_merge_options *o, merge_plan 
   }
   if (!p->map->n_entries)
     return mpk_fail(err, MPK_ENOTFOUND, p->loc.map_file, "/entries", "the map has no entries: there is nothing to merge into");
-  if ((rc = mpk_safetensors_open(o->adapter, &p->adapter, err))) return rc;
+  if ((rc = mpk_safetensors_open_budget(o->adapter, &o->adapter_budget, &p->adapter, err))) return rc;
 
   scale_config train = {0}, peft = {0};
   char *train_file = p->loc.train_dir ? mpk_path_join(p->loc.train_dir, "training_config.json") : NULL;

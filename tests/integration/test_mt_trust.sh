@@ -180,5 +180,26 @@ assert refused["ok"] is False and refused["entries"] is None and "symbolic link"
 assert usage["ok"] is False and "orientation" in usage["problems"][0]["message"], usage
 print("ok")' "$TMP/ok.json" "$TMP/refused.json" "$TMP/usage.json"
 
+# ---- 9. the adapter reader's memory budget: a 78 MB safetensors header (1.3 million tensors), which
+# took 1.24 GB to parse, is refused before it is parsed, under a 1 GiB address-space limit, naming the
+# budget; raising the header budget meets the tensor-count budget.
+P="$TMP/budget"; fresh "$P"
+python3 - "$TMP/big.safetensors" <<'EOF2'
+import struct, sys
+parts, size, i = [], 0, 0
+while size < 78_000_000:
+    s = '"t%07d":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}' % i
+    parts.append(s); size += len(s) + 1; i += 1
+h = ("{" + ",".join(parts) + "}").encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h)
+EOF2
+expect budget_header 1 'big.safetensors@0: the header is 78[0-9]{6} bytes, over the safetensors reader.s memory budget of 16777216 header bytes \(mt merge --max-adapter-header'   -- prlimit --as=1073741824 -- "$MPK" mt merge "$P" --adapter "$TMP/big.safetensors"
+expect budget_tensors 1 'big.safetensors@8: the header declares more than 100000 tensors, over the safetensors reader.s memory budget of 100000 tensors \(mt merge --max-adapter-tensors'   -- prlimit --as=1073741824 -- "$MPK" mt merge "$P" --adapter "$TMP/big.safetensors" --max-adapter-header 100000000
+expect budget_json 1 '"message": "the header is' -- prlimit --as=1073741824 -- "$MPK" mt merge "$P" --adapter "$TMP/big.safetensors" --json
+expect budget_usage 2 '--max-adapter-header needs a positive integer' -- "$MPK" mt merge "$P" --adapter "$AD" --max-adapter-header 0
+expect budget_small_ok 0 'DRY RUN: 2 entries would be merged' -- "$MPK" mt merge "$P" --adapter "$AD" --dry-run --max-adapter-tensors 8
+expect budget_small_refused 1 'more than 2 tensors, over the safetensors reader.s memory budget of 2 tensors' \
+  -- "$MPK" mt merge "$P" --adapter "$AD" --dry-run --max-adapter-tensors 2
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
