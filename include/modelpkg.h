@@ -1188,7 +1188,7 @@ MPK_API int mpk_mt_handoff_json(const mpk_mt_handoff *map, char **out, size_t *l
 #define MPK_TENSOR_MAX_DIMS 16
 /** The largest safetensors header read: the reference library's limit (MAX_HEADER_SIZE). */
 #define MPK_ST_MAX_HEADER 100000000u
-/** The reader's memory budget by default (docs/safetensors.md "Memory budget"): parsing a header
+/** The reader's memory budget by default (docs/safetensors.md rule 4a): parsing a header
     takes about 16 times its size, so the header bytes and the tensor count are checked against a
     budget before anything is allocated. */
 #define MPK_ST_DEFAULT_HEADER_BUDGET (16u * 1024 * 1024)

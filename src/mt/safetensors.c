@@ -327,13 +327,13 @@ int mpk_safetensors_parse_budget(const void *data, size_t len, const char *file,
   if (n > max_header)
     return mpk_fail_at(err, MPK_ELIMIT, file, 0,
                        "the header is %llu bytes, over the safetensors reader's memory budget of %llu header bytes "
-                       "(mt merge --max-adapter-header; docs/safetensors.md \"Memory budget\")",
+                       "(mt merge --max-adapter-header; docs/safetensors.md rule 4a)",
                        (unsigned long long)n, (unsigned long long)max_header);
   uint64_t members = count_members(p + 8, (size_t)n, max_tensors);
   if (members > max_tensors)
     return mpk_fail_at(err, MPK_ELIMIT, file, 8,
                        "the header declares more than %llu tensors, over the safetensors reader's memory budget of "
-                       "%llu tensors (mt merge --max-adapter-tensors; docs/safetensors.md \"Memory budget\")",
+                       "%llu tensors (mt merge --max-adapter-tensors; docs/safetensors.md rule 4a)",
                        (unsigned long long)max_tensors, (unsigned long long)max_tensors);
 
   mpk_json_opts opts = {.max_bytes = MPK_ST_MAX_HEADER};
