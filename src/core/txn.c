@@ -1113,7 +1113,7 @@ fail:;
 static int fail_committed(mpk_txn *t, mpk_error *err, const char *file, const char *what, int e) {
   char buf[1024];
   int rc = mpk_fail(err, MPK_EIO, file ? where(buf, sizeof buf, t->dir, file) : t->dir, NULL,
-                    "%s: %s; the %s transaction is committed and the next recovery (begin, check or load) "
+                    "%s: %s; the %s transaction is committed and the next recovery (a begin, or a load gate) "
                     "completes it",
                     what, strerror(e), t->name);
   txn_free(t);
