@@ -979,9 +979,12 @@ typedef struct mpk_mt_report {
  * (inference, train, rag → embedding), every declared path is a directory inside the package, the
  * plan has an "inference" group, and weightHandoff names a weight_handoff_map.json that
  * mpk_mt_handoff_parse() accepts and whose every externalDataLocation file exists in inference/.
- * Every requiredFiles entry exists. The load gate (mpk_mt_load_gate(); presence only with no_hash)
- * runs on each checked variant's map: a refused tensor is a problem, a verified one a note naming
- * its authority, a file whose size breaks the declared layout a warning. Integrity: every listed file in scope exists inside the package
+ * Every requiredFiles entry exists. The load gate (mpk_mt_load_gate()'s rules; nothing hashed with
+ * no_hash) runs read-only on each checked variant's map, in the inference directory opened with no
+ * link in its path: a refused tensor (bytes other than the shipped ones that modelpkg's merge
+ * record does not name) is a problem, a verified one a note naming its authority, a tensor that
+ * cannot be loaded (size or layout) a problem; a pending merge transaction is a problem (check
+ * never writes), and a merge journal or record the manifest lists is refused. Integrity: every listed file in scope exists inside the package
  * (symbolic links resolved), has exactly its fileSizes size — all sizes are checked before any
  * hashing — and its sha256 digest (hashed streaming on a pool of `workers` threads). Files on disk
  * the manifest does not list are warnings, not problems.
@@ -1963,7 +1966,7 @@ typedef enum mpk_mt_recovery {
 
 /**
  * Finish or undo an interrupted merge in an inference directory (its journal decides), so the
- * directory holds either every merged tensor or none. mpk_mt_merge, mpk_mt_check and
+ * directory holds either every merged tensor or none. mpk_mt_merge and
  * mpk_mt_load_gate call it first. `files` (may be NULL) gets the number of files renamed or removed.
  */
 MPK_API int mpk_mt_merge_recover(const char *inference_dir, mpk_mt_recovery *outcome, size_t *files,

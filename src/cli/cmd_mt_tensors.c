@@ -1,6 +1,6 @@
 /* modelpkg mt tensors DIR [--variant ID] [--jobs N]: each handoff-map entry's roles with the
    declared dtype, shape and bytes (the load rule), the file, and its checksum status (the load
-   gate: sidecar first, then the map's sha256). */
+   gate: the shipped digest, or the merge record's for a tensor merged on device). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
