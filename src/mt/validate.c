@@ -55,6 +55,7 @@ static void remember_digest(struct mpk_mt_report_priv *p, const char *path, cons
 }
 
 typedef struct check {
+  int root_fd; /* the package directory: every listed file is opened beneath it */
   mpk_mt_report *r;
   struct mpk_mt_report_priv *p;
   const mpk_mt_manifest *m; /* NULL until loaded */
@@ -99,7 +100,9 @@ static const char *variant_ptr(mpk_path *pp, size_t vi, const char *key) {
 /* ---------------------------------------------------------------- files on disk */
 
 /* Whether DIR/rel exists inside the package (symbolic links resolved) as a regular file, or a
-   directory when `want_dir`. When not, *e names the path and says why ("<what> is missing"). */
+   directory when `want_dir`. When not, *e names the path and says why ("<what> is missing"). A file
+   is opened as every reader opens it (mpk_open_read_at beneath the package's handle: no link out,
+   never blocking on a FIFO), so what check accepts is what a reader can open. */
 static bool probe(check *c, const char *rel, bool want_dir, const char *what, struct stat *st, mpk_error *e) {
   mpk_error_clear(e);
   char *abs = mpk_path_join(c->r->dir, rel);
@@ -109,7 +112,21 @@ static bool probe(check *c, const char *rel, bool want_dir, const char *what, st
   }
   struct stat lst;
   bool ok = false;
-  if (stat(abs, st) != 0) {
+  int fd = -1, orc = 0;
+  mpk_error oe;
+  mpk_error_clear(&oe);
+  if (!want_dir && c->root_fd >= 0)
+    orc = mpk_open_read_at(c->root_fd, c->r->dir, rel, 0, "the package directory", &fd, st, &oe);
+  if (fd >= 0) close(fd);
+  if (!want_dir && c->root_fd >= 0 && orc != MPK_ENOTFOUND) {
+    if (!orc) ok = true;
+    else if (orc == MPK_EMALFORMED && strstr(oe.message, "resolves outside"))
+      mpk_fail(e, MPK_EMALFORMED, abs, NULL, "%s resolves outside the package directory (through a symbolic link)", what);
+    else if (orc == MPK_EMALFORMED)
+      mpk_fail(e, MPK_EMALFORMED, abs, NULL, "%s %s", what, oe.message); /* "is a FIFO, not a regular file" */
+    else
+      mpk_fail(e, orc, abs, NULL, "%s cannot be opened: %s", what, oe.message);
+  } else if (stat(abs, st) != 0) {
     int en = errno;
     if (en == ENOENT && lstat(abs, &lst) == 0 && S_ISLNK(lst.st_mode))
       mpk_fail(e, MPK_ENOTFOUND, abs, NULL, "%s is missing (a symbolic link to nothing)", what);
@@ -683,8 +700,9 @@ int mpk_mt_check(const char *dir, const mpk_mt_check_options *opts, mpk_mt_repor
   r->priv_ = p;
   r->dir = p->dir;
   r->all_variants = opts->all_variants ? 1 : 0;
-  check c = {.r = r, .p = p, .o = opts};
+  check c = {.r = r, .p = p, .o = opts, .root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
   int rc = run(&c);
+  if (c.root_fd >= 0) close(c.root_fd);
   r->hashed = c.m && !opts->no_hash;
   if (!rc && p->found.oom) rc = MPK_ENOMEM; /* a problem could not be kept: never report "all hold" */
   if (rc) {

@@ -458,13 +458,21 @@ static void test_symlinks(void **state) {
   assert_int_equal(r->n_problems, 2);
   mpk_mt_report_free(r);
 
+  /* a FIFO listed file is refused at once, naming its type (opened non-blocking, never waited on) */
+  tu_sh("cd '%s' && rm " INT4_INF "model.onnx && mkfifo " INT4_INF "model.onnx", pkg);
+  r = check(pkg, NULL);
+  expect_problem(r, MPK_EMALFORMED, INT4_INF "model.onnx", "", "listed file is a FIFO, not a regular file");
+  mpk_mt_report_free(r);
+
   /* a symlinked directory that leaves the package */
   fresh_copy();
   tu_sh("cd '%s' && rm -r variants/cpu-int4/embedding && ln -s /etc variants/cpu-int4/embedding", pkg);
   r = check(pkg, NULL);
   expect_problem(r, MPK_EMALFORMED, "variants/cpu-int4/embedding", "",
                  "the \"embedding\" directory of variant \"cpu-int4\" (paths) resolves outside the package");
-  expect_problem(r, MPK_ENOTFOUND, "variants/cpu-int4/embedding/rag_config.json", "", "listed file is missing");
+  /* a file beneath it is opened as a reader opens it: through the link, outside (not "missing") */
+  expect_problem(r, MPK_EMALFORMED, "variants/cpu-int4/embedding/rag_config.json", "",
+                 "listed file resolves outside the package directory");
   mpk_mt_report_free(r);
 
   /* the manifest itself, linked from outside: not read */
