@@ -55,6 +55,8 @@ int mpk_mt_hash_at(int dfd, const char *shown, mpk_mt_hash_job *jobs, size_t n, 
 /* The merge record of an inference directory (MPK_MT_MERGE_RECORD; schema in docs/mt-merge.md),
    read beneath its handle and checked strictly. *out NULL when there is none. */
 int mpk_mt_record_load(int dfd, const char *shown, json_t **out, mpk_error *err);
+/* The same on bytes in memory (`file` names them in errors; the fuzz target's entry point). */
+int mpk_mt_record_parse(const void *data, size_t len, const char *file, json_t **out, mpk_error *err);
 /* Whether the record names `name` (an externalDataLocation); its shipped digest (NULL: unknown)
    and post-merge digest. */
 bool mpk_mt_record_find(const json_t *record, const char *name, const char **shipped, const char **merged);

@@ -318,9 +318,19 @@ int mpk_mt_record_load(int dfd, const char *shown, json_t **out, mpk_error *err)
   if (rc) return mpk_fail(err, rc, file, NULL, "the merge record cannot be read: %s", e.message);
   mpk_mapped m;
   if ((rc = mpk_map_fd(fd, file, (size_t)st.st_size, &m, err))) return rc;
-  json_t *root = NULL;
-  rc = mpk_json_parse(m.data, m.size, NULL, file, &root, err);
+  rc = mpk_mt_record_parse(m.data, m.size, file, out, err);
   mpk_unmap_file(&m);
+  return rc;
+}
+
+int mpk_mt_record_parse(const void *data, size_t len, const char *file, json_t **out, mpk_error *err) {
+  *out = NULL;
+  if (!file) file = MPK_MT_MERGE_RECORD;
+  if (len > RECORD_MAX_BYTES)
+    return mpk_fail(err, MPK_ELIMIT, file, NULL, "the merge record is %zu bytes, over its limit of %llu", len,
+                    (unsigned long long)RECORD_MAX_BYTES);
+  json_t *root = NULL;
+  int rc = mpk_json_parse(data, len, NULL, file, &root, err);
   if (rc) return rc;
   mpk_jv v = {.file = file, .err = err};
   mpk_path_init(&v.path);
