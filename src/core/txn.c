@@ -453,13 +453,18 @@ static int journal_load(const char *dir, int dfd, const char *name, const names 
                         mpk_error *err) {
   char file[1024];
   where(file, sizeof file, dir, nm->journal);
-  int fd = openat(dfd, nm->journal, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int fd = openat(dfd, nm->journal, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return mpk_fail(err, MPK_EIO, file, NULL, "cannot open the transaction journal: %s", strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int e = errno;
     close(fd);
     return mpk_fail(err, MPK_EIO, file, NULL, "cannot stat the transaction journal: %s", strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) { /* swapped for a FIFO since the scan: opened non-blocking, never waited on */
+    close(fd);
+    return mpk_fail(err, MPK_EMALFORMED, file, NULL, "the transaction journal is %s, not a regular file",
+                    mpk_file_type_name(st.st_mode));
   }
   if ((uint64_t)st.st_size > JOURNAL_MAX_BYTES) {
     close(fd);
