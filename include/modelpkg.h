@@ -989,9 +989,12 @@ typedef struct mpk_mt_report {
  * (inference, train, rag → embedding), every declared path is a directory inside the package, the
  * plan has an "inference" group, and weightHandoff names a weight_handoff_map.json that
  * mpk_mt_handoff_parse() accepts and whose every externalDataLocation file exists in inference/.
- * Every requiredFiles entry exists. The load gate (mpk_mt_load_gate(); presence only with no_hash)
- * runs on each checked variant's map: a refused tensor is a problem, a verified one a note naming
- * its authority, a file whose size breaks the declared layout a warning. Integrity: every listed file in scope exists inside the package
+ * Every requiredFiles entry exists. The load gate (mpk_mt_load_gate()'s rules; nothing hashed with
+ * no_hash) runs read-only on each checked variant's map, in the inference directory opened with no
+ * link in its path: a refused tensor (bytes other than the shipped ones that modelpkg's merge
+ * record does not name) is a problem, a verified one a note naming its authority, a tensor that
+ * cannot be loaded (size or layout) a problem; a pending merge transaction is a problem (check
+ * never writes), and a merge journal or record the manifest lists is refused. Integrity: every listed file in scope exists inside the package
  * (symbolic links resolved), has exactly its fileSizes size — all sizes are checked before any
  * hashing — and its sha256 digest (hashed streaming on a pool of `workers` threads). Files on disk
  * the manifest does not list are warnings, not problems.
@@ -1198,6 +1201,17 @@ MPK_API int mpk_mt_handoff_json(const mpk_mt_handoff *map, char **out, size_t *l
 #define MPK_TENSOR_MAX_DIMS 16
 /** The largest safetensors header read: the reference library's limit (MAX_HEADER_SIZE). */
 #define MPK_ST_MAX_HEADER 100000000u
+/** The reader's memory budget by default (docs/safetensors.md rule 4a): parsing a header
+    takes about 16 times its size, so the header bytes and the tensor count are checked against a
+    budget before anything is allocated. */
+#define MPK_ST_DEFAULT_HEADER_BUDGET (16u * 1024 * 1024)
+#define MPK_ST_DEFAULT_TENSOR_BUDGET 100000u
+
+/** A safetensors reader's memory budget; 0 in a field: its default. */
+typedef struct mpk_st_budget {
+  uint64_t max_header_bytes;            /**< N at most this (and never above MPK_ST_MAX_HEADER) */
+  uint64_t max_tensors;                 /**< members of the header at most this */
+} mpk_st_budget;
 
 /** One tensor of a safetensors file. Borrowed from its mpk_safetensors. */
 typedef struct mpk_st_tensor {
@@ -1240,6 +1254,16 @@ MPK_API int mpk_safetensors_parse(const void *data, size_t len, const char *file
                                   mpk_error *err);
 /** Map `path` read-only and read it as mpk_safetensors_parse() does; `*out` owns the mapping. */
 MPK_API int mpk_safetensors_open(const char *path, mpk_safetensors **out, mpk_error *err);
+/**
+ * mpk_safetensors_parse / _open within a memory budget (NULL: the defaults): a header longer than
+ * budget->max_header_bytes, or declaring more than budget->max_tensors members (counted by a scan
+ * of the header bytes, before the JSON is parsed), is MPK_ELIMIT naming the budget — refused before
+ * any allocation that depends on it.
+ */
+MPK_API int mpk_safetensors_parse_budget(const void *data, size_t len, const char *file, const mpk_st_budget *budget,
+                                         mpk_safetensors **out, mpk_error *err);
+MPK_API int mpk_safetensors_open_budget(const char *path, const mpk_st_budget *budget, mpk_safetensors **out,
+                                        mpk_error *err);
 /** The tensor named `name` (binary search), or NULL. */
 MPK_API const mpk_st_tensor *mpk_safetensors_find(const mpk_safetensors *st, const char *name);
 /** The value of "__metadata__" key `key`, or NULL. */
@@ -1309,7 +1333,8 @@ MPK_API int mpk_tensor_view_dltensor(const mpk_tensor_view *v, void *dltensor_ou
 typedef enum mpk_mt_authority {
   MPK_MT_AUTH_NONE = 0,  /**< none: neither a sidecar nor the map's sha256[role] */
   MPK_MT_AUTH_SIDECAR,   /**< <file>.bin.sha256 */
-  MPK_MT_AUTH_MAP        /**< the map's sha256[role] */
+  MPK_MT_AUTH_MAP,       /**< the map's sha256[role] */
+  MPK_MT_AUTH_RECORD     /**< merged on device: modelpkg's merge record (.modelpkg-merge-record.json) */
 } mpk_mt_authority;
 
 typedef enum mpk_mt_tensor_status {
@@ -1341,10 +1366,11 @@ typedef struct mpk_mt_gate_tensor {
   size_t ndim;
   uint64_t declared_bytes;      /**< 0 when not computable */
   int size_ok;                  /**< 1: the file size is exactly declared_bytes */
+  int merged;                   /**< 1: merged on device, verified against modelpkg's merge record */
 } mpk_mt_gate_tensor;
 
 typedef struct mpk_mt_gate_options {
-  int presence_only;      /**< 1: files present is enough; no sidecar or digest is read */
+  int presence_only;      /**< 1: nothing is hashed: files present, and each sidecar (a few bytes) shipped or recorded */
   unsigned workers;       /**< threads hashing files; 0: one per CPU, at most 8 */
 } mpk_mt_gate_options;
 
@@ -1364,9 +1390,13 @@ typedef struct mpk_mt_gate_report {
 
 /**
  * The load gate (HandoffPrecondition.loadMergedWeightsReady) over `map`'s tensors in
- * `inference_dir`: each .bin present, then its digest against the sidecar <file>.bin.sha256 when
- * one exists (first line, trimmed, 64 hex digits, any case) — else the map's sha256[role], else
- * refused ("no checksum"). A stale sidecar fails even when the map matches. Hashed on a pool of
+ * `inference_dir`: each .bin a regular file beneath it (opened relative to the directory's handle:
+ * never through a symbolic link out of it, never blocking on a FIFO), then its digest must be the
+ * shipped one, the map's sha256[role] — or, for a tensor merged on device, the post-merge digest
+ * that modelpkg's merge record (.modelpkg-merge-record.json, written inside the merge's
+ * transaction) lists for it. A sidecar <file>.bin.sha256 (first line, trimmed, 64 hex digits, any
+ * case) must agree with the bytes; it never makes other bytes acceptable. Without a map digest the
+ * sidecar is the shipped digest; with neither the tensor is refused ("no checksum"). Hashed on a pool of
  * `workers` threads. `map` NULL or without entries: ready, no_merged_weights. Returns 0 when the
  * gate ran (`ready` is the verdict), or a negative code when it could not (no memory, bad args).
  * The declared layout and the size rule are reported per tensor, not part of the verdict. First,
@@ -1948,6 +1978,7 @@ typedef struct mpk_mt_merge_options {
                                         square, and it must agree with what is observed */
   unsigned workers;                /**< merge threads; 0: one per CPU, at most 8 */
   int dry_run;                     /**< 1: decide and report, write nothing */
+  mpk_st_budget adapter_budget;    /**< the adapter reader's memory budget (zeros: the defaults) */
 } mpk_mt_merge_options;
 
 /** One merged handoff entry. */
@@ -2003,7 +2034,7 @@ typedef enum mpk_mt_recovery {
 
 /**
  * Finish or undo an interrupted merge in an inference directory (its journal decides), so the
- * directory holds either every merged tensor or none. mpk_mt_merge, mpk_mt_check and
+ * directory holds either every merged tensor or none. mpk_mt_merge and
  * mpk_mt_load_gate call it first. `files` (may be NULL) gets the number of files renamed or removed.
  */
 MPK_API int mpk_mt_merge_recover(const char *inference_dir, mpk_mt_recovery *outcome, size_t *files,

@@ -13,12 +13,16 @@ static const char help[] =
     "usage: modelpkg mt merge DIR --adapter ADAPTER.safetensors [--variant ID] [--scale S]\n"
     "                         [--orientation no_transpose|already_transposed_for_inference]\n"
     "                         [--jobs N] [--dry-run] [--json]\n"
+    "                         [--max-adapter-header BYTES] [--max-adapter-tensors N]\n"
     "\n"
     "Merge a trained LoRA adapter into a MobileTransformers package variant (default: the manifest's\n"
     "defaultVariant): for every weight_handoff_map.json entry, merged = base + scale * (B @ A),\n"
     "written in the dtype the map declares, with a new <file>.bin.sha256 sidecar. All tensors are\n"
-    "replaced as one transaction: an interrupted merge is finished or undone by the next merge,\n"
-    "check or load, so a package never holds some layers merged and others not.\n"
+    "replaced as one transaction, with modelpkg's merge record (.modelpkg-merge-record.json: each\n"
+    "replaced tensor, its shipped and its merged sha256), the only authority that lets check and the\n"
+    "load gate accept merged bytes. An interrupted merge is finished or undone by the next merge or\n"
+    "load (mt tensors); check reports it and never writes. The inference directory must have no\n"
+    "symbolic link in its path, and a package that lists a merge journal or record is refused.\n"
     "\n"
     "  --adapter F      the adapter: factors found by each entry's checkpointNames (adapter_A [rank, in],\n"
     "                   adapter_B [out, rank]), else by PEFT names (<module>.lora_A.weight); a frozen\n"
@@ -28,6 +32,9 @@ static const char help[] =
     "  --orientation O  for packages whose weights are all square, where the tensors cannot tell;\n"
     "                   otherwise it must agree with what the non-square weights show\n"
     "  --jobs N         merge threads (default: one per CPU, at most 8)\n"
+    "  --max-adapter-header BYTES, --max-adapter-tensors N\n"
+    "                   the adapter reader's memory budget (default 16777216 header bytes and 100000\n"
+    "                   tensors): a larger header is refused before it is parsed\n"
     "  --dry-run        decide and report; write nothing\n"
     "  --json           the report as one JSON document on stdout\n"
     "\n"
@@ -56,8 +63,12 @@ static void print_text(const mpk_mt_merge_report *r, bool dry_run) {
   else printf("OK: merged %zu entr%s\n", r->n_entries, r->n_entries == 1 ? "y" : "ies");
 }
 
+/* The command's own keys in its --json document (set to null on a refusal). */
+static const char *const json_keys[] = {"variant", "inference_dir", "orientation", "evidence", "written", "entries",
+                                        NULL};
+
 static int print_json(const mpk_mt_merge_report *r) {
-  json_t *root = json_object(), *entries = json_array();
+  json_t *root = mpk_cli_json_begin("mt merge", true), *entries = json_array();
   json_object_set_new(root, "variant", mpk_cli_json_str(r->variant));
   json_object_set_new(root, "inference_dir", mpk_cli_json_str(r->inference_dir));
   json_object_set_new(root, "orientation", mpk_cli_json_str(mpk_mt_orientation_name(r->orientation)));
@@ -85,8 +96,20 @@ static int print_json(const mpk_mt_merge_report *r) {
     json_array_append_new(entries, o);
   }
   json_object_set_new(root, "entries", entries);
-  json_object_set_new(root, "notes", mpk_cli_json_strings(r->notes, r->n_notes));
-  return mpk_cli_json_print(stdout, root);
+  return mpk_cli_json_end(root, NULL, 0, r->notes, r->n_notes);
+}
+
+/* A usage error: on stderr, and with --json also as the refusal document on stdout. */
+static int usage(bool json, const char *fmt, const char *arg) {
+  char msg[512];
+  snprintf(msg, sizeof msg, fmt, arg ? arg : "");
+  if (json) {
+    mpk_error e;
+    mpk_error_clear(&e);
+    mpk_fail(&e, MPK_EINVAL, NULL, NULL, "usage: %s", msg);
+    mpk_cli_json_refuse("mt merge", json_keys, &e);
+  }
+  return mpk_cli_usage_error("mt merge", "%s", msg);
 }
 
 int mpk_cmd_mt_merge(int argc, char **argv) {
@@ -94,6 +117,7 @@ int mpk_cmd_mt_merge(int argc, char **argv) {
   mpk_mt_merge_options o = {0};
   bool json = false;
   long long jobs = 0;
+  for (int i = 2; i < argc; i++) json = json || strcmp(argv[i], "--json") == 0;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
     if (mpk_cli_is_help(a)) {
@@ -104,45 +128,57 @@ int mpk_cmd_mt_merge(int argc, char **argv) {
     } else if (strcmp(a, "--json") == 0) {
       json = true;
     } else if (!strcmp(a, "--adapter") || !strcmp(a, "--variant") || !strcmp(a, "--scale") ||
-               !strcmp(a, "--orientation") || !strcmp(a, "--jobs")) {
-      if (i + 1 >= argc) return mpk_cli_usage_error(cmd, "%s needs a value", a);
+               !strcmp(a, "--orientation") || !strcmp(a, "--jobs") || !strcmp(a, "--max-adapter-header") ||
+               !strcmp(a, "--max-adapter-tensors")) {
+      if (i + 1 >= argc) return usage(json, "%s needs a value", a);
       const char *val = argv[++i];
       if (!strcmp(a, "--adapter")) o.adapter = val;
       else if (!strcmp(a, "--variant")) o.variant = val;
-      else if (!strcmp(a, "--jobs")) {
+      else if (!strcmp(a, "--max-adapter-header") || !strcmp(a, "--max-adapter-tensors")) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(val, &end, 10);
+        if (!*val || *end || errno || v == 0 || val[0] == '-' || (a[14] == 'h' && v > MPK_ST_MAX_HEADER))
+          return usage(json, "%s needs a positive integer (a header budget at most 100000000 bytes)", a);
+        if (a[14] == 'h') o.adapter_budget.max_header_bytes = v;
+        else o.adapter_budget.max_tensors = v;
+      } else if (!strcmp(a, "--jobs")) {
         int st = mpk_cli_parse_jobs(cmd, val, &jobs);
-        if (st) return st;
+        if (st) {
+          if (json) usage(json, "--jobs needs an integer from 1 to 256, not '%s'", val);
+          return st;
+        }
       } else if (!strcmp(a, "--scale")) {
         char *end;
         errno = 0;
         o.scale = strtod(val, &end);
         if (!*val || *end || errno || !isfinite(o.scale))
-          return mpk_cli_usage_error(cmd, "--scale '%s' is not a finite number", val);
+          return usage(json, "--scale '%s' is not a finite number", val);
         o.has_scale = 1;
       } else if (!strcmp(val, "no_transpose")) {
         o.orientation = MPK_MT_ORIENT_NO_TRANSPOSE;
       } else if (!strcmp(val, "already_transposed_for_inference")) {
         o.orientation = MPK_MT_ORIENT_ALREADY_TRANSPOSED;
       } else {
-        return mpk_cli_usage_error(cmd, "--orientation must be no_transpose or already_transposed_for_inference, not '%s'",
-                                   val);
+        return usage(json, "--orientation must be no_transpose or already_transposed_for_inference, not '%s'", val);
       }
     } else if (a[0] == '-' && a[1]) {
-      return mpk_cli_usage_error(cmd, "unknown option '%s'", a);
+      return usage(json, "unknown option '%s'", a);
     } else if (!dir) {
       dir = a;
     } else {
-      return mpk_cli_usage_error(cmd, "unexpected argument '%s'", a);
+      return usage(json, "unexpected argument '%s'", a);
     }
   }
-  if (!dir) return mpk_cli_usage_error(cmd, "missing the package directory");
-  if (!o.adapter) return mpk_cli_usage_error(cmd, "missing --adapter ADAPTER.safetensors");
-  if (!mpk_is_dir(dir)) return mpk_cli_usage_error(cmd, "'%s' is not a directory", dir);
+  if (!dir) return usage(json, "missing the package directory%s", NULL);
+  if (!o.adapter) return usage(json, "missing --adapter ADAPTER.safetensors%s", NULL);
+  if (!mpk_is_dir(dir)) return usage(json, "'%s' is not a directory", dir);
   o.workers = (unsigned)jobs;
   mpk_error err;
   mpk_error_clear(&err);
   mpk_mt_merge_report *r = NULL;
   if (mpk_mt_merge(dir, &o, &r, &err)) {
+    if (json) mpk_cli_json_refuse(cmd, json_keys, &err);
     mpk_cli_error(&err);
     if (!strstr(err.message, "the merge committed")) fprintf(stderr, "modelpkg: mt merge: nothing was changed\n");
     return MPK_EXIT_FAIL;

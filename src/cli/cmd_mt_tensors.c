@@ -1,9 +1,10 @@
 /* modelpkg mt tensors DIR [--variant ID] [--jobs N]: each handoff-map entry's roles with the
    declared dtype, shape and bytes (the load rule), the file, and its checksum status (the load
-   gate: sidecar first, then the map's sha256). */
+   gate: the shipped digest, or the merge record's for a tensor merged on device). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "core/core.h"
@@ -15,8 +16,10 @@ static const char help[] =
     "List the merged-weight tensors of a MobileTransformers package variant (default: the\n"
     "manifest's defaultVariant): for each weight_handoff_map.json entry and role, the declared dtype\n"
     "and shape, the exact byte size they imply, the .bin file, whether its size matches, and its\n"
-    "checksum status under the load gate (the sidecar <file>.bin.sha256 wins; without one the map's\n"
-    "sha256[role]; with neither the tensor is refused).\n"
+    "checksum status under the load gate: the bytes must be the shipped ones (the map's sha256[role])\n"
+    "or, for a tensor merged on device, those modelpkg's merge record lists; a sidecar <file>.bin.sha256\n"
+    "must agree. Files are read beneath the package (no link out, no FIFO). An interrupted merge is\n"
+    "finished or undone first.\n"
     "\n"
     "exit status: 0 every tensor verified and loadable (or no merged weights), 1 otherwise,\n"
     "2 usage error\n";
@@ -27,7 +30,7 @@ static int list(const char *dir, const char *variant, unsigned jobs) {
   mpk_mt_located loc;
   mpk_mt_handoff *map = NULL;
   mpk_mt_gate_report *g = NULL;
-  int status = MPK_EXIT_FAIL;
+  int status = MPK_EXIT_FAIL, inf_fd = -1;
   if (mpk_mt_locate(dir, variant, &loc, &err)) {
     mpk_cli_error(&err);
     return status;
@@ -38,14 +41,20 @@ static int list(const char *dir, const char *variant, unsigned jobs) {
     goto out;
   }
   printf("modelpkg mt tensors %s (variant %s)\n", dir, id);
-  if (!mpk_file_exists(loc.map_file)) {
+  /* The map, the tensors and their sidecars are read beneath the package: the inference directory
+     is opened with no link in its path, and a package shipping a merge journal or record is
+     refused before the gate would replay or trust it. */
+  int rc = mpk_mt_load_map(dir, &loc, &map, &err);
+  if (rc == MPK_ENOTFOUND && map == NULL && err.code == MPK_ENOTFOUND && strstr(err.message, "not found")) {
     printf("  no merged weights: %s is absent: use the base weights\n", loc.variant->weight_handoff);
+    mpk_error_clear(&err);
     status = MPK_EXIT_OK;
     goto out;
   }
-  if (mpk_mt_handoff_load(loc.map_file, &map, &err)) goto out;
+  if (rc) goto out;
+  if (mpk_mt_open_inference(dir, &loc, &inf_fd, &err)) goto out;
   mpk_mt_gate_options go = {.workers = jobs};
-  if (mpk_mt_load_gate(loc.inference_dir, map, &go, &g, &err)) goto out;
+  if (mpk_mt_load_gate_at(inf_fd, loc.inference_dir, map, &go, NULL, &g, &err)) goto out;
   if (g->no_merged_weights) {
     printf("  no merged weights: the map has no entries: use the base weights\n");
     status = MPK_EXIT_OK;
@@ -87,6 +96,7 @@ static int list(const char *dir, const char *variant, unsigned jobs) {
 out:
   if (err.code) mpk_cli_error(&err);
   mpk_mt_gate_report_free(g);
+  if (inf_fd >= 0) close(inf_fd);
   mpk_mt_handoff_free(map);
   mpk_mt_located_free(&loc);
   return status;

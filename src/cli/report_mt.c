@@ -36,7 +36,7 @@ void mpk_cli_mt_report_text(FILE *out, const mpk_mt_report *r) {
     else
       fprintf(out, " (digests not computed)\n");
     if (r->hashed && r->n_files_merged)
-      fprintf(out, "             %zu merged on device (tensor and sidecar: verified by the load gate)\n",
+      fprintf(out, "             %zu merged on device (tensor and sidecar: verified by the load gate against modelpkg's merge record)\n",
               r->n_files_merged);
     fprintf(out, "  tensors:   %zu merged-weight tensor%s, %zu verified by the load gate\n", r->n_tensors,
             r->n_tensors == 1 ? "" : "s", r->n_tensors_verified);

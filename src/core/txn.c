@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -138,11 +139,62 @@ static int open_dir(const char *dir, int *dfd, mpk_error *err) {
   return 0;
 }
 
+/* A fresh open file description of the directory behind `dirfd` (its own flock, its own
+   lifetime): "." beneath the handle, so nothing is resolved by name again. */
+static int reopen_dir(int dirfd, const char *dir, int *dfd, mpk_error *err) {
+  *dfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (*dfd < 0) return mpk_fail(err, MPK_EIO, dir, NULL, "cannot open the directory: %s", strerror(errno));
+  return 0;
+}
+
+/* Hash the regular file `name` of the directory, never through a link and never blocking on a
+   FIFO. 0, or an errno value. */
+static int hash_at(int dfd, const char *name, uint64_t *size, char hex[65]) {
+  int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return errno == ELOOP ? EMLINK : errno;
+  struct stat st;
+  int e = 0;
+  if (fstat(fd, &st) != 0) e = errno;
+  else if (!S_ISREG(st.st_mode)) e = EINVAL;
+  else if (mpk_sha256_fd(fd, hex)) e = errno ? errno : EIO;
+  else *size = (uint64_t)st.st_size;
+  close(fd);
+  return e;
+}
+
+typedef struct hash_pool {
+  int dfd;
+  const char **names;
+  uint64_t *sizes;
+  char (*hex)[65];
+  int *errs;
+} hash_pool;
+
+static int hash_task(void *ctx, size_t i) {
+  hash_pool *p = ctx;
+  p->errs[i] = hash_at(p->dfd, p->names[i], &p->sizes[i], p->hex[i]);
+  return 0;
+}
+
+static const char *hash_error(int e) {
+  return e == EMLINK ? "it is a symbolic link (never followed)" : e == EINVAL ? "it is not a regular file" : strerror(e);
+}
+
+/* Hash n files of the directory in parallel; per-file results in the arrays (errs: 0 or errno). */
+static int hash_files_at(int dfd, const char *dir, const char **files, size_t n, uint64_t *sizes, char (*hex)[65],
+                         int *errs, mpk_error *err) {
+  hash_pool p = {.dfd = dfd, .names = files, .sizes = sizes, .hex = hex, .errs = errs};
+  unsigned w = mpk_online_cpus();
+  if (w > 8) w = 8;
+  if (mpk_parallel_for(n, w, hash_task, &p, NULL)) return mpk_fail(err, MPK_ENOMEM, dir, NULL, "cannot hash");
+  return 0;
+}
+
 /* flock on the directory itself: no lock file to leave behind in a package (where `check` would
    report it as unlisted), released by the kernel when the holder dies, and per open file
    description, so a second begin in the same process is refused too. */
-static int open_locked(const char *dir, const char *name, int *dfd, mpk_error *err) {
-  int rc = open_dir(dir, dfd, err);
+static int open_locked(int dirfd, const char *dir, const char *name, int *dfd, mpk_error *err) {
+  int rc = reopen_dir(dirfd, dir, dfd, err);
   if (rc) return rc;
   if (flock(*dfd, LOCK_EX | LOCK_NB) != 0) {
     int e = errno;
@@ -401,13 +453,18 @@ static int journal_load(const char *dir, int dfd, const char *name, const names 
                         mpk_error *err) {
   char file[1024];
   where(file, sizeof file, dir, nm->journal);
-  int fd = openat(dfd, nm->journal, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int fd = openat(dfd, nm->journal, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return mpk_fail(err, MPK_EIO, file, NULL, "cannot open the transaction journal: %s", strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int e = errno;
     close(fd);
     return mpk_fail(err, MPK_EIO, file, NULL, "cannot stat the transaction journal: %s", strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) { /* swapped for a FIFO since the scan: opened non-blocking, never waited on */
+    close(fd);
+    return mpk_fail(err, MPK_EMALFORMED, file, NULL, "the transaction journal is %s, not a regular file",
+                    mpk_file_type_name(st.st_mode));
   }
   if ((uint64_t)st.st_size > JOURNAL_MAX_BYTES) {
     close(fd);
@@ -449,11 +506,13 @@ static bool step(steps *s) { return ++s->done == s->stop; }
    name — must be the journal's: a committed transaction is completed only with the bytes it
    committed, and a file that lost them is named, never accepted. */
 static int verify_entries(const char *dir, int dfd, entry *es, size_t n, bool *temp_present, mpk_error *err) {
-  mpk_digest_job *jobs = calloc(n, sizeof *jobs);
-  char **paths = calloc(n, sizeof *paths);
+  const char **files = calloc(n, sizeof *files);
+  uint64_t *sizes = calloc(n, sizeof *sizes);
+  char (*hex)[65] = calloc(n, sizeof *hex);
+  int *errs = calloc(n, sizeof *errs);
   int rc = 0;
   char buf[1024];
-  if (!jobs || !paths) {
+  if (!files || !sizes || !hex || !errs) {
     rc = mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
     goto out;
   }
@@ -467,28 +526,26 @@ static int verify_entries(const char *dir, int dfd, entry *es, size_t n, bool *t
                     es[i].temp);
       goto out;
     }
-    if (!(paths[i] = mpk_path_join(dir, f))) {
-      rc = mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
-      goto out;
-    }
-    jobs[i] = (mpk_digest_job){.path = paths[i], .algo = MPK_DIGEST_SHA256, .expected_size = es[i].size};
+    files[i] = f;
   }
-  rc = mpk_digest_files(jobs, n, 0, NULL, NULL, err);
+  rc = hash_files_at(dfd, dir, files, n, sizes, hex, errs, err);
   for (size_t i = 0; !rc && i < n; i++) {
-    if (jobs[i].code) {
-      rc = mpk_fail(err, jobs[i].code, paths[i], NULL, "cannot read it to verify the interrupted transaction");
-    } else if (jobs[i].size != es[i].size || strcmp(jobs[i].hex, es[i].hex) != 0) {
-      rc = mpk_fail(err, MPK_EMISMATCH, paths[i], NULL,
+    where(buf, sizeof buf, dir, files[i]);
+    if (errs[i]) {
+      rc = mpk_fail(err, MPK_EIO, buf, NULL, "cannot read it to verify the interrupted transaction: %s",
+                    hash_error(errs[i]));
+    } else if (sizes[i] != es[i].size || strcmp(hex[i], es[i].hex) != 0) {
+      rc = mpk_fail(err, MPK_EMISMATCH, buf, NULL,
                     "holds %llu bytes with SHA-256 %s, but the interrupted transaction's journal committed %llu "
                     "bytes with SHA-256 %s for %s: it was changed after the commit; nothing was rolled forward",
-                    (unsigned long long)jobs[i].size, jobs[i].hex, (unsigned long long)es[i].size, es[i].hex,
-                    es[i].final);
+                    (unsigned long long)sizes[i], hex[i], (unsigned long long)es[i].size, es[i].hex, es[i].final);
     }
   }
 out:
-  for (size_t i = 0; paths && i < n; i++) free(paths[i]);
-  free(paths);
-  free(jobs);
+  free(files);
+  free(sizes);
+  free(hex);
+  free(errs);
   return rc;
 }
 
@@ -589,7 +646,8 @@ out:
   return rc;
 }
 
-static int recover(const char *dir, const char *name, int stop, mpk_txn_outcome *out, mpk_error *err) {
+static int recover_at(int dirfd, const char *dir, const char *name, int stop, mpk_txn_outcome *out,
+                      mpk_error *err) {
   mpk_txn_outcome o;
   if (!out) out = &o;
   memset(out, 0, sizeof *out);
@@ -598,7 +656,7 @@ static int recover(const char *dir, const char *name, int stop, mpk_txn_outcome 
     return mpk_fail(err, MPK_EINVAL, dir, NULL, "a transaction name is 1 to %d characters of [A-Za-z0-9_-]",
                     TXN_NAME_MAX);
   int dfd;
-  int rc = open_locked(dir, name, &dfd, err);
+  int rc = open_locked(dirfd, dir, name, &dfd, err);
   if (rc) return rc;
   steps st = {.stop = stop};
   rc = recover_locked(dir, dfd, name, &st, out, err);
@@ -606,15 +664,37 @@ static int recover(const char *dir, const char *name, int stop, mpk_txn_outcome 
   return rc;
 }
 
+/* The path forms open the directory the caller named and use the handle forms. */
+#define WITH_DIR(dir, call)                    \
+  do {                                         \
+    if (!(dir)) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL directory"); \
+    int dirfd_;                                \
+    int rc_ = open_dir((dir), &dirfd_, err);   \
+    if (rc_) return rc_;                       \
+    rc_ = (call);                              \
+    close(dirfd_);                             \
+    return rc_;                                \
+  } while (0)
+
+int mpk_txn_recover_at(int dirfd, const char *shown, const char *name, mpk_txn_outcome *out, mpk_error *err) {
+  return recover_at(dirfd, shown, name, -1, out, err);
+}
+
 int mpk_txn_recover(const char *dir, const char *name, mpk_txn_outcome *out, mpk_error *err) {
-  return recover(dir, name, -1, out, err);
+  WITH_DIR(dir, recover_at(dirfd_, dir, name, -1, out, err));
 }
 
 int mpk_txn_recover_until(const char *dir, const char *name, int stop_after, mpk_txn_outcome *out, mpk_error *err) {
-  return recover(dir, name, stop_after, out, err);
+  WITH_DIR(dir, recover_at(dirfd_, dir, name, stop_after, out, err));
 }
 
 int mpk_txn_inspect(const char *dir, const char *name, mpk_txn_state *out, mpk_error *err) {
+  if (!out) return mpk_fail(err, MPK_EINVAL, dir, NULL, "NULL argument");
+  memset(out, 0, sizeof *out);
+  WITH_DIR(dir, mpk_txn_inspect_at(dirfd_, dir, name, out, err));
+}
+
+int mpk_txn_inspect_at(int dirfd, const char *dir, const char *name, mpk_txn_state *out, mpk_error *err) {
   if (!out) return mpk_fail(err, MPK_EINVAL, dir, NULL, "NULL argument");
   memset(out, 0, sizeof *out);
   if (!dir) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL directory");
@@ -624,7 +704,7 @@ int mpk_txn_inspect(const char *dir, const char *name, mpk_txn_state *out, mpk_e
   names nm;
   make_names(name, &nm);
   int dfd;
-  int rc = open_dir(dir, &dfd, err);
+  int rc = reopen_dir(dirfd, dir, &dfd, err);
   if (rc) return rc;
   scan s;
   if ((rc = scan_dir(dir, dfd, &nm, &s, err))) {
@@ -663,6 +743,12 @@ int mpk_txn_inspect(const char *dir, const char *name, mpk_txn_state *out, mpk_e
 /* ---------------------------------------------------------------- readers */
 
 int mpk_txn_hold(const char *dir, const char *name, int *fd, mpk_txn_outcome *recovered, mpk_error *err) {
+  if (fd) *fd = -1;
+  WITH_DIR(dir, mpk_txn_hold_at(dirfd_, dir, name, fd, recovered, err));
+}
+
+int mpk_txn_hold_at(int dirfd, const char *dir, const char *name, int *fd, mpk_txn_outcome *recovered,
+                    mpk_error *err) {
   mpk_txn_outcome o;
   if (!recovered) recovered = &o;
   memset(recovered, 0, sizeof *recovered);
@@ -673,15 +759,15 @@ int mpk_txn_hold(const char *dir, const char *name, int *fd, mpk_txn_outcome *re
      the shared lock leaves a journal or temporaries behind; the look after the lock catches it. */
   for (int round = 0; round < 3; round++) {
     mpk_txn_state st;
-    int rc = mpk_txn_inspect(dir, name, &st, err);
+    int rc = mpk_txn_inspect_at(dirfd, dir, name, &st, err);
     if (rc) return rc;
     if (st.pending != MPK_TXN_NOTHING && !st.busy) {
       mpk_txn_outcome r;
-      if ((rc = mpk_txn_recover(dir, name, &r, err))) return rc;
+      if ((rc = mpk_txn_recover_at(dirfd, dir, name, &r, err))) return rc;
       if (r.action != MPK_TXN_NOTHING) *recovered = r;
     }
     int dfd;
-    if ((rc = open_dir(dir, &dfd, err))) return rc;
+    if ((rc = reopen_dir(dirfd, dir, &dfd, err))) return rc;
     if (flock(dfd, LOCK_SH | LOCK_NB) != 0) {
       int e = errno;
       close(dfd);
@@ -690,7 +776,7 @@ int mpk_txn_hold(const char *dir, const char *name, int *fd, mpk_txn_outcome *re
                         name);
       return mpk_fail(err, MPK_EIO, dir, NULL, "cannot lock the directory: %s", strerror(e));
     }
-    if ((rc = mpk_txn_inspect(dir, name, &st, err))) {
+    if ((rc = mpk_txn_inspect_at(dfd, dir, name, &st, err))) {
       close(dfd);
       return rc;
     }
@@ -710,6 +796,12 @@ void mpk_txn_release(int fd) {
 /* ---------------------------------------------------------------- the writer */
 
 int mpk_txn_begin(const char *dir, const char *name, mpk_txn_outcome *recovered, mpk_txn **out, mpk_error *err) {
+  if (out) *out = NULL;
+  WITH_DIR(dir, mpk_txn_begin_at(dirfd_, dir, name, recovered, out, err));
+}
+
+int mpk_txn_begin_at(int dirfd, const char *dir, const char *name, mpk_txn_outcome *recovered, mpk_txn **out,
+                     mpk_error *err) {
   mpk_txn_outcome o;
   if (!recovered) recovered = &o;
   memset(recovered, 0, sizeof *recovered);
@@ -725,7 +817,7 @@ int mpk_txn_begin(const char *dir, const char *name, mpk_txn_outcome *recovered,
   }
   snprintf(t->name, sizeof t->name, "%s", name);
   make_names(name, &t->nm);
-  int rc = open_locked(dir, name, &t->dfd, err);
+  int rc = open_locked(dirfd, dir, name, &t->dfd, err);
   if (!rc) {
     /* Recover under the same lock the new transaction keeps: nothing can start in between, and the
        caller reads the files it is about to replace only after they are consistent. */
@@ -740,6 +832,29 @@ int mpk_txn_begin(const char *dir, const char *name, mpk_txn_outcome *recovered,
   }
   *out = t;
   return 0;
+}
+
+/* mpk_temp_open beneath the directory handle: the name's last six X become random characters; the
+   file is created exclusively (never through a link). The fd, or -1 with errno. */
+static int temp_open_at(int dfd, char *name) {
+  static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  static _Atomic uint64_t counter;
+  size_t n = strlen(name);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t x = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+               (uint64_t)(uintptr_t)&ts;
+  for (int attempt = 0; attempt < 1000; attempt++) {
+    uint64_t v = x + 0x9E3779B97F4A7C15ull * (atomic_fetch_add(&counter, 1) + 1); /* splitmix64 */
+    v = (v ^ (v >> 30)) * 0xBF58476D1CE4E5B9ull;
+    v = (v ^ (v >> 27)) * 0x94D049BB133111EBull;
+    v ^= v >> 31;
+    for (int i = 0; i < 6; i++, v /= 62) name[n - 6 + i] = chars[v % 62];
+    int fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
 }
 
 static entry *find_entry(mpk_txn *t, const char *final) {
@@ -766,8 +881,8 @@ int mpk_txn_stage(mpk_txn *t, const char *final_name, int *fd, mpk_error *err) {
     t->e = ne;
     t->cap = nc;
   }
-  size_t dl = strlen(t->dir), fl = strlen(final_name), sl = strlen(t->nm.suffix);
-  char *tmpl = malloc(dl + 1 + fl + sl + 7);
+  size_t fl = strlen(final_name), sl = strlen(t->nm.suffix);
+  char *tmpl = malloc(fl + sl + 7);
   entry *e = &t->e[t->n];
   memset(e, 0, sizeof *e);
   e->fd = -1;
@@ -776,8 +891,8 @@ int mpk_txn_stage(mpk_txn *t, const char *final_name, int *fd, mpk_error *err) {
     free(e->final);
     return mpk_fail(err, MPK_ENOMEM, t->dir, NULL, "out of memory");
   }
-  snprintf(tmpl, dl + 1 + fl + sl + 7, "%s/%s%sXXXXXX", t->dir, final_name, t->nm.suffix);
-  int f = mpk_temp_open(tmpl);
+  snprintf(tmpl, fl + sl + 7, "%s%sXXXXXX", final_name, t->nm.suffix);
+  int f = temp_open_at(t->dfd, tmpl);
   if (f < 0) {
     int en = errno;
     free(tmpl);
@@ -787,8 +902,7 @@ int mpk_txn_stage(mpk_txn *t, const char *final_name, int *fd, mpk_error *err) {
   }
   /* The new file keeps the permissions of the one it replaces. */
   struct stat st;
-  if (fstatat(t->dfd, final_name, &st, 0) == 0 && S_ISREG(st.st_mode)) fchmod(f, st.st_mode & 07777);
-  memmove(tmpl, tmpl + dl + 1, fl + sl + 7); /* keep only the base name */
+  if (fstatat(t->dfd, final_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) fchmod(f, st.st_mode & 07777);
   e->temp = tmpl;
   e->fd = f;
   t->n++;
@@ -945,38 +1059,38 @@ static int prepare(mpk_txn *t, mpk_error *err) {
                       "is not a regular file: a transaction replaces files only");
   }
   if (!n_jobs) return 0;
-  mpk_digest_job *jobs = calloc(n_jobs, sizeof *jobs);
+  const char **nms = calloc(n_jobs, sizeof *nms);
   size_t *which = calloc(n_jobs, sizeof *which);
-  char **paths = calloc(n_jobs, sizeof *paths);
-  if (!jobs || !which || !paths) {
+  uint64_t *sizes = calloc(n_jobs, sizeof *sizes);
+  char (*hex)[65] = calloc(n_jobs, sizeof *hex);
+  int *errs = calloc(n_jobs, sizeof *errs);
+  if (!nms || !which || !sizes || !hex || !errs) {
     rc = mpk_fail(err, MPK_ENOMEM, t->dir, NULL, "out of memory");
     goto out;
   }
   for (size_t i = 0, k = 0; i < t->n; i++) {
     if (t->e[i].have_digest) continue;
-    if (!(paths[k] = mpk_path_join(t->dir, t->e[i].temp))) {
-      rc = mpk_fail(err, MPK_ENOMEM, t->dir, NULL, "out of memory");
-      goto out;
-    }
-    jobs[k] = (mpk_digest_job){.path = paths[k], .algo = MPK_DIGEST_SHA256, .expected_size = t->e[i].size};
+    nms[k] = t->e[i].temp;
     which[k++] = i;
   }
-  if ((rc = mpk_digest_files(jobs, n_jobs, 0, NULL, NULL, err))) goto out;
+  if ((rc = hash_files_at(t->dfd, t->dir, nms, n_jobs, sizes, hex, errs, err))) goto out;
   for (size_t k = 0; k < n_jobs; k++) {
     entry *e = &t->e[which[k]];
-    if (jobs[k].code) {
-      rc = mpk_fail(err, jobs[k].code, paths[k], NULL, "cannot hash the new %s", e->final);
+    if (errs[k]) {
+      rc = mpk_fail(err, MPK_EIO, where(buf, sizeof buf, t->dir, e->temp), NULL, "cannot hash the new %s: %s", e->final,
+                    hash_error(errs[k]));
       goto out;
     }
-    e->size = jobs[k].size;
-    memcpy(e->hex, jobs[k].hex, 65);
+    e->size = sizes[k];
+    memcpy(e->hex, hex[k], 65);
     e->have_digest = true;
   }
 out:
-  for (size_t k = 0; paths && k < n_jobs; k++) free(paths[k]);
-  free(paths);
+  free(nms);
   free(which);
-  free(jobs);
+  free(sizes);
+  free(hex);
+  free(errs);
   return rc;
 }
 
@@ -1004,7 +1118,7 @@ fail:;
 static int fail_committed(mpk_txn *t, mpk_error *err, const char *file, const char *what, int e) {
   char buf[1024];
   int rc = mpk_fail(err, MPK_EIO, file ? where(buf, sizeof buf, t->dir, file) : t->dir, NULL,
-                    "%s: %s; the %s transaction is committed and the next recovery (begin, check or load) "
+                    "%s: %s; the %s transaction is committed and the next recovery (a begin, or a load gate) "
                     "completes it",
                     what, strerror(e), t->name);
   txn_free(t);

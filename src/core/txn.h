@@ -90,6 +90,18 @@ int mpk_txn_inspect(const char *dir, const char *name, mpk_txn_state *out, mpk_e
    sees cannot change under it; several readers may hold at once. A transaction in progress makes
    it MPK_EIO "... in progress" at once (no waiting). `recovered` may be NULL. */
 int mpk_txn_hold(const char *dir, const char *name, int *fd, mpk_txn_outcome *recovered, mpk_error *err);
+/* The same four, on a directory handle the caller opened (e.g. confined with mpk_open_dir_at, so
+   no component of its path is a link): every file of the transaction — temporaries, journal,
+   targets — is created, read, renamed and removed relative to that handle, never through a
+   symbolic link and never blocking on a FIFO. `shown` names the directory in messages. The path
+   forms above open the named directory and call these. */
+int mpk_txn_begin_at(int dirfd, const char *shown, const char *name, mpk_txn_outcome *recovered, mpk_txn **out,
+                     mpk_error *err);
+int mpk_txn_recover_at(int dirfd, const char *shown, const char *name, mpk_txn_outcome *out, mpk_error *err);
+int mpk_txn_inspect_at(int dirfd, const char *shown, const char *name, mpk_txn_state *out, mpk_error *err);
+int mpk_txn_hold_at(int dirfd, const char *shown, const char *name, int *fd, mpk_txn_outcome *recovered,
+                    mpk_error *err);
+
 /* Release a hold (accepts -1). */
 void mpk_txn_release(int fd);
 

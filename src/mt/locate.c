@@ -1,7 +1,9 @@
 /* Where a variant's files are: its feature paths, its weight handoff map and its inference
    directory. One definition for every command that works on a variant (check, tensors, merge). */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mt.h"
 
@@ -68,5 +70,70 @@ oom:
   rc = mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
 fail:
   mpk_mt_located_free(out);
+  return rc;
+}
+
+/* A name only modelpkg writes into an inference directory, inside its merge transaction. */
+static bool txn_owned_name(const char *base) {
+  static const char suffix[] = "." MPK_MT_MERGE_TXN "-txn."; /* core/txn.c: <final>.merge-txn.XXXXXX */
+  if (strcmp(base, MPK_MT_MERGE_JOURNAL) == 0 || strcmp(base, MPK_MT_MERGE_JOURNAL ".tmp") == 0 ||
+      strcmp(base, MPK_MT_MERGE_RECORD) == 0)
+    return true;
+  const char *at = strstr(base, suffix);
+  return at && strlen(at) == sizeof suffix - 1 + 6;
+}
+
+const char *mpk_mt_listed_txn_file(const mpk_mt_manifest *m, const char *inference_rel) {
+  size_t n = strlen(inference_rel);
+  for (size_t i = 0; m && i < m->n_files; i++) {
+    const char *p = m->files[i].path;
+    if (n && (strncmp(p, inference_rel, n) != 0 || p[n] != '/')) continue;
+    const char *base = p + (n ? n + 1 : 0);
+    if (!strchr(base, '/') && txn_owned_name(base)) return p;
+  }
+  return NULL;
+}
+
+int mpk_mt_open_inference(const char *dir, const mpk_mt_located *loc, int *fd, mpk_error *err) {
+  *fd = -1;
+  char *inf = mpk_mt_inference_rel(loc->variant);
+  if (!inf) return 0;
+  int rc = 0;
+  const char *listed = mpk_mt_listed_txn_file(loc->manifest, inf);
+  if (listed) {
+    rc = mpk_fail(err, MPK_EMALFORMED, loc->manifest_file, NULL,
+                  "the manifest lists \"%s\", a file only modelpkg writes on the device (the merge transaction's "
+                  "journal or the merge record): a package that ships one is refused; it is never replayed or "
+                  "trusted",
+                  listed);
+    goto out;
+  }
+  int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) {
+    rc = mpk_fail(err, MPK_ENOTFOUND, dir, NULL, "cannot open the package directory");
+    goto out;
+  }
+  /* Every component beneath the package root must be a real directory: a merge writes through
+     this handle, and a link (variants/<id>/inference -> elsewhere) would send it out. */
+  if (*inf) rc = mpk_open_dir_at(root, dir, inf, fd, err);
+  else if ((*fd = fcntl(root, F_DUPFD_CLOEXEC, 0)) < 0)
+    rc = mpk_fail(err, MPK_EIO, dir, NULL, "cannot open the package directory");
+  close(root);
+out:
+  free(inf);
+  return rc;
+}
+
+int mpk_mt_load_map(const char *dir, const mpk_mt_located *loc, mpk_mt_handoff **out, mpk_error *err) {
+  *out = NULL;
+  if (!loc->variant->weight_handoff)
+    return mpk_fail(err, MPK_ENOTFOUND, loc->manifest_file, NULL, "variant \"%s\" has no weightHandoff",
+                    loc->variant->id);
+  mpk_mapped m;
+  /* Beneath the package root: a map linked out of the package is refused, a FIFO never waited on. */
+  int rc = mpk_map_beneath(dir, loc->variant->weight_handoff, MPK_JSON_DEFAULT_MAX_BYTES, &m, err);
+  if (rc) return rc;
+  rc = mpk_mt_handoff_parse(m.data, m.size, loc->map_file, out, err);
+  mpk_unmap_file(&m);
   return rc;
 }

@@ -37,13 +37,16 @@ int mpk_mt_merge_recover(const char *inference_dir, mpk_mt_recovery *outcome, si
 /* ---------------------------------------------------------------- the base: unmerged, or frozen */
 
 /* Every file an item rewrites must still hold the shipped bytes: its SHA-256 equals the map's
-   sha256[role]. Hashed together, in parallel. Items with a frozen base skip it. */
-static int gate_bases(merge_plan *p, unsigned workers, mpk_error *err) {
+   sha256[role]. Hashed together, in parallel, beneath the inference directory's handle. Items with
+   a frozen base skip it. */
+static int gate_bases(merge_plan *p, const json_t *record, unsigned workers, mpk_error *err) {
   size_t n = 0;
-  mpk_digest_job *jobs = calloc(p->n_items * MPK_MT_ROLE_COUNT, sizeof *jobs);
-  char **paths = calloc(p->n_items * MPK_MT_ROLE_COUNT, sizeof *paths);
+  mpk_mt_hash_job *jobs = calloc(p->n_items * MPK_MT_ROLE_COUNT, sizeof *jobs);
+  const char **sha = calloc(p->n_items * MPK_MT_ROLE_COUNT, sizeof *sha);
+  const char **layer = calloc(p->n_items * MPK_MT_ROLE_COUNT, sizeof *layer);
   int rc = 0;
-  if (!jobs || !paths) {
+  const char *inf = p->loc.inference_dir;
+  if (!jobs || !sha || !layer) {
     rc = mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
     goto out;
   }
@@ -60,49 +63,95 @@ static int gate_bases(merge_plan *p, unsigned workers, mpk_error *err) {
                       it->e->training_base_layer_name, mpk_mt_role_name((mpk_mt_role)r), loc);
         goto out;
       }
-      if (!(paths[n] = mpk_path_join(p->loc.inference_dir, loc))) {
-        rc = mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
-        goto out;
-      }
-      jobs[n].path = paths[n];
-      jobs[n].algo = MPK_DIGEST_SHA256;
+      jobs[n].name = loc;
+      sha[n] = it->e->sha256[r];
+      layer[n] = it->e->training_base_layer_name;
       n++;
     }
   }
-  if (n && (rc = mpk_digest_files(jobs, n, workers, NULL, NULL, err))) goto out;
-  size_t k = 0;
-  for (size_t i = 0; i < p->n_items && !rc; i++) {
-    const merge_item *it = &p->items[i];
-    if (it->frozen) continue;
-    for (int r = 0; r < MPK_MT_ROLE_COUNT && !rc; r++) {
-      if (!it->e->external_data_location[r]) continue;
-      const mpk_digest_job *j = &jobs[k++];
-      const char *layer = it->e->training_base_layer_name;
-      if (j->code) {
-        rc = mpk_fail(err, j->code, j->path, NULL, "entry \"%.200s\": the base cannot be read", layer);
-      } else if (strcmp(j->hex, it->e->sha256[r]) != 0) {
-        char side[65], side_path[4096];
-        const char *why = NULL;
-        snprintf(side_path, sizeof side_path, "%s.sha256", j->path);
-        if (mpk_mt_read_sidecar(side_path, side, &why) != 1) side[0] = '\0';
-        if (side[0] && strcmp(side, j->hex) == 0)
-          rc = mpk_fail(err, MPK_EMISMATCH, j->path, NULL,
-                        "entry \"%.200s\": already merged: its bytes (sha256 %s) are those its sidecar records, not the "
-                        "shipped ones the map records (%s); merging again would add the delta twice. To merge "
-                        "again, use an adapter that holds the frozen base weight (checkpointNames.weight)",
-                        layer, j->hex, it->e->sha256[r]);
-        else
-          rc = mpk_fail(err, MPK_EMISMATCH, j->path, NULL,
-                        "entry \"%.200s\": the base's sha256 %s matches neither the map's shipped digest %s nor its "
-                        "sidecar (%s): the file is damaged",
-                        layer, j->hex, it->e->sha256[r], side[0] ? side : "none");
-      }
+  if (n && mpk_mt_hash_at(p->inference_fd, inf, jobs, n, workers)) {
+    rc = mpk_fail(err, MPK_ENOMEM, inf, NULL, "out of memory");
+    goto out;
+  }
+  for (size_t k = 0; k < n && !rc; k++) {
+    const mpk_mt_hash_job *j = &jobs[k];
+    char file[1024];
+    snprintf(file, sizeof file, "%s/%s", inf, j->name);
+    if (j->code) {
+      rc = mpk_fail(err, j->code, file, NULL, "entry \"%.200s\": the base cannot be read: %s", layer[k], j->err.message);
+    } else if (strcmp(j->hex, sha[k]) != 0) {
+      char side[65], why[700], side_name[1024];
+      const char *rs = NULL, *rm = NULL;
+      snprintf(side_name, sizeof side_name, "%s.sha256", j->name);
+      if (mpk_mt_read_sidecar_at(p->inference_fd, inf, side_name, side, why, sizeof why) != 1) side[0] = '\0';
+      bool recorded = mpk_mt_record_find(record, j->name, &rs, &rm) && strcmp(rm, j->hex) == 0;
+      if (recorded || (side[0] && strcmp(side, j->hex) == 0))
+        rc = mpk_fail(err, MPK_EMISMATCH, file, NULL,
+                      "entry \"%.200s\": already merged: its bytes (sha256 %s) are %s, not the "
+                      "shipped ones the map records (%s); merging again would add the delta twice. To merge "
+                      "again, use an adapter that holds the frozen base weight (checkpointNames.weight)",
+                      layer[k], j->hex,
+                      recorded ? "the merged ones modelpkg's merge record lists" : "those its sidecar records", sha[k]);
+      else
+        rc = mpk_fail(err, MPK_EMISMATCH, file, NULL,
+                      "entry \"%.200s\": the base's sha256 %s matches neither the map's shipped digest %s nor its "
+                      "sidecar (%s): the file is damaged",
+                      layer[k], j->hex, sha[k], side[0] ? side : "none");
     }
   }
 out:
-  for (size_t i = 0; paths && i < p->n_items * MPK_MT_ROLE_COUNT; i++) free(paths[i]);
-  free(paths);
   free(jobs);
+  free(sha);
+  free(layer);
+  return rc;
+}
+
+/* The merge record after this merge (docs/mt-merge.md): every tensor an earlier merge recorded,
+   and each one this merge replaces with its post-merge digest and the shipped digest — the one
+   an earlier record kept, else the map's sha256[role], else the manifest's, else null. Staged in
+   the same transaction as the tensors: both are replaced, or neither. */
+static int stage_record(const merge_plan *p, const json_t *old, char (*digests)[MPK_MT_ROLE_COUNT][65], mpk_txn *txn,
+                        mpk_error *err) {
+  json_t *root = json_object(), *ts = json_object();
+  int rc = 0;
+  if (!root || !ts || json_object_set_new(root, "tensors", ts)) {
+    json_decref(root);
+    return mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
+  }
+  bool oom = json_object_set_new(root, "format", json_string("modelpkg-merge-record")) ||
+             json_object_set_new(root, "version", json_integer(1));
+  const char *name;
+  json_t *v;
+  if (old) json_object_foreach(json_object_get(old, "tensors"), name, v) oom = oom || json_object_set(ts, name, v);
+  char *inf_rel = mpk_mt_inference_rel(p->loc.variant);
+  oom = oom || !inf_rel;
+  for (size_t i = 0; !oom && i < p->n_items; i++) {
+    const mpk_mt_handoff_entry *e = p->items[i].e;
+    for (int r = 0; !oom && r < MPK_MT_ROLE_COUNT; r++) {
+      const char *loc = e->external_data_location[r];
+      if (!loc || !digests[i][r][0]) continue;
+      const char *shipped = NULL, *prev_merged = NULL;
+      if (!mpk_mt_record_find(old, loc, &shipped, &prev_merged) || !shipped) shipped = e->sha256[r];
+      if (!shipped) {
+        char *listed = *inf_rel ? mpk_path_join(inf_rel, loc) : strdup(loc);
+        const mpk_mt_file *f = listed ? mpk_mt_manifest_file(p->loc.manifest, listed) : NULL;
+        free(listed);
+        if (f && f->sha256) shipped = f->sha256;
+      }
+      json_t *o = json_object();
+      oom = !o || json_object_set_new(ts, loc, o) ||
+            json_object_set_new(o, "shipped_sha256", shipped ? json_string(shipped) : json_null()) ||
+            json_object_set_new(o, "sha256", json_string(digests[i][r]));
+    }
+  }
+  free(inf_rel);
+  char *doc = NULL;
+  size_t len = 0;
+  if (oom) rc = mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
+  else rc = mpk_json_write_document(root, true, &doc, &len, err);
+  json_decref(root);
+  if (!rc) rc = mpk_txn_stage_bytes(txn, MPK_MT_MERGE_RECORD, doc, len, err);
+  mpk_free(doc);
   return rc;
 }
 
@@ -160,7 +209,7 @@ static int merge_dense(const merge_plan *p, const merge_item *it, unsigned worke
     m.base = frozen;
     m.base_len = (size_t)it->rows * (size_t)it->cols * mpk_mk_dtype_size(dt);
   } else {
-    if ((rc = mpk_mt_tensor_open(p->loc.inference_dir, it->e, it->role, &view, err))) return rc;
+    if ((rc = mpk_mt_tensor_open_at(p->inference_fd, p->loc.inference_dir, it->e, it->role, &view, err))) return rc;
     m.base = view.data;
     m.base_len = (size_t)view.nbytes;
   }
@@ -179,7 +228,7 @@ static int merge_quant(const merge_plan *p, const merge_item *it, unsigned worke
   mpk_tensor_view v[MPK_MT_ROLE_COUNT] = {{0}};
   int rc = 0;
   for (int r = MPK_MT_ROLE_WEIGHT_QUANTIZED; r <= MPK_MT_ROLE_ZERO_POINT && !rc; r++)
-    rc = mpk_mt_tensor_open(p->loc.inference_dir, e, (mpk_mt_role)r, &v[r], err);
+    rc = mpk_mt_tensor_open_at(p->inference_fd, p->loc.inference_dir, e, (mpk_mt_role)r, &v[r], err);
   mpk_merge_quant m = {
       .name = e->external_data_location[MPK_MT_ROLE_WEIGHT_QUANTIZED],
       .rows = it->rows,
@@ -323,34 +372,41 @@ int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *opts, mpk_mt_merge
   if (rc) return rc;
   char (*digests)[MPK_MT_ROLE_COUNT][65] = calloc(p.n_items, sizeof *digests);
   mpk_txn *txn = NULL;
+  json_t *record = NULL;
   if (!digests) {
     rc = mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
     goto out;
   }
-  /* The lock first, then the bases: no other merge can change them between the proof and the write. */
-  if (!opts->dry_run && (rc = mpk_txn_begin(p.loc.inference_dir, JOURNAL, NULL, &txn, err))) goto out;
-  if ((rc = gate_bases(&p, opts->workers, err))) goto out;
+  /* The lock first, then the record and the bases: no other merge can change them between the
+     proof and the write. */
+  if (!opts->dry_run &&
+      (rc = mpk_txn_begin_at(p.inference_fd, p.loc.inference_dir, JOURNAL, NULL, &txn, err)))
+    goto out;
+  if ((rc = mpk_mt_record_load(p.inference_fd, p.loc.inference_dir, &record, err))) goto out;
+  if ((rc = gate_bases(&p, record, opts->workers, err))) goto out;
   if (opts->dry_run) {
     rc = build_report(&p, opts, NULL, 0, out, err);
     goto out;
   }
   for (size_t i = 0; i < p.n_items && !rc; i++) rc = stage_entry(&p, &p.items[i], opts->workers, txn, digests[i], err);
+  if (!rc) rc = stage_record(&p, record, digests, txn, err);
   if (!rc) {
     rc = mpk_txn_commit(txn, err); /* consumes txn */
     txn = NULL;
     mpk_txn_state st;
     mpk_error ierr;
-    if (rc && err && mpk_txn_inspect(p.loc.inference_dir, JOURNAL, &st, &ierr) == 0 && st.journal) {
+    if (rc && err && mpk_txn_inspect_at(p.inference_fd, p.loc.inference_dir, JOURNAL, &st, &ierr) == 0 && st.journal) {
       /* Past the commit point: the merge will happen; say so rather than "nothing changed". */
       char why[sizeof err->message];
       snprintf(why, sizeof why, "%s", err->message);
-      mpk_fail(err, rc, err->file, NULL, "the merge committed but could not finish (%.400s): the next merge, check "
-               "or load completes it", why);
+      mpk_fail(err, rc, err->file, NULL, "the merge committed but could not finish (%.400s): the next merge or load "
+               "(modelpkg mt tensors) completes it", why);
     }
   }
   if (!rc) rc = build_report(&p, opts, digests, 1, out, err);
 out:
   mpk_txn_abort(txn);
+  json_decref(record);
   free(digests);
   mpk_merge_plan_free(&p);
   return rc;

@@ -21,6 +21,7 @@ typedef struct merge_item {
 
 typedef struct merge_plan {
   mpk_mt_located loc;
+  int inference_fd;             /* the inference directory, opened confined (locate.c); -1: none */
   mpk_mt_handoff *map;
   mpk_safetensors *adapter;
   merge_item *items;

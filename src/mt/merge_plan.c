@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "../core/txn.h"
 #include "merge.h"
 
 const char *mpk_mt_orientation_name(mpk_mt_orientation o) {
@@ -388,8 +390,10 @@ void mpk_merge_plan_free(merge_plan *p) {
   mpk_safetensors_free(p->adapter);
   mpk_mt_handoff_free(p->map);
   mpk_mt_located_free(&p->loc);
+  if (p->inference_fd >= 0) close(p->inference_fd);
   mpk_findings_free(&p->notes);
   memset(p, 0, sizeof *p);
+  p->inference_fd = -1;
 }
 
 /* Adapter tensors no entry used: a note each (the first few), so a wrong adapter is visible. */
@@ -411,25 +415,34 @@ static int plan_body(const char *dir, const mpk_mt_merge_options *o, merge_plan 
   int rc = mpk_mt_locate(dir, o->variant, &p->loc, err);
   if (rc) return rc;
   const char *vid = p->loc.variant->id;
-  if (p->loc.inference_dir && mpk_is_dir(p->loc.inference_dir)) {
+  /* Every tensor, sidecar, journal and record is read and written through this handle: no
+     component of the inference directory's path may be a link, and a package shipping a merge
+     journal or record is refused before anything is replayed. */
+  if ((rc = mpk_mt_open_inference(dir, &p->loc, &p->inference_fd, err))) return rc;
+  if (p->inference_fd < 0)
+    return mpk_fail(err, MPK_ENOTFOUND, p->loc.manifest_file, NULL,
+                    "variant \"%s\" has no inference directory: there is nothing to merge into", vid);
+  {
     /* An interrupted merge is finished or undone first: the bases below must be what they are. */
-    mpk_mt_recovery how;
-    size_t files = 0;
-    if ((rc = mpk_mt_merge_recover(p->loc.inference_dir, &how, &files, err))) return rc;
-    if (how == MPK_MT_RECOVERY_ROLLED_FORWARD)
+    mpk_txn_outcome how;
+    if ((rc = mpk_txn_recover_at(p->inference_fd, p->loc.inference_dir, MPK_MT_MERGE_TXN, &how, err))) return rc;
+    size_t files = how.action == MPK_TXN_ROLLED_FORWARD ? how.files : how.removed;
+    if (how.action == MPK_TXN_ROLLED_FORWARD)
       mpk_findings_note(&p->notes, "an interrupted merge had committed: finished it (%zu file%s renamed)", files,
                         files == 1 ? "" : "s");
-    else if (how == MPK_MT_RECOVERY_ROLLED_BACK)
+    else if (how.action == MPK_TXN_ROLLED_BACK)
       mpk_findings_note(&p->notes, "an interrupted merge had not committed: undone (%zu temporary file%s removed)",
                         files, files == 1 ? "" : "s");
   }
-  if (!p->loc.map_file || !mpk_file_exists(p->loc.map_file))
-    return mpk_fail(err, MPK_ENOTFOUND, p->loc.map_file ? p->loc.map_file : p->loc.manifest_file, NULL,
-                    "variant \"%s\" has no weight handoff map: there is nothing to merge into", vid);
-  if ((rc = mpk_mt_handoff_load(p->loc.map_file, &p->map, err))) return rc;
+  if ((rc = mpk_mt_load_map(dir, &p->loc, &p->map, err))) {
+    if (rc == MPK_ENOTFOUND && p->loc.map_file)
+      mpk_fail(err, MPK_ENOTFOUND, p->loc.map_file, NULL,
+               "variant \"%s\" has no weight handoff map: there is nothing to merge into", vid);
+    return rc;
+  }
   if (!p->map->n_entries)
     return mpk_fail(err, MPK_ENOTFOUND, p->loc.map_file, "/entries", "the map has no entries: there is nothing to merge into");
-  if ((rc = mpk_safetensors_open(o->adapter, &p->adapter, err))) return rc;
+  if ((rc = mpk_safetensors_open_budget(o->adapter, &o->adapter_budget, &p->adapter, err))) return rc;
 
   scale_config train = {0}, peft = {0};
   char *train_file = p->loc.train_dir ? mpk_path_join(p->loc.train_dir, "training_config.json") : NULL;
@@ -469,6 +482,7 @@ out:
 
 int mpk_merge_plan(const char *dir, const mpk_mt_merge_options *o, merge_plan *p, mpk_error *err) {
   memset(p, 0, sizeof *p);
+  p->inference_fd = -1;
   int rc = plan_body(dir, o, p, err);
   if (rc) mpk_merge_plan_free(p); /* whatever the body had taken when it stopped */
   return rc;

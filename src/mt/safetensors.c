@@ -3,6 +3,7 @@
    the data section exactly, as the reference library (huggingface/safetensors, Metadata::validate)
    requires. Rules, one sentence each: docs/safetensors.md. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,8 +270,43 @@ static int read_header(mpk_jv *v, const json_t *root, const uint8_t *data_sectio
   return 0;
 }
 
+/* The members of the header object, counted without parsing: commas at depth 1 outside strings,
+   plus one. A malformed header may be miscounted; the JSON reader refuses it anyway. Stops counting
+   past `limit`. */
+static uint64_t count_members(const uint8_t *h, size_t n, uint64_t limit) {
+  uint64_t commas = 0;
+  int depth = 0;
+  bool in_str = false, any = false;
+  for (size_t i = 0; i < n && commas <= limit; i++) {
+    uint8_t c = h[i];
+    if (in_str) {
+      if (c == '\\') i++;
+      else if (c == '"') in_str = false;
+      continue;
+    }
+    if (c == '"') {
+      in_str = true;
+      if (depth == 1) any = true;
+    } else if (c == '{' || c == '[') {
+      depth++;
+    } else if (c == '}' || c == ']') {
+      depth--;
+    } else if (c == ',' && depth == 1) {
+      commas++;
+    }
+  }
+  return any ? commas + 1 : 0;
+}
+
 int mpk_safetensors_parse(const void *data, size_t len, const char *file, mpk_safetensors **out, mpk_error *err) {
+  return mpk_safetensors_parse_budget(data, len, file, NULL, out, err);
+}
+
+int mpk_safetensors_parse_budget(const void *data, size_t len, const char *file, const mpk_st_budget *budget,
+                                 mpk_safetensors **out, mpk_error *err) {
   if (!out || (!data && len)) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
+  uint64_t max_header = budget && budget->max_header_bytes ? budget->max_header_bytes : MPK_ST_DEFAULT_HEADER_BUDGET;
+  uint64_t max_tensors = budget && budget->max_tensors ? budget->max_tensors : MPK_ST_DEFAULT_TENSOR_BUDGET;
   *out = NULL;
   if (!file) file = ST_DEFAULT_FILE;
   const uint8_t *p = data;
@@ -287,6 +323,18 @@ int mpk_safetensors_parse(const void *data, size_t len, const char *file, mpk_sa
                        (unsigned long long)n, len - 8);
   if (n == 0 || p[8] != '{')
     return mpk_fail_at(err, MPK_EMALFORMED, file, 8, "the header must begin with '{'");
+  /* The memory budget, before the JSON reader allocates about 16 bytes per header byte. */
+  if (n > max_header)
+    return mpk_fail_at(err, MPK_ELIMIT, file, 0,
+                       "the header is %llu bytes, over the safetensors reader's memory budget of %llu header bytes "
+                       "(mt merge --max-adapter-header; docs/safetensors.md rule 4a)",
+                       (unsigned long long)n, (unsigned long long)max_header);
+  uint64_t members = count_members(p + 8, (size_t)n, max_tensors);
+  if (members > max_tensors)
+    return mpk_fail_at(err, MPK_ELIMIT, file, 8,
+                       "the header declares more than %llu tensors, over the safetensors reader's memory budget of "
+                       "%llu tensors (mt merge --max-adapter-tensors; docs/safetensors.md rule 4a)",
+                       (unsigned long long)max_tensors, (unsigned long long)max_tensors);
 
   mpk_json_opts opts = {.max_bytes = MPK_ST_MAX_HEADER};
   mpk_error sub;
@@ -323,12 +371,17 @@ int mpk_safetensors_parse(const void *data, size_t len, const char *file, mpk_sa
 }
 
 int mpk_safetensors_open(const char *path, mpk_safetensors **out, mpk_error *err) {
+  return mpk_safetensors_open_budget(path, NULL, out, err);
+}
+
+int mpk_safetensors_open_budget(const char *path, const mpk_st_budget *budget, mpk_safetensors **out,
+                                mpk_error *err) {
   if (!path || !out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
   *out = NULL;
   mpk_mapped m;
   int rc = mpk_map_file(path, 0, &m, err);
   if (rc) return rc;
-  if ((rc = mpk_safetensors_parse(m.data, m.size, path, out, err))) {
+  if ((rc = mpk_safetensors_parse_budget(m.data, m.size, path, budget, out, err))) {
     mpk_unmap_file(&m);
     return rc;
   }

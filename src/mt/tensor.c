@@ -1,15 +1,19 @@
 /* Loading MobileTransformers tensors from their declaration (session_cache.h::load_tensor_raw) and
    the load gate (HandoffPrecondition.loadMergedWeightsReady): a .bin has no header, so the dtype and
    shape come from the handoff map and the file size must be exactly what they imply; a tensor is
-   ready when its bytes hash to its authority's digest — the sidecar <file>.bin.sha256 when one
-   exists, else the map's sha256[role], else refused. Rules: docs/mt.md. */
+   ready when its bytes are the shipped ones (the map's sha256[role]) — or, for a tensor merged on
+   device, the post-merge digest modelpkg's own merge record lists for it — and its sidecar
+   <file>.bin.sha256, when one exists, agrees. Every file is opened beneath the inference directory's
+   handle, never through a symbolic link out of it and never blocking on a FIFO. Rules: docs/mt.md. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <dlpack/dlpack.h>
 
@@ -71,10 +75,10 @@ static const char *shape_str(const int64_t *shape, size_t ndim, char *buf, size_
 
 /* ---------------------------------------------------------------- tensor views */
 
-int mpk_mt_tensor_open(const char *inference_dir, const mpk_mt_handoff_entry *e, mpk_mt_role role,
-                       mpk_tensor_view *out, mpk_error *err) {
+int mpk_mt_tensor_open_at(int dfd, const char *inference_dir, const mpk_mt_handoff_entry *e, mpk_mt_role role,
+                          mpk_tensor_view *out, mpk_error *err) {
   if (out) memset(out, 0, sizeof *out);
-  if (!inference_dir || !e || !out || (unsigned)role >= MPK_MT_ROLE_COUNT)
+  if (dfd < 0 || !inference_dir || !e || !out || (unsigned)role >= MPK_MT_ROLE_COUNT)
     return mpk_fail(err, MPK_EINVAL, NULL, NULL, "invalid argument");
   const char *layer = e->training_base_layer_name ? e->training_base_layer_name : "?";
   const char *rname = mpk_mt_role_name(role);
@@ -117,7 +121,11 @@ int mpk_mt_tensor_open(const char *inference_dir, const mpk_mt_handoff_entry *e,
     goto done;
   }
   mpk_error_clear(&sub);
-  if ((rc = mpk_map_file(path, 0, m, &sub))) {
+  int fd;
+  struct stat st;
+  if (!(rc = mpk_open_read_at(dfd, inference_dir, loc, 0, "the inference directory", &fd, &st, &sub)))
+    rc = mpk_map_fd(fd, path, (size_t)st.st_size, m, &sub);
+  if (rc) {
     free(m);
     rc = mpk_fail(err, rc, path, NULL, "entry \"%.150s\" role \"%s\": %s", layer, rname, sub.message);
     goto done;
@@ -148,6 +156,19 @@ int mpk_mt_tensor_open(const char *inference_dir, const mpk_mt_handoff_entry *e,
   out->priv_ = m;
 done:
   free(path);
+  return rc;
+}
+
+int mpk_mt_tensor_open(const char *inference_dir, const mpk_mt_handoff_entry *e, mpk_mt_role role,
+                       mpk_tensor_view *out, mpk_error *err) {
+  if (out) memset(out, 0, sizeof *out);
+  if (!inference_dir) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "invalid argument");
+  int dfd = open(inference_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return mpk_fail(err, errno == ENOENT ? MPK_ENOTFOUND : MPK_EIO, inference_dir, NULL,
+                    "cannot open the inference directory: %s", strerror(errno));
+  int rc = mpk_mt_tensor_open_at(dfd, inference_dir, e, role, out, err);
+  close(dfd);
   return rc;
 }
 
@@ -190,6 +211,7 @@ const char *mpk_mt_authority_name(mpk_mt_authority a) {
   switch (a) {
     case MPK_MT_AUTH_SIDECAR: return "sidecar";
     case MPK_MT_AUTH_MAP: return "map";
+    case MPK_MT_AUTH_RECORD: return "merge record";
     default: return "none";
   }
 }
@@ -200,30 +222,174 @@ const char *mpk_mt_tensor_status_name(mpk_mt_tensor_status s) {
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "?";
 }
 
-int mpk_mt_read_sidecar(const char *path, char hex[65], const char **why) {
+int mpk_mt_read_sidecar_at(int dfd, const char *shown, const char *name, char hex[65], char *why, size_t why_cap) {
   hex[0] = '\0';
+  int fd;
   struct stat st;
-  if (stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) return 0;
-  mpk_mapped m;
-  if (mpk_map_file(path, 4096, &m, NULL)) {
-    *why = "cannot be read (or is over 4096 bytes)";
+  mpk_error e;
+  mpk_error_clear(&e);
+  int rc = mpk_open_read_at(dfd, shown, name, 4096, "the inference directory", &fd, &st, &e);
+  if (rc == MPK_ENOTFOUND) return 0;
+  if (rc) {
+    snprintf(why, why_cap, "cannot be read: %s", e.message);
     return -1;
   }
+  char data[4096];
+  size_t len = 0;
+  while (len < (size_t)st.st_size && len < sizeof data) {
+    ssize_t r = read(fd, data + len, sizeof data - len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    len += (size_t)r;
+  }
+  close(fd);
   size_t a = 0, b = 0;
-  while (b < m.size && m.data[b] != '\n') b++;
-  while (a < b && isspace(m.data[a])) a++;
-  while (b > a && isspace(m.data[b - 1])) b--;
-  int rc = 1;
+  while (b < len && data[b] != '\n') b++;
+  while (a < b && isspace((unsigned char)data[a])) a++;
+  while (b > a && isspace((unsigned char)data[b - 1])) b--;
+  rc = 1;
   if (b - a != 64) rc = -1;
   for (size_t i = 0; rc == 1 && i < 64; i++) {
-    int c = m.data[a + i];
+    int c = (unsigned char)data[a + i];
     if (!isxdigit(c)) rc = -1;
     else hex[i] = (char)tolower(c);
   }
-  mpk_unmap_file(&m);
   hex[rc == 1 ? 64 : 0] = '\0';
-  if (rc < 0) *why = "its first line is not 64 hex digits";
+  if (rc < 0) snprintf(why, why_cap, "its first line is not 64 hex digits");
   return rc;
+}
+
+/* ---------------------------------------------------------------- hashing beneath a handle */
+
+typedef struct hash_ctx {
+  int dfd;
+  const char *shown;
+  mpk_mt_hash_job *jobs;
+} hash_ctx;
+
+static int hash_task(void *ctx, size_t i) {
+  hash_ctx *h = ctx;
+  mpk_mt_hash_job *j = &h->jobs[i];
+  int fd;
+  struct stat st;
+  mpk_error_clear(&j->err);
+  j->code = mpk_open_read_at(h->dfd, h->shown, j->name, 0, "the inference directory", &fd, &st, &j->err);
+  if (j->code) return 0;
+  if (mpk_sha256_fd(fd, j->hex)) {
+    j->code = mpk_fail(&j->err, MPK_EIO, j->name, NULL, "cannot read it: %s", strerror(errno));
+  } else {
+    struct stat after;
+    j->size = (uint64_t)st.st_size;
+    if (fstat(fd, &after) == 0 && after.st_size != st.st_size)
+      j->code = mpk_fail(&j->err, MPK_EIO, j->name, NULL, "it changed size while it was hashed");
+  }
+  close(fd);
+  return 0;
+}
+
+int mpk_mt_hash_at(int dfd, const char *shown, mpk_mt_hash_job *jobs, size_t n, unsigned workers) {
+  if (!workers) workers = mpk_online_cpus() > 8 ? 8 : mpk_online_cpus();
+  hash_ctx h = {.dfd = dfd, .shown = shown, .jobs = jobs};
+  return n ? mpk_parallel_for(n, workers, hash_task, &h, NULL) : 0;
+}
+
+/* ---------------------------------------------------------------- the merge record */
+
+#define RECORD_FORMAT "modelpkg-merge-record"
+
+static bool is_hex64(const char *s) {
+  if (!s || strlen(s) != 64) return false;
+  for (int i = 0; i < 64; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+  return true;
+}
+#define RECORD_MAX_BYTES ((uint64_t)16 * 1024 * 1024)
+
+int mpk_mt_record_load(int dfd, const char *shown, json_t **out, mpk_error *err) {
+  *out = NULL;
+  int fd;
+  struct stat st;
+  char file[1024];
+  snprintf(file, sizeof file, "%s/%s", shown, MPK_MT_MERGE_RECORD);
+  mpk_error e;
+  mpk_error_clear(&e);
+  int rc = mpk_open_read_at(dfd, shown, MPK_MT_MERGE_RECORD, RECORD_MAX_BYTES, "the inference directory", &fd, &st, &e);
+  if (rc == MPK_ENOTFOUND) return 0;
+  if (rc) return mpk_fail(err, rc, file, NULL, "the merge record cannot be read: %s", e.message);
+  mpk_mapped m;
+  if ((rc = mpk_map_fd(fd, file, (size_t)st.st_size, &m, err))) return rc;
+  rc = mpk_mt_record_parse(m.data, m.size, file, out, err);
+  mpk_unmap_file(&m);
+  return rc;
+}
+
+int mpk_mt_record_parse(const void *data, size_t len, const char *file, json_t **out, mpk_error *err) {
+  *out = NULL;
+  if (!file) file = MPK_MT_MERGE_RECORD;
+  if (len > RECORD_MAX_BYTES)
+    return mpk_fail(err, MPK_ELIMIT, file, NULL, "the merge record is %zu bytes, over its limit of %llu", len,
+                    (unsigned long long)RECORD_MAX_BYTES);
+  json_t *root = NULL;
+  int rc = mpk_json_parse(data, len, NULL, file, &root, err);
+  if (rc) return rc;
+  mpk_jv v = {.file = file, .err = err};
+  mpk_path_init(&v.path);
+  static const char *const keys[] = {"format", "tensors", "version", NULL};
+  static const char *const tkeys[] = {"sha256", "shipped_sha256", NULL};
+  rc = mpk_jv_object(&v, root);
+  if (!rc) rc = mpk_jv_exact_keys(&v, root, keys, keys);
+  int64_t version = 0;
+  if (!rc) {
+    size_t prev = mpk_path_push_key(&v.path, "format");
+    rc = mpk_jv_literal(&v, json_object_get(root, "format"), RECORD_FORMAT);
+    mpk_path_pop(&v.path, prev);
+  }
+  if (!rc) {
+    size_t prev = mpk_path_push_key(&v.path, "version");
+    rc = mpk_jv_integer(&v, json_object_get(root, "version"), 1, &version);
+    if (!rc && version != 1)
+      rc = mpk_jv_fail(&v, MPK_EVERSION, "merge record version %lld is not supported (this is 1)", (long long)version);
+    mpk_path_pop(&v.path, prev);
+  }
+  const json_t *ts = json_object_get(root, "tensors");
+  if (!rc) {
+    size_t prev = mpk_path_push_key(&v.path, "tensors");
+    rc = mpk_jv_object(&v, ts);
+    const char *name;
+    const json_t *o;
+    json_object_foreach((json_t *)ts, name, o) {
+      if (rc) break;
+      size_t p2 = mpk_path_push_key(&v.path, name);
+      const char *why = NULL;
+      if (!mpk_path_is_confined(name, &why) || strchr(name, '/'))
+        rc = mpk_jv_fail(&v, MPK_EMALFORMED, "a tensor of the record is a plain file name of the inference directory");
+      if (!rc) rc = mpk_jv_object(&v, o);
+      if (!rc) rc = mpk_jv_exact_keys(&v, o, tkeys, tkeys);
+      for (int k = 0; !rc && k < 2; k++) {
+        const json_t *d = json_object_get(o, tkeys[k]);
+        size_t p3 = mpk_path_push_key(&v.path, tkeys[k]);
+        if (!(k == 1 && json_is_null(d)) && !(json_is_string(d) && is_hex64(json_string_value(d))))
+          rc = mpk_jv_fail(&v, MPK_EMALFORMED, "expected 64 lowercase hex digits%s", k == 1 ? " or null" : "");
+        mpk_path_pop(&v.path, p3);
+      }
+      mpk_path_pop(&v.path, p2);
+    }
+    mpk_path_pop(&v.path, prev);
+  }
+  if (rc) {
+    json_decref(root);
+    return rc;
+  }
+  *out = root;
+  return 0;
+}
+
+bool mpk_mt_record_find(const json_t *record, const char *name, const char **shipped, const char **merged) {
+  const json_t *o = record ? json_object_get(json_object_get(record, "tensors"), name) : NULL;
+  if (!o) return false;
+  *shipped = json_string_value(json_object_get(o, "shipped_sha256")); /* NULL: none */
+  *merged = json_string_value(json_object_get(o, "sha256"));
+  return true;
 }
 
 #define gate_problem(f, code, file, ...) mpk_findings_fail((f), (code), (file), NULL, __VA_ARGS__)
@@ -233,12 +399,111 @@ static void sync_gate(mpk_mt_gate_report *r) {
   r->n_problems = r->priv_->found.n_problems;
 }
 
-int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const mpk_mt_gate_options *opts,
-                     mpk_mt_gate_report **out, mpk_error *err) {
+/* The rule every refusal cites. */
+#define SHIPPED_RULE                                                                                        \
+  "a tensor must hold the shipped bytes (the map's sha256) unless modelpkg's own merge record (" \
+  MPK_MT_MERGE_RECORD ", written by mt merge) names it with these bytes (docs/mt.md, \"Shipped bytes\")"
+
+/* Judge one tensor from its digest (`actual`, "" with presence_only), its sidecar and the record. */
+static void judge(struct mpk_mt_gate_priv *p, mpk_mt_gate_report *r, mpk_mt_gate_tensor *t, const json_t *record,
+                  const char *loc, bool presence_only) {
+  const char *rn = mpk_mt_role_name(t->role);
+  const char *shipped = t->map_sha256[0] ? t->map_sha256 : NULL;
+  const char *rec_shipped = NULL, *rec_merged = NULL;
+  bool in_record = mpk_mt_record_find(record, loc, &rec_shipped, &rec_merged);
+  const char *side = t->sidecar[0] ? t->sidecar : NULL;
+  /* The record applies only to the shipped weights it names. */
+  bool foreign = in_record && shipped && rec_shipped && strcmp(rec_shipped, shipped) != 0;
+  const char *a = presence_only ? side : t->actual; /* without hashing, the sidecar stands for the bytes */
+  if (foreign && a && strcmp(a, shipped) != 0) {
+    t->status = MPK_MT_TENSOR_MISMATCH;
+    t->authority = MPK_MT_AUTH_RECORD;
+    gate_problem(&p->found, MPK_EMISMATCH, t->file,
+                 "layer \"%.150s\" role \"%s\": the merge record's shipped digest %s is not the map's sha256 %s: the "
+                 "record is not about these shipped weights; %s",
+                 t->layer, rn, rec_shipped, shipped, SHIPPED_RULE);
+    return;
+  }
+  if (presence_only) { /* nothing hashed: the sidecar (a few bytes) must still be shipped or recorded */
+    t->status = MPK_MT_TENSOR_PRESENT;
+    if (!side) return;
+    if (in_record && strcmp(side, rec_merged) != 0 && (!shipped || strcmp(side, shipped) != 0)) {
+      t->status = MPK_MT_TENSOR_MISMATCH;
+      gate_problem(&p->found, MPK_EMISMATCH, t->file,
+                   "layer \"%.150s\" role \"%s\": its sidecar says %s, but the merge record lists %s after the merge",
+                   t->layer, rn, side, rec_merged);
+    } else if (!in_record && shipped && strcmp(side, shipped) != 0) {
+      t->status = MPK_MT_TENSOR_MISMATCH;
+      gate_problem(&p->found, MPK_EMISMATCH, t->file,
+                   "layer \"%.150s\" role \"%s\": its sidecar says %s, not the shipped digest %s (the map's sha256), "
+                   "and no merge record names it: %s",
+                   t->layer, rn, side, shipped, SHIPPED_RULE);
+    }
+    return;
+  }
+  if (shipped && strcmp(a, shipped) == 0) {
+    t->authority = MPK_MT_AUTH_MAP;
+    if (side && strcmp(side, a) != 0) {
+      t->status = MPK_MT_TENSOR_MISMATCH;
+      t->authority = MPK_MT_AUTH_SIDECAR;
+      gate_problem(&p->found, MPK_EMISMATCH, t->file,
+                   "layer \"%.150s\" role \"%s\": SHA-256 %s does not equal its sidecar's %s (the map's sha256 "
+                   "matches, but a sidecar must agree with the bytes: a stale sidecar fails)",
+                   t->layer, rn, a, side);
+      return;
+    }
+  } else if (in_record) {
+    t->authority = MPK_MT_AUTH_RECORD;
+    if (strcmp(a, rec_merged) != 0 || (side && strcmp(side, a) != 0)) {
+      t->status = MPK_MT_TENSOR_MISMATCH;
+      gate_problem(&p->found, MPK_EMISMATCH, t->file,
+                   "layer \"%.150s\" role \"%s\": SHA-256 %s does not equal the post-merge digest %s that the merge "
+                   "record lists for it%s%s%s",
+                   t->layer, rn, a, rec_merged, side ? " (its sidecar says " : "", side ? side : "", side ? ")" : "");
+      return;
+    }
+    t->merged = 1;
+  } else if (!shipped) {
+    if (!side) {
+      t->status = MPK_MT_TENSOR_NO_CHECKSUM;
+      gate_problem(&p->found, MPK_ENOTFOUND, t->file,
+                   "no checksum for layer \"%.150s\" role \"%s\": no sidecar %s.sha256 and no sha256 in the map",
+                   t->layer, rn, loc);
+      return;
+    }
+    t->authority = MPK_MT_AUTH_SIDECAR; /* the map has no digest: the shipped sidecar is the shipped digest */
+    if (strcmp(a, side) != 0) {
+      t->status = MPK_MT_TENSOR_MISMATCH;
+      gate_problem(&p->found, MPK_EMISMATCH, t->file,
+                   "layer \"%.150s\" role \"%s\": SHA-256 %s does not equal its sidecar's %s (the map has no sha256)",
+                   t->layer, rn, a, side);
+      return;
+    }
+  } else {
+    t->status = MPK_MT_TENSOR_MISMATCH;
+    t->authority = MPK_MT_AUTH_MAP;
+    gate_problem(&p->found, MPK_EMISMATCH, t->file,
+                 "layer \"%.150s\" role \"%s\": SHA-256 %s does not equal the shipped digest %s (the map's sha256)%s%s; "
+                 "%s",
+                 t->layer, rn, a, shipped,
+                 !side                  ? " (no sidecar)"
+                 : strcmp(side, a) == 0 ? ": its sidecar agrees with the bytes, which does not make them shipped"
+                                        : " nor its sidecar's ",
+                 side && strcmp(side, a) != 0 ? side : "", SHIPPED_RULE);
+    return;
+  }
+  t->status = MPK_MT_TENSOR_VERIFIED;
+  r->n_verified++;
+}
+
+int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff *map, const mpk_mt_gate_options *opts,
+                        const mpk_mt_gate_ctx *ctx, mpk_mt_gate_report **out, mpk_error *err) {
   if (!inference_dir || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   *out = NULL;
   static const mpk_mt_gate_options defaults = {0};
+  static const mpk_mt_gate_ctx no_ctx = {0};
   if (!opts) opts = &defaults;
+  if (!ctx) ctx = &no_ctx;
   mpk_mt_gate_report *r = calloc(1, sizeof *r);
   struct mpk_mt_gate_priv *p = r ? calloc(1, sizeof *p) : NULL;
   if (!p) {
@@ -250,12 +515,35 @@ int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const
   size_t n = 0;
   for (size_t i = 0; map && i < map->n_entries; i++)
     for (int role = 0; role < MPK_MT_ROLE_COUNT; role++) n += map->entries[i].external_data_location[role] != NULL;
-  /* An interrupted merge is finished or undone before anything is judged, and the directory is
-     then held (a shared lock) until the report is freed: no merge can begin while the gate reads
-     the tensors or the caller opens them, so neither sees some tensors merged and others not. */
-  if (mpk_is_dir(inference_dir)) {
+  json_t *record = NULL;
+  if (dfd >= 0 && ctx->read_only && !ctx->shipped_txn) {
+    /* check never writes: an interrupted merge is reported, with what finishes it. */
+    mpk_txn_state st;
+    mpk_error e;
+    mpk_error_clear(&e);
+    char jfile[1024];
+    snprintf(jfile, sizeof jfile, "%s/%s", inference_dir, MPK_MT_MERGE_JOURNAL);
+    if (mpk_txn_inspect_at(dfd, inference_dir, MPK_MT_MERGE_TXN, &st, &e))
+      mpk_findings_problem(&p->found, &e);
+    else if (st.busy)
+      gate_problem(&p->found, MPK_EIO, inference_dir, "a merge is in progress in this directory: check again when it has finished");
+    else if (st.pending == MPK_TXN_ROLLED_FORWARD)
+      gate_problem(&p->found, MPK_EIO, jfile,
+                   "an interrupted merge transaction is pending (committed, %zu files to put in place); check never "
+                   "writes: %s finishes it, then check again",
+                   st.files, ctx->next_step ? ctx->next_step : "the load gate (modelpkg mt tensors DIR)");
+    else if (st.pending == MPK_TXN_ROLLED_BACK)
+      gate_problem(&p->found, MPK_EIO, inference_dir,
+                   "an interrupted merge transaction left %zu temporary file%s (it had not committed); check never "
+                   "writes: %s undoes it, then check again",
+                   st.temps + st.journal_tmp, st.temps + st.journal_tmp == 1 ? "" : "s",
+                   ctx->next_step ? ctx->next_step : "the load gate (modelpkg mt tensors DIR)");
+  } else if (dfd >= 0 && !ctx->read_only && !ctx->shipped_txn) {
+    /* An interrupted merge is finished or undone before anything is judged, and the directory is
+       then held (a shared lock) until the report is freed: no merge can begin while the gate reads
+       the tensors or the caller opens them, so neither sees some tensors merged and others not. */
     mpk_txn_outcome o;
-    int rrc = mpk_txn_hold(inference_dir, MPK_MT_MERGE_TXN, &p->hold, &o, err);
+    int rrc = mpk_txn_hold_at(dfd, inference_dir, MPK_MT_MERGE_TXN, &p->hold, &o, err);
     if (rrc) {
       mpk_mt_gate_report_free(r);
       return rrc;
@@ -265,15 +553,22 @@ int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const
                                                      : MPK_MT_RECOVERY_NONE;
     r->recovery_files = o.action == MPK_TXN_ROLLED_FORWARD ? o.files : o.removed;
   }
+  if (dfd >= 0 && !ctx->shipped_txn) {
+    mpk_error e;
+    mpk_error_clear(&e);
+    if (mpk_mt_record_load(dfd, inference_dir, &record, &e)) mpk_findings_problem(&p->found, &e);
+  }
   if (!map || map->n_entries == 0 || n == 0) {
+    json_decref(record);
+    sync_gate(r);
     r->no_merged_weights = 1;
-    r->ready = 1;
+    r->ready = r->n_problems == 0;
     *out = r;
     return 0;
   }
   p->tensors = calloc(n, sizeof *p->tensors);
   p->files = calloc(n, sizeof *p->files);
-  mpk_digest_job *jobs = calloc(n, sizeof *jobs);
+  mpk_mt_hash_job *jobs = calloc(n, sizeof *jobs);
   size_t *job_of = calloc(n, sizeof *job_of);
   int rc = 0;
   if (!p->tensors || !p->files || !jobs || !job_of) rc = MPK_ENOMEM;
@@ -297,82 +592,63 @@ int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const
       t->layout_code = mpk_mt_handoff_role_layout(e, t->role, &t->dtype, &t->shape, &t->ndim, NULL);
       if (!t->layout_code && mpk_tensor_nbytes(t->dtype, t->shape, t->ndim, NULL, &t->declared_bytes, NULL))
         t->declared_bytes = 0;
-      struct stat st;
       const char *rn = mpk_mt_role_name(t->role);
-      if (stat(t->file, &st) != 0 || !S_ISREG(st.st_mode)) {
+      /* Opened as it will be loaded: beneath the directory's handle, regular files only. */
+      int fd = -1;
+      struct stat st;
+      mpk_error oe;
+      mpk_error_clear(&oe);
+      int orc = dfd < 0 ? MPK_ENOTFOUND
+                        : mpk_open_read_at(dfd, inference_dir, loc, 0, "the inference directory", &fd, &st, &oe);
+      if (orc == MPK_ENOTFOUND) {
         t->status = MPK_MT_TENSOR_MISSING;
         gate_problem(&p->found, MPK_ENOTFOUND, t->file, "merged weight of layer \"%.150s\" role \"%s\" is missing: %s",
                      t->layer, rn, loc);
         continue;
       }
-      t->size = (uint64_t)st.st_size;
-      t->size_ok = t->declared_bytes && t->size == t->declared_bytes;
-      if (opts->presence_only) {
-        t->status = MPK_MT_TENSOR_PRESENT;
+      if (orc) {
+        t->status = MPK_MT_TENSOR_UNREADABLE;
+        gate_problem(&p->found, orc, t->file, "merged weight of layer \"%.150s\" role \"%s\" is refused: %s", t->layer,
+                     rn, oe.message);
         continue;
       }
-      char *side = malloc(strlen(t->file) + 8);
-      if (!side) {
-        rc = MPK_ENOMEM;
-        break;
-      }
-      sprintf(side, "%s.sha256", t->file);
-      const char *why = NULL;
-      int s = mpk_mt_read_sidecar(side, t->sidecar, &why);
+      close(fd);
+      t->size = (uint64_t)st.st_size;
+      t->size_ok = t->declared_bytes && t->size == t->declared_bytes;
+      char side[4096], why[700];
+      snprintf(side, sizeof side, "%s.sha256", loc);
+      int s = mpk_mt_read_sidecar_at(dfd, inference_dir, side, t->sidecar, why, sizeof why);
       if (s < 0) {
         t->status = MPK_MT_TENSOR_BAD_SIDECAR;
         t->authority = MPK_MT_AUTH_SIDECAR;
-        gate_problem(&p->found, MPK_EMALFORMED, side, "the checksum sidecar of layer \"%.150s\" role \"%s\" %s", t->layer,
+        char sf[4200];
+        snprintf(sf, sizeof sf, "%s.sha256", t->file);
+        gate_problem(&p->found, MPK_EMALFORMED, sf, "the checksum sidecar of layer \"%.150s\" role \"%s\" %s", t->layer,
                      rn, why);
-      } else if (s == 0 && !t->map_sha256[0]) {
-        t->status = MPK_MT_TENSOR_NO_CHECKSUM;
-        gate_problem(&p->found, MPK_ENOTFOUND, t->file,
-                     "no checksum for layer \"%.150s\" role \"%s\": no sidecar %s.sha256 and no sha256 in the map", t->layer,
-                     rn, loc);
-      } else {
-        t->authority = s == 1 ? MPK_MT_AUTH_SIDECAR : MPK_MT_AUTH_MAP;
-        jobs[nj] = (mpk_digest_job){.path = t->file, .algo = MPK_DIGEST_SHA256, .expected_size = t->size};
-        job_of[nj++] = k - 1;
+        continue;
       }
-      free(side);
+      if (opts->presence_only) {
+        judge(p, r, t, record, loc, true);
+        continue;
+      }
+      jobs[nj].name = loc;
+      job_of[nj++] = k - 1;
     }
   }
-  if (!rc) {
-    mpk_error e;
-    mpk_error_clear(&e);
-    rc = mpk_digest_files(jobs, nj, opts->workers, NULL, NULL, &e);
-  }
+  if (!rc && mpk_mt_hash_at(dfd, inference_dir, jobs, nj, opts->workers)) rc = MPK_ENOMEM;
   for (size_t j = 0; !rc && j < nj; j++) {
     mpk_mt_gate_tensor *t = &p->tensors[job_of[j]];
-    const char *rn = mpk_mt_role_name(t->role);
     if (jobs[j].code) {
       t->status = MPK_MT_TENSOR_UNREADABLE;
-      gate_problem(&p->found, jobs[j].code, t->file, "merged weight of layer \"%.150s\" role \"%s\" could not be read",
-                   t->layer, rn);
+      gate_problem(&p->found, jobs[j].code, t->file,
+                   "merged weight of layer \"%.150s\" role \"%s\" could not be read: %s", t->layer,
+                   mpk_mt_role_name(t->role), jobs[j].err.message);
       continue;
     }
     memcpy(t->actual, jobs[j].hex, sizeof t->actual);
-    bool side = t->authority == MPK_MT_AUTH_SIDECAR;
-    const char *want = side ? t->sidecar : t->map_sha256;
-    if (strcmp(t->actual, want) == 0) {
-      t->status = MPK_MT_TENSOR_VERIFIED;
-      r->n_verified++;
-      continue;
-    }
-    t->status = MPK_MT_TENSOR_MISMATCH;
-    if (side)
-      gate_problem(&p->found, MPK_EMISMATCH, t->file,
-                   "layer \"%.150s\" role \"%s\": SHA-256 %s does not equal its sidecar's %s%s", t->layer, rn, t->actual,
-                   t->sidecar,
-                   !t->map_sha256[0] ? ""
-                   : strcmp(t->map_sha256, t->actual) == 0
-                       ? " (the map's sha256 matches, but the sidecar wins: a stale sidecar fails)"
-                       : " (nor the map's)");
-    else
-      gate_problem(&p->found, MPK_EMISMATCH, t->file,
-                   "layer \"%.150s\" role \"%s\": SHA-256 %s does not equal the map's sha256 %s (no sidecar)", t->layer,
-                   rn, t->actual, t->map_sha256);
+    judge(p, r, t, record, jobs[j].name, false);
   }
+  json_decref(record);
   free(jobs);
   free(job_of);
   r->tensors = p->tensors;
@@ -386,6 +662,17 @@ int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const
   r->ready = r->n_problems == 0;
   *out = r;
   return 0;
+}
+
+int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const mpk_mt_gate_options *opts,
+                     mpk_mt_gate_report **out, mpk_error *err) {
+  if (!inference_dir || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
+  /* A directory the caller named (its own path: links in it are the caller's); every file beneath
+     it is then opened relative to this handle. */
+  int dfd = open(inference_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int rc = mpk_mt_load_gate_at(dfd, inference_dir, map, opts, NULL, out, err);
+  if (dfd >= 0) close(dfd);
+  return rc;
 }
 
 void mpk_mt_gate_report_free(mpk_mt_gate_report *r) {

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "graph.h"
 
@@ -53,6 +55,7 @@ static void remember_digest(struct mpk_mt_report_priv *p, const char *path, cons
 }
 
 typedef struct check {
+  int root_fd; /* the package directory: every listed file is opened beneath it */
   mpk_mt_report *r;
   struct mpk_mt_report_priv *p;
   const mpk_mt_manifest *m; /* NULL until loaded */
@@ -61,7 +64,7 @@ typedef struct check {
 
 /* ---------------------------------------------------------------- findings */
 
-static void sync(mpk_mt_report *r) {
+static void sync_report(mpk_mt_report *r) {
   mpk_findings *f = &r->priv_->found;
   r->problems = f->problems;
   r->n_problems = f->n_problems;
@@ -71,12 +74,12 @@ static void sync(mpk_mt_report *r) {
 
 static void add_error(check *c, const mpk_error *e) {
   mpk_findings_problem(&c->p->found, e);
-  sync(c->r);
+  sync_report(c->r);
 }
 
-#define problem(c, ...) (mpk_findings_fail(&(c)->p->found, __VA_ARGS__), sync((c)->r))
+#define problem(c, ...) (mpk_findings_fail(&(c)->p->found, __VA_ARGS__), sync_report((c)->r))
 
-#define note(c, ...) (mpk_findings_note(&(c)->p->found, __VA_ARGS__), sync((c)->r))
+#define note(c, ...) (mpk_findings_note(&(c)->p->found, __VA_ARGS__), sync_report((c)->r))
 
 /* JSON pointers: "/k1/k2/k3" (NULL ends the keys), and "/variants/N" + "/key" when given. */
 static const char *keys_ptr(mpk_path *pp, const char *k1, const char *k2, const char *k3) {
@@ -97,7 +100,9 @@ static const char *variant_ptr(mpk_path *pp, size_t vi, const char *key) {
 /* ---------------------------------------------------------------- files on disk */
 
 /* Whether DIR/rel exists inside the package (symbolic links resolved) as a regular file, or a
-   directory when `want_dir`. When not, *e names the path and says why ("<what> is missing"). */
+   directory when `want_dir`. When not, *e names the path and says why ("<what> is missing"). A file
+   is opened as every reader opens it (mpk_open_read_at beneath the package's handle: no link out,
+   never blocking on a FIFO), so what check accepts is what a reader can open. */
 static bool probe(check *c, const char *rel, bool want_dir, const char *what, struct stat *st, mpk_error *e) {
   mpk_error_clear(e);
   char *abs = mpk_path_join(c->r->dir, rel);
@@ -107,7 +112,21 @@ static bool probe(check *c, const char *rel, bool want_dir, const char *what, st
   }
   struct stat lst;
   bool ok = false;
-  if (stat(abs, st) != 0) {
+  int fd = -1, orc = 0;
+  mpk_error oe;
+  mpk_error_clear(&oe);
+  if (!want_dir && c->root_fd >= 0)
+    orc = mpk_open_read_at(c->root_fd, c->r->dir, rel, 0, "the package directory", &fd, st, &oe);
+  if (fd >= 0) close(fd);
+  if (!want_dir && c->root_fd >= 0 && orc != MPK_ENOTFOUND) {
+    if (!orc) ok = true;
+    else if (orc == MPK_EMALFORMED && strstr(oe.message, "resolves outside"))
+      mpk_fail(e, MPK_EMALFORMED, abs, NULL, "%s resolves outside the package directory (through a symbolic link)", what);
+    else if (orc == MPK_EMALFORMED)
+      mpk_fail(e, MPK_EMALFORMED, abs, NULL, "%s %s", what, oe.message); /* "is a FIFO, not a regular file" */
+    else
+      mpk_fail(e, orc, abs, NULL, "%s cannot be opened: %s", what, oe.message);
+  } else if (stat(abs, st) != 0) {
     int en = errno;
     if (en == ENOENT && lstat(abs, &lst) == 0 && S_ISLNK(lst.st_mode))
       mpk_fail(e, MPK_ENOTFOUND, abs, NULL, "%s is missing (a symbolic link to nothing)", what);
@@ -219,41 +238,67 @@ static void check_locations(check *c, const char *map_rel, const mpk_mt_handoff 
   }
 }
 
-/* The load gate over the variant's map (tensor.c): refusals are problems, verified tensors notes
-   naming the authority, a size that breaks the declared layout a warning. */
+/* The load gate over the variant's map (tensor.c), read-only: check never finishes an interrupted
+   merge (a pending one is a problem saying what does), never trusts a merge journal or record the
+   manifest lists, and opens the inference directory as the gate and the merge do (no component a
+   link). Refusals are problems, verified tensors notes naming the authority, and a tensor that
+   cannot be loaded (no declared layout, or a size that breaks it) a problem. */
 static void gate(check *c, const mpk_mt_variant *v, const mpk_mt_handoff *map, const char *inference_rel) {
   char *inf = mpk_path_join(c->r->dir, inference_rel);
   mpk_mt_gate_options go = {.presence_only = c->o->no_hash, .workers = c->o->workers};
   mpk_mt_gate_report *g = NULL;
   mpk_error e;
   mpk_error_clear(&e);
-  if (!inf || mpk_mt_load_gate(inf, map, &go, &g, &e)) {
-    if (e.code == MPK_ENOMEM || !inf) c->p->found.oom = true;
-    else add_error(c, &e);
+  const char *listed = mpk_mt_listed_txn_file(c->m, inference_rel);
+  if (listed) {
+    mpk_path pp;
+    problem(c, MPK_EMALFORMED, c->p->manifest_path, keys_ptr(&pp, "sha256", listed, NULL),
+            "the manifest lists \"%s\", a file only modelpkg writes on the device (the merge transaction's journal "
+            "or the merge record): a package that ships one is refused; it is never replayed or trusted",
+            listed);
+  }
+  int root = open(c->r->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), dfd = -1;
+  int orc = root < 0 ? mpk_fail(&e, MPK_EIO, c->r->dir, NULL, "cannot open the package directory")
+            : *inference_rel ? mpk_open_dir_at(root, c->r->dir, inference_rel, &dfd, &e)
+                             : ((dfd = dup(root)) < 0 ? mpk_fail(&e, MPK_EIO, c->r->dir, NULL, "cannot open") : 0);
+  if (root >= 0) close(root);
+  char next[700];
+  snprintf(next, sizeof next, "`modelpkg mt tensors %.300s --variant %.200s` (the load gate)", c->r->dir, v->id);
+  mpk_mt_gate_ctx ctx = {.read_only = true, .shipped_txn = listed != NULL, .next_step = next};
+  if (orc && orc != MPK_ENOTFOUND) {
+    /* a link, or not a directory: the gate would refuse to load from it */
+    if (orc == MPK_ENOMEM) c->p->found.oom = true;
+    else
+      problem(c, orc, e.file[0] ? e.file : inf, NULL, "variant \"%s\": the inference directory cannot be opened "
+              "as the load gate opens it: %s", v->id, e.message);
     free(inf);
     return;
   }
-  if (g->recovery == MPK_MT_RECOVERY_ROLLED_FORWARD)
-    note(c, "variant \"%s\": an interrupted merge had committed: finished it (%zu files)", v->id, g->recovery_files);
-  else if (g->recovery == MPK_MT_RECOVERY_ROLLED_BACK)
-    note(c, "variant \"%s\": an interrupted merge had not committed: undone (%zu temporary files removed)", v->id,
-         g->recovery_files);
+  mpk_error_clear(&e);
+  if (!inf || mpk_mt_load_gate_at(dfd, inf, map, &go, &ctx, &g, &e)) {
+    if (e.code == MPK_ENOMEM || !inf) c->p->found.oom = true;
+    else add_error(c, &e);
+    if (dfd >= 0) close(dfd);
+    free(inf);
+    return;
+  }
+  if (dfd >= 0) close(dfd);
   if (g->no_merged_weights)
     note(c, "load gate, variant \"%s\": no merged weights (the map has no entries): use the base weights", v->id);
-  /* A missing file is already a problem of check_locations(). */
+  /* A file check_locations() already refused (missing, outside, not regular) is not reported twice. */
+  size_t before = c->p->found.n_problems;
   for (size_t i = 0; i < g->n_problems; i++) {
-    bool missing = false;
-    for (size_t k = 0; k < g->n_tensors && !missing; k++)
-      missing = g->tensors[k].status == MPK_MT_TENSOR_MISSING && strcmp(g->tensors[k].file, g->problems[i].file) == 0;
-    if (!missing) add_error(c, &g->problems[i]);
+    bool dup = false;
+    for (size_t k = 0; k < before && !dup; k++) dup = strcmp(c->p->found.problems[k].file, g->problems[i].file) == 0;
+    if (!dup) add_error(c, &g->problems[i]);
   }
   for (size_t i = 0; i < g->n_tensors; i++) {
     const mpk_mt_gate_tensor *t = &g->tensors[i];
     c->r->n_tensors++;
-    /* A tensor merged on device: its bytes and its sidecar were rewritten together and the gate
-       verified one against the other; the manifest, like the map, keeps the shipped digests. */
-    bool merged = t->status == MPK_MT_TENSOR_VERIFIED && t->authority == MPK_MT_AUTH_SIDECAR && t->map_sha256[0] &&
-                  strcmp(t->sidecar, t->map_sha256) != 0;
+    /* A tensor merged on device: modelpkg's merge record (written in the merge's transaction) names
+       it with these bytes, and its sidecar agrees; the manifest, like the map, keeps the shipped
+       digests. Nothing else makes bytes that differ from the manifest's acceptable. */
+    bool merged = t->status == MPK_MT_TENSOR_VERIFIED && t->merged;
     if (t->actual[0]) remember_digest(c->p, t->file, t->actual, merged);
     if (merged) {
       char *side = malloc(strlen(t->file) + 8);
@@ -263,23 +308,29 @@ static void gate(check *c, const mpk_mt_variant *v, const mpk_mt_handoff *map, c
         remember_digest(c->p, side, none, true);
         free(side);
       }
-      note(c, "load gate, variant \"%s\": %s (layer \"%.150s\") was merged on device: its sidecar, not the "
-           "manifest's shipped digest, is its authority", v->id, t->file, t->layer);
+      note(c, "load gate, variant \"%s\": %s (layer \"%.150s\") was merged on device: modelpkg's merge record "
+           "(" MPK_MT_MERGE_RECORD "), not the manifest's shipped digest, is its authority", v->id, t->file, t->layer);
     }
     if (t->status == MPK_MT_TENSOR_VERIFIED) {
       c->r->n_tensors_verified++;
       note(c, "load gate, variant \"%s\": %s (layer \"%.150s\" role \"%s\") verified against the %s", v->id,
            t->file, t->layer, mpk_mt_role_name(t->role),
-           t->authority == MPK_MT_AUTH_SIDECAR ? "sidecar" : "map's sha256 (no sidecar)");
+           t->authority == MPK_MT_AUTH_RECORD    ? "merge record"
+           : t->authority == MPK_MT_AUTH_SIDECAR ? "sidecar (the map has no sha256)"
+           : t->sidecar[0]                       ? "map's sha256 and the sidecar"
+                                                 : "map's sha256 (no sidecar)");
     }
-    if (t->status == MPK_MT_TENSOR_MISSING) continue;
+    if (t->status == MPK_MT_TENSOR_MISSING || t->status == MPK_MT_TENSOR_UNREADABLE) continue;
+    /* A tensor the runtime cannot load fails the package, hashed or not (--no-hash). */
     if (t->layout_code)
-      note(c, "warning: %s (layer \"%.150s\" role \"%s\"): the map declares no dtype/shape for it: it cannot be loaded",
-           t->file, t->layer, mpk_mt_role_name(t->role));
+      problem(c, MPK_EMALFORMED, t->file, NULL,
+              "layer \"%.150s\" role \"%s\": the map declares no dtype/shape for it: it cannot be loaded "
+              "(a .bin has no header; its layout comes from the map)", t->layer, mpk_mt_role_name(t->role));
     else if (!t->size_ok)
-      note(c, "warning: %s (layer \"%.150s\" role \"%s\") is %llu bytes, but %s of %zu dimension%s is %llu bytes: "
-           "it cannot be loaded", t->file, t->layer, mpk_mt_role_name(t->role), (unsigned long long)t->size, t->dtype,
-           t->ndim, t->ndim == 1 ? "" : "s", (unsigned long long)t->declared_bytes);
+      problem(c, MPK_EMISMATCH, t->file, NULL,
+              "layer \"%.150s\" role \"%s\": the file is %llu bytes, but %s of %zu dimension%s is %llu bytes: "
+              "it cannot be loaded", t->layer, mpk_mt_role_name(t->role), (unsigned long long)t->size, t->dtype,
+              t->ndim, t->ndim == 1 ? "" : "s", (unsigned long long)t->declared_bytes);
   }
   if (g->n_tensors && g->ready && go.presence_only)
     note(c, "load gate, variant \"%s\": %zu tensor%s present (digests not computed)", v->id, g->n_tensors,
@@ -573,11 +624,18 @@ static int check_integrity(check *c) {
 /* ---------------------------------------------------------------- files the manifest does not list */
 
 static int unlisted_cb(void *ctx, const char *rel, int type, uint64_t size) {
-  (void)type;
   (void)size;
   check *c = ctx;
   struct mpk_mt_report_priv *p = c->p;
   if (strcmp(rel, MPK_MT_MANIFEST_FILENAME) == 0 || mpk_mt_manifest_file(c->m, rel)) return 0;
+  const char *base = strrchr(rel, '/');
+  base = base ? base + 1 : rel;
+  if (type == MPK_WALK_FILE && strcmp(base, MPK_MT_MERGE_RECORD) == 0) {
+    /* Written on the device by mt merge, inside its transaction; the load gate read it above. */
+    note(c, "%s/%s: modelpkg's merge record (written by mt merge on this device): the tensors it names were merged "
+         "on device", c->r->dir, rel);
+    return 0;
+  }
   if (p->n_unlisted == p->cap_unlisted) {
     size_t nc = p->cap_unlisted ? p->cap_unlisted * 2 : 16;
     char **nu = realloc(p->unlisted, nc * sizeof *nu);
@@ -642,8 +700,9 @@ int mpk_mt_check(const char *dir, const mpk_mt_check_options *opts, mpk_mt_repor
   r->priv_ = p;
   r->dir = p->dir;
   r->all_variants = opts->all_variants ? 1 : 0;
-  check c = {.r = r, .p = p, .o = opts};
+  check c = {.r = r, .p = p, .o = opts, .root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
   int rc = run(&c);
+  if (c.root_fd >= 0) close(c.root_fd);
   r->hashed = c.m && !opts->no_hash;
   if (!rc && p->found.oom) rc = MPK_ENOMEM; /* a problem could not be kept: never report "all hold" */
   if (rc) {

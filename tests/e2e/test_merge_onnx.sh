@@ -76,24 +76,26 @@ while read -r dir; do
     bad "$case_name: ONNX Runtime could not run the merged model"
   fi
 
-  # Same file names as before: no journal or temporary file is left behind.
-  ls -A "$inf" | diff "$TMP/files.before" - && ok || bad "$case_name: the merge left the file list above changed"
+  # Same file names as before plus modelpkg's merge record: no journal or temporary file is left
+  # behind.
+  (cat "$TMP/files.before"; echo .modelpkg-merge-record.json) | sort >"$TMP/files.after"
+  ls -A "$inf" | sort | diff "$TMP/files.after" - && ok || bad "$case_name: the merge left the file list above changed"
 
-  # The package still checks, and its load gate verified every merged tensor (against the
-  # rewritten sidecars: the map keeps the shipped digests).
+  # The package still checks, and its load gate verified every merged tensor (against the merge
+  # record written in the merge's transaction: the map keeps the shipped digests).
   if "$MPK" check "$pkg" --json >"$TMP/out" 2>&1; then ok; else bad "$case_name: check after the merge"; cat "$TMP/out"; fi
   verified="$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["tensors"]["verified"])' "$TMP/out" 2>/dev/null)"
   [ "$verified" = 3 ] && ok || bad "$case_name: check after the merge: the load gate verified '$verified' tensors, not 3"
 
   # A second merge of the same adapter is refused (exit 1, saying the base was merged) and
   # changes no byte.
-  (cd "$inf" && sha256sum ./*.bin ./*.bin.sha256) >"$TMP/merged.sums"
+  (cd "$inf" && sha256sum ./*.bin ./*.bin.sha256 ./.modelpkg-merge-record.json) >"$TMP/merged.sums"
   "$MPK" mt merge "$pkg" --adapter "$dir/adapter.safetensors" >"$TMP/out" 2>&1
   rc=$?
   if [ "$rc" -eq 1 ] && grep -qi merged "$TMP/out"; then ok; else bad "$case_name: a second merge exited $rc, not refused as already merged"; fi
   sed 's/^/  /' "$TMP/out"
   (cd "$inf" && sha256sum --quiet -c "$TMP/merged.sums") && ok || bad "$case_name: the refused merge changed files"
-  ls -A "$inf" | diff "$TMP/files.before" - && ok || bad "$case_name: the refused merge left the file list above changed"
+  ls -A "$inf" | sort | diff "$TMP/files.after" - && ok || bad "$case_name: the refused merge left the file list above changed"
 done <"$TMP/cases.txt"
 
 [ "$(wc -l <"$TMP/cases.txt")" -gt 0 ] && ok || bad "no case was made"

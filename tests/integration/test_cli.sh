@@ -192,22 +192,26 @@ assert [p["code"] for p in r["problems"]] == ["mismatch"], r["problems"]
 print("ok")' "$TMP/fit.json"
 
 # check on a MobileTransformers package: dispatched on mobiletransformers_manifest.json.
-# The fixture's sidecars are placeholders (64 zeros): the load gate refuses its tensors, naming the
-# file and both digests. TOK is a copy with correct sidecars, resealed: every check holds. Its
+# The fixture's sidecars are placeholders (64 zeros) and its tensors 23-byte placeholders of a
+# float32 [4, 3]: the load gate refuses them, naming the file and both digests, and a tensor that
+# cannot be loaded is a problem (with --no-hash too). TOK is a copy with loadable tensors (padded
+# to 48 bytes) and correct sidecars, resealed: every check holds. Its
 # inference/model.onnx is a 17-byte placeholder, not a graph: by default check says so (mt_placeholder_graph);
 # the other cases here are about files and the gate and pass --no-graph.
 T="$SHARED/conformance/mobiletransformers/tiny_package"
 TW="variants/cpu-int4/inference/model.layers.0.attn.q_proj.MatMul.weight.bin"
-expect mt_placeholder_sidecars 1 "$TW: layer \"backbone.model.layers.0.self_attn.q_proj.base_layer\" role \"weight\": SHA-256 b39a7c6175b60a789569dd83dafebc0ef35cd78d53f955bdcd05fd8142895da3 does not equal its sidecar.s 0{64} \[mismatch\]" \
+expect mt_placeholder_sidecars 1 "$TW: layer \"backbone.model.layers.0.self_attn.q_proj.base_layer\" role \"weight\": SHA-256 b39a7c6175b60a789569dd83dafebc0ef35cd78d53f955bdcd05fd8142895da3 does not equal its sidecar.s 0{64} \(the map has no sha256\) \[mismatch\]" \
   -- "$MPK" check "$T" --no-graph
-expect mt_placeholder_size_warning 1 "^warning: .*$TW \(layer .*\) is 23 bytes, but float32 of 2 dimensions is 48 bytes" -- "$MPK" check "$T" --no-graph
+expect mt_placeholder_size_problem 1 "$TW: layer .*: the file is 23 bytes, but float32 of 2 dimensions is 48 bytes: it cannot be loaded \[mismatch\]" -- "$MPK" check "$T" --no-graph
 expect mt_placeholder_graph 1 'inference/model.onnx@0: not a valid ONNX model: invalid wire type 7 \(field 9\) \[malformed\]' \
   -- "$MPK" check "$T"
-expect mt_placeholder_all 1 'FAILED: 2 problems' -- "$MPK" check "$T" --no-graph --all-variants
-expect mt_placeholder_no_hash 0 'load gate, variant "cpu-int4": 1 tensor present \(digests not computed\)' -- "$MPK" check "$T" --no-graph --no-hash
+expect mt_placeholder_all 1 'FAILED: 4 problems' -- "$MPK" check "$T" --no-graph --all-variants
+expect mt_placeholder_no_hash 1 'it cannot be loaded' -- "$MPK" check "$T" --no-graph --no-hash
+"$MPK" check "$T" --no-graph --no-hash --json > "$TMP/ph.json"
+expect mt_placeholder_no_hash_json 0 '^ok$' -- python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); assert r["ok"] is False, r; print("ok")' "$TMP/ph.json"
 TOK="$TMP/tinyok"
 cp -r "$T" "$TOK" && chmod -R u+w "$TOK"
-for f in "$TOK"/variants/*/inference/*.bin; do sha256sum "$f" | cut -c1-64 > "$f.sha256"; done
+for f in "$TOK"/variants/*/inference/*.bin; do truncate -s 48 "$f"; sha256sum "$f" | cut -c1-64 > "$f.sha256"; done
 "$MPK" mt reseal "$TOK" >/dev/null
 expect mt_ok 0 'OK: all checks hold' -- "$MPK" check "$TOK" --no-graph
 expect mt_gate_note 0 "note: load gate, variant \"cpu-int4\": .*$TW \(layer .*\) verified against the sidecar" -- "$MPK" check "$TOK" --no-graph
@@ -217,7 +221,8 @@ expect mt_variant 0 'files: +19 listed files in scope, 19 present with their lis
   -- "$MPK" check "$TOK" --no-graph --variant cpu-fp16
 expect mt_all_variants 0 'files: +31 listed files in scope, 31 present with their listed size, 31 SHA-256 verified' \
   -- "$MPK" check "$TOK" --no-graph --all-variants --jobs 2
-expect mt_no_hash 0 'digests not computed' -- "$MPK" check "$T" --no-graph --no-hash
+expect mt_no_hash 0 'digests not computed' -- "$MPK" check "$TOK" --no-graph --no-hash
+expect mt_no_hash_gate 0 'load gate, variant "cpu-int4": 1 tensor present \(digests not computed\)' -- "$MPK" check "$TOK" --no-graph --no-hash
 expect mt_example 0 'tensors: +4 merged-weight tensors, 4 verified by the load gate' -- "$MPK" check "$EX/mt-tiny" --all-variants
 expect mt_unknown_variant 1 'mobiletransformers_manifest.json: /variants: the requested variant "cpu-int8" is not among the variants \(cpu-int4, cpu-fp16\)' \
   -- "$MPK" check "$T" --no-graph --variant cpu-int8
@@ -239,7 +244,7 @@ expect mt_truncated 1 'inference/frozen_base.onnx.data: file is 10 bytes, fileSi
   -- "$MPK" check "$TMP/mt" --no-graph --jobs 1
 echo extra > "$TMP/mt/stray.txt"
 expect mt_unlisted_warns 0 '^warning: .*/mt/stray.txt is on disk but the manifest does not list it' -- "$MPK" check "$TMP/mt" --no-graph --variant cpu-fp16
-expect mt_unlisted_ok 0 'OK: all checks hold \(2 warnings\)' -- "$MPK" check "$TMP/mt" --no-graph --variant cpu-fp16
+expect mt_unlisted_ok 0 'OK: all checks hold \(1 warning\)' -- "$MPK" check "$TMP/mt" --no-graph --variant cpu-fp16
 "$MPK" check "$TMP/mt" --no-graph --json > "$TMP/mt.json"
 expect mt_json 0 '^ok$' -- python3 -c '
 import json, sys
@@ -247,7 +252,7 @@ r = json.load(open(sys.argv[1]))
 assert r["format"] == "mobiletransformers" and r["ok"] is False, r
 assert r["manifest"]["defaultVariant"] == "cpu-int4" and r["manifest"]["variants"] == ["cpu-int4", "cpu-fp16"], r
 assert r["checked"] == {"variants": ["cpu-int4"], "all_variants": False, "hashed": True}, r["checked"]
-assert r["files"] == {"in_scope": 22, "sized": 21, "hashed": 20, "bytes_hashed": 4006 - 24 - 17, "merged": 0}, r["files"]
+assert r["files"] == {"in_scope": 22, "sized": 21, "hashed": 20, "bytes_hashed": 4006 + 25 - 24 - 17, "merged": 0}, r["files"]
 assert r["unlisted"] == ["stray.txt"], r["unlisted"]
 assert r["tensors"] == {"gated": 1, "verified": 1}, r["tensors"]
 assert [(p["code"], p["file"].split("/mt/")[1], p["pointer"]) for p in r["problems"]] == [
@@ -338,7 +343,7 @@ expect seal_odd_escapes 0 'Mod\\u00e8le-\\ud83d\\ude80' -- cat "$TMP/odd/mobilet
 # mt tensors: each entry's roles with dtype, shape, bytes, file and checksum status.
 expect tensors_help 0 'usage: modelpkg mt tensors DIR' -- "$MPK" mt tensors --help
 expect tensors_no_dir 2 'missing the package directory' -- "$MPK" mt tensors
-expect tensors_example 0 'weight +float16 +\[6,4\] +48 bytes +model.layers.0.attn.v_proj.MatMul.weight.bin +size ok +checksum verified \(sidecar\)' \
+expect tensors_example 0 'weight +float16 +\[6,4\] +48 bytes +model.layers.0.attn.v_proj.MatMul.weight.bin +size ok +checksum verified \(map\)' \
   -- "$MPK" mt tensors "$MT"
 expect tensors_example_ok 0 'OK: 2 tensors verified and loadable' -- "$MPK" mt tensors "$MT" --variant cpu-int4
 expect tensors_placeholder 1 'size MISMATCH \(23 on disk\) +checksum mismatch \(sidecar\)' -- "$MPK" mt tensors "$T"
@@ -350,7 +355,7 @@ rm "$TV.sha256"
 expect tensors_map_authority 0 'v_proj.MatMul.weight.bin +size ok +checksum verified \(map\)' -- "$MPK" mt tensors "$TMP/tens"
 echo 1111111111111111111111111111111111111111111111111111111111111111 > "$TV.sha256"
 expect tensors_stale_sidecar 1 'checksum mismatch \(sidecar\)' -- "$MPK" mt tensors "$TMP/tens"
-expect tensors_stale_sidecar_msg 1 'the map.s sha256 matches, but the sidecar wins' -- "$MPK" mt tensors "$TMP/tens"
+expect tensors_stale_sidecar_msg 1 'the map.s sha256 matches, but a sidecar must agree with the bytes: a stale sidecar fails' -- "$MPK" mt tensors "$TMP/tens"
 rm "$TV"
 expect tensors_missing 1 'v_proj.MatMul.weight.bin: merged weight of layer "backbone.model.layers.0.self_attn.v_proj.base_layer" role "weight" is missing' \
   -- "$MPK" mt tensors "$TMP/tens"
@@ -371,7 +376,7 @@ expect merge_dry_run_unchanged 0 'OK: all checks hold' -- "$MPK" check "$TMP/mer
 expect merge_ok 0 'orientation: no_transpose \(observed from 2 non-square entries' -- "$MPK" mt merge "$TMP/merge" --adapter "$AD"
 expect merge_check_after 0 '4 merged on device' -- "$MPK" check "$TMP/merge"
 expect merge_tensors_after 0 'OK: 2 tensors verified and loadable' -- "$MPK" mt tensors "$TMP/merge"
-expect merge_twice 1 'already merged: its bytes .* are those its sidecar records' -- "$MPK" mt merge "$TMP/merge" --adapter "$AD"
+expect merge_twice 1 'already merged: its bytes .* are the merged ones modelpkg.s merge record lists' -- "$MPK" mt merge "$TMP/merge" --adapter "$AD"
 expect merge_twice_unchanged 1 'nothing was changed' -- "$MPK" mt merge "$TMP/merge" --adapter "$AD"
 expect merge_json 0 '"orientation": "no_transpose"' -- "$MPK" mt merge "$MT" --adapter "$AD" --dry-run --json
 expect merge_no_scale 1 'no usable scale' -- "$MPK" mt merge "$MT" --adapter "$AD" --variant cpu-int4 --dry-run

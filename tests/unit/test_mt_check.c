@@ -21,11 +21,13 @@ static int setup(void **state) {
   (void)state;
   snprintf(tiny, sizeof tiny, "%s", tu_shared("conformance/mobiletransformers/tiny_package"));
   snprintf(tmp_root, sizeof tmp_root, "%s", tu_tmpdir());
-  /* The shipped sidecars are placeholders (64 zeros), which the load gate refuses: a copy with
-     correct sidecars (same sizes), resealed, is the starting point of the damaged copies. */
+  /* The shipped sidecars are placeholders (64 zeros) and the shipped tensors 23-byte placeholders
+     of a float32 [4, 3] (48 bytes), both of which the load gate refuses: a copy with loadable
+     tensors (padded to 48 bytes) and correct sidecars, resealed, is the starting point of the
+     damaged copies. */
   snprintf(good, sizeof good, "%s/good", tmp_root);
   tu_sh("cp -r '%s' '%s' && chmod -R u+w '%s' && for f in '%s'/variants/*/inference/*.bin; do "
-        "sha256sum \"$f\" | cut -c1-64 > \"$f.sha256\"; done",
+        "truncate -s 48 \"$f\" && sha256sum \"$f\" | cut -c1-64 > \"$f.sha256\"; done",
         tiny, good, good, good);
   mpk_mt_build_input in = {0};
   mpk_mt_build_result res;
@@ -114,13 +116,17 @@ static bool has_note(const mpk_mt_report *r, const char *text) {
 }
 
 /* The tiny package as shipped: its only problems are the load gate refusing each checked
-   variant's tensor, whose sidecar is a placeholder — naming the file and both digests. */
+   variant's tensor, whose sidecar is a placeholder — naming the file and both digests — and whose
+   23 bytes cannot be loaded as the float32 [4, 3] the map declares (a problem, not a warning: a
+   tensor the runtime cannot load fails the package). */
 static void expect_placeholder_sidecars(const mpk_mt_report *r, size_t n_variants) {
-  if (r->n_problems != n_variants) {
+  if (r->n_problems != 2 * n_variants) {
     dump(r);
-    fail_msg("%zu problems, want %zu (the placeholder sidecars)", r->n_problems, n_variants);
+    fail_msg("%zu problems, want %zu (the placeholder sidecars and tensors)", r->n_problems, 2 * n_variants);
   }
-  for (size_t i = 0; i < r->n_problems; i++) {
+  expect_problem(r, MPK_EMISMATCH, "/inference/" TENSOR_BIN, "",
+                 "the file is 23 bytes, but float32 of 2 dimensions is 48 bytes: it cannot be loaded");
+  for (size_t i = 0; i < n_variants; i++) {
     const mpk_error *e = expect_problem(r, MPK_EMISMATCH, "/inference/" TENSOR_BIN, "",
                                         "does not equal its sidecar's 0000000000000000000000000000000000000000000000000000000000000000");
     assert_non_null(strstr(e->message, "b39a7c6175b60a789569dd83dafebc0ef35cd78d53f955bdcd05fd8142895da3"));
@@ -139,7 +145,7 @@ static void test_tiny_placeholder_graph(void **state) {
   mpk_error err;
   mpk_error_clear(&err);
   if (mpk_mt_check(tiny, NULL, &r, &err)) fail_msg("%s", tu_err(&err));
-  assert_int_equal(r->n_problems, 2);
+  assert_int_equal(r->n_problems, 3);
   expect_problem(r, MPK_EMALFORMED, "/inference/model.onnx", NULL, "not a valid ONNX model");
   expect_problem(r, MPK_EMISMATCH, "/inference/" TENSOR_BIN, "", "does not equal its sidecar's");
   mpk_mt_report_free(r);
@@ -190,9 +196,8 @@ static void test_tiny_all_variants(void **state) {
     assert_int_equal(r->n_files, 31); /* every file the manifest lists */
     assert_int_equal(r->n_files_hashed, 31);
     assert_int_equal(r->bytes_hashed, 7299);
-    /* only the warnings that each 23-byte tensor is not the 48 bytes its float32 [4, 3] needs */
-    assert_int_equal(r->n_notes, 2);
-    assert_true(has_note(r, "is 23 bytes, but float32 of 2 dimensions is 48 bytes: it cannot be loaded"));
+    /* no warnings: that each 23-byte tensor is not the 48 bytes its float32 [4, 3] needs is a problem */
+    assert_int_equal(r->n_notes, 0);
     mpk_mt_report_free(r);
   }
 }
@@ -235,7 +240,12 @@ static void test_tiny_correct_sidecars(void **state) {
 static void test_tiny_no_hash(void **state) {
   (void)state;
   mpk_mt_check_options o = {.no_hash = 1};
+  /* --no-hash still fails a tensor that cannot be loaded: the shipped 23-byte placeholder */
   mpk_mt_report *r = check(tiny, &o);
+  assert_int_equal(r->n_problems, 1);
+  expect_problem(r, MPK_EMISMATCH, "/inference/" TENSOR_BIN, "", "it cannot be loaded");
+  mpk_mt_report_free(r);
+  r = check(good, &o);
   expect_ok(r);
   assert_false(r->hashed);
   assert_int_equal(r->n_files_sized, 22);
@@ -448,13 +458,21 @@ static void test_symlinks(void **state) {
   assert_int_equal(r->n_problems, 2);
   mpk_mt_report_free(r);
 
+  /* a FIFO listed file is refused at once, naming its type (opened non-blocking, never waited on) */
+  tu_sh("cd '%s' && rm " INT4_INF "model.onnx && mkfifo " INT4_INF "model.onnx", pkg);
+  r = check(pkg, NULL);
+  expect_problem(r, MPK_EMALFORMED, INT4_INF "model.onnx", "", "listed file is a FIFO, not a regular file");
+  mpk_mt_report_free(r);
+
   /* a symlinked directory that leaves the package */
   fresh_copy();
   tu_sh("cd '%s' && rm -r variants/cpu-int4/embedding && ln -s /etc variants/cpu-int4/embedding", pkg);
   r = check(pkg, NULL);
   expect_problem(r, MPK_EMALFORMED, "variants/cpu-int4/embedding", "",
                  "the \"embedding\" directory of variant \"cpu-int4\" (paths) resolves outside the package");
-  expect_problem(r, MPK_ENOTFOUND, "variants/cpu-int4/embedding/rag_config.json", "", "listed file is missing");
+  /* a file beneath it is opened as a reader opens it: through the link, outside (not "missing") */
+  expect_problem(r, MPK_EMALFORMED, "variants/cpu-int4/embedding/rag_config.json", "",
+                 "listed file resolves outside the package directory");
   mpk_mt_report_free(r);
 
   /* the manifest itself, linked from outside: not read */

@@ -220,6 +220,46 @@ static void test_twice_refused_frozen_allowed(void **state) {
   assert_int_equal(m0, l0);
   assert_memory_equal(second0, first0, l0);
   assert_memory_equal(second1, first1, l1);
+  /* A second merge updates the merge record: a frozen-base merge with another scale replaces each
+     tensor's post-merge digest and keeps its shipped digest (the map's), and the gate verifies the
+     new bytes against it. */
+  char rec_path[600];
+  snprintf(rec_path, sizeof rec_path, "%s/" MPK_MT_MERGE_RECORD, fx_inference(r1));
+  json_error_t je;
+  json_t *rec1 = json_load_file(rec_path, 0, &je);
+  assert_non_null(rec1);
+  o.scale = 3;
+  if (merge(r1, &o, &r, &err)) fail_msg("%s", tu_err(&err));
+  json_t *rec2 = json_load_file(rec_path, 0, &je);
+  assert_non_null(rec2);
+  const json_t *t1 = json_object_get(rec1, "tensors"), *t2 = json_object_get(rec2, "tensors");
+  assert_int_equal(json_object_size(t2), 2);
+  for (size_t i = 0; i < 2; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "t%zu.MatMul.weight.bin", i);
+    const json_t *a = json_object_get(t1, name), *b = json_object_get(t2, name);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_string_equal(json_string_value(json_object_get(b, "shipped_sha256")),
+                        json_string_value(json_object_get(a, "shipped_sha256")));
+    assert_string_equal(json_string_value(json_object_get(b, "sha256")), r->entries[i].digest[MPK_MT_ROLE_WEIGHT]);
+    assert_string_not_equal(json_string_value(json_object_get(b, "sha256")),
+                            json_string_value(json_object_get(a, "sha256")));
+  }
+  mpk_mt_merge_report_free(r);
+  json_decref(rec1);
+  json_decref(rec2);
+  mpk_mt_handoff *hm = NULL;
+  char map_path[600];
+  snprintf(map_path, sizeof map_path, "%s/weight_handoff_map.json", fx_inference(r1));
+  if (mpk_mt_handoff_load(map_path, &hm, &err)) fail_msg("%s", tu_err(&err));
+  mpk_mt_gate_report *g = NULL;
+  if (mpk_mt_load_gate(fx_inference(r1), hm, NULL, &g, &err)) fail_msg("%s", tu_err(&err));
+  assert_true(g->ready);
+  assert_int_equal(g->n_verified, 2);
+  assert_int_equal(g->tensors[0].authority, MPK_MT_AUTH_RECORD);
+  mpk_mt_gate_report_free(g);
+  mpk_mt_handoff_free(hm);
   free(first0);
   free(first1);
   free(second0);

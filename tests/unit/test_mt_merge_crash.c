@@ -89,7 +89,10 @@ static int child_merge(const char *root, double delay, bool at_journal) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* The load gate over the inference directory: it recovers first, then must find every tensor ready. */
+/* The load gate over the inference directory: it recovers first, then must find every tensor ready.
+   Ready means the shipped bytes, or merged bytes that modelpkg's merge record names: so this also
+   proves the record is committed together with the tensors (a merged tensor without its record, or
+   a record without its tensors, is refused). check never recovers: the gate (or mt merge) does. */
 static void gate_ready(const char *root) {
   mpk_mt_handoff *map = NULL;
   mpk_error err;

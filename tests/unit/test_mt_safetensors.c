@@ -713,6 +713,44 @@ static void test_names_and_null_err(void **state) {
   free(p);
 }
 
+/* The memory budget (docs/safetensors.md "Memory budget"): header bytes and tensor count, checked
+   before the header is parsed, the budget named in the error; commas inside strings and nested
+   arrays are not members. */
+static void test_budget(void **state) {
+  (void)state;
+  const char *h = "{\"a,b\":{\"dtype\":\"F32\",\"shape\":[1,1],\"data_offsets\":[0,4]},"
+                  "\"c\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}";
+  size_t len;
+  uint8_t *p = build(h, 8, &len);
+  mpk_safetensors *st = NULL;
+  mpk_error err;
+  mpk_st_budget two = {.max_tensors = 2}, one = {.max_tensors = 1}, small = {.max_header_bytes = 16};
+  mpk_error_clear(&err);
+  assert_int_equal(mpk_safetensors_parse_budget(p, len, "x", &two, &st, &err), 0);
+  assert_int_equal(st->n_tensors, 2);
+  mpk_safetensors_free(st);
+  assert_int_equal(mpk_safetensors_parse_budget(p, len, "x", &one, &st, &err), MPK_ELIMIT);
+  assert_null(st);
+  assert_non_null(strstr(err.message, "more than 1 tensors, over the safetensors reader's memory budget of 1 tensors"));
+  assert_int_equal(mpk_safetensors_parse_budget(p, len, "x", &small, &st, &err), MPK_ELIMIT);
+  assert_non_null(strstr(err.message, "over the safetensors reader's memory budget of 16 header bytes"));
+  assert_string_equal(err.file, "x");
+  /* the default budget: 16 MiB of header */
+  free(p);
+  size_t big = MPK_ST_DEFAULT_HEADER_BUDGET + 1;
+  char *hdr = malloc(big + 1);
+  assert_non_null(hdr);
+  memset(hdr, ' ', big);
+  hdr[0] = '{';
+  hdr[1] = '}';
+  hdr[big] = '\0';
+  p = build_n(big, hdr, big, NULL, 0, &len);
+  assert_int_equal(mpk_safetensors_parse(p, len, "y", &st, &err), MPK_ELIMIT);
+  assert_non_null(strstr(err.message, "memory budget of 16777216 header bytes"));
+  free(p);
+  free(hdr);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_valid_several_dtypes),
@@ -736,6 +774,7 @@ int main(void) {
       cmocka_unit_test(test_bf16_f32_f64),
       cmocka_unit_test(test_open),
       cmocka_unit_test(test_names_and_null_err),
+      cmocka_unit_test(test_budget),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -253,13 +253,54 @@ static void test_gate_oracle(void **state) {
   assert_int_equal(g->tensors[0].authority, MPK_MT_AUTH_MAP);
   mpk_mt_gate_report_free(g);
 
-  /* the sidecar wins over a stale map */
+  /* bytes that are not the shipped ones fail, whatever the sidecar says (shipped bytes are the
+     manifest's): a sidecar agreeing with them is no licence, with or without hashing */
   mpk_mt_handoff *stale_map = one_entry("float32", "[4, 3]", stale);
   write_text(BIN ".sha256", good);
   g = gate(stale_map, 0);
-  assert_true(g->ready);
-  assert_int_equal(g->tensors[0].authority, MPK_MT_AUTH_SIDECAR);
+  assert_false(g->ready);
+  assert_int_equal(g->tensors[0].status, MPK_MT_TENSOR_MISMATCH);
+  assert_int_equal(g->tensors[0].authority, MPK_MT_AUTH_MAP);
+  assert_non_null(strstr(g->problems[0].message, "does not equal the shipped digest"));
+  assert_non_null(strstr(g->problems[0].message, "its sidecar agrees with the bytes, which does not make them shipped"));
+  assert_non_null(strstr(g->problems[0].message, ".modelpkg-merge-record.json"));
   mpk_mt_gate_report_free(g);
+  g = gate(stale_map, 1);
+  assert_false(g->ready);
+  assert_non_null(strstr(g->problems[0].message, "its sidecar says"));
+  assert_non_null(strstr(g->problems[0].message, "no merge record names it"));
+  mpk_mt_gate_report_free(g);
+
+  /* ... unless modelpkg's merge record names the tensor with these bytes (and the shipped digest) */
+  char rec[600];
+  snprintf(rec, sizeof rec,
+           "{\"format\": \"modelpkg-merge-record\", \"tensors\": {\"" BIN "\": {\"sha256\": \"%s\", "
+           "\"shipped_sha256\": \"%s\"}}, \"version\": 1}\n", good, stale);
+  write_text(".modelpkg-merge-record.json", rec);
+  g = gate(stale_map, 0);
+  assert_true(g->ready);
+  assert_int_equal(g->tensors[0].authority, MPK_MT_AUTH_RECORD);
+  assert_true(g->tensors[0].merged);
+  mpk_mt_gate_report_free(g);
+  g = gate(stale_map, 1);
+  assert_true(g->ready);
+  mpk_mt_gate_report_free(g);
+  /* a record about other shipped weights does not apply */
+  g = gate(mapped, 0);
+  assert_true(g->ready); /* the bytes are the shipped ones of `mapped`... */
+  mpk_mt_gate_report_free(g);
+  mpk_mt_handoff *other = one_entry("float32", "[4, 3]", "2222222222222222222222222222222222222222222222222222222222222222");
+  g = gate(other, 0);
+  assert_false(g->ready);
+  assert_non_null(strstr(g->problems[0].message, "the record is not about these shipped weights"));
+  mpk_mt_gate_report_free(g);
+  mpk_mt_handoff_free(other);
+  /* a malformed record is a problem, never trusted */
+  write_text(".modelpkg-merge-record.json", "{\"format\": \"modelpkg-merge-record\", \"version\": 1}");
+  g = gate(stale_map, 0);
+  assert_false(g->ready);
+  mpk_mt_gate_report_free(g);
+  tu_sh("rm -f '%s/.modelpkg-merge-record.json'", inf);
 
   /* a stale sidecar fails even when the map matches */
   write_text(BIN ".sha256", stale);
@@ -270,7 +311,7 @@ static void test_gate_oracle(void **state) {
   assert_int_equal(g->problems[0].code, MPK_EMISMATCH);
   assert_non_null(strstr(g->problems[0].message, stale));
   assert_non_null(strstr(g->problems[0].message, good));
-  assert_non_null(strstr(g->problems[0].message, "the sidecar wins"));
+  assert_non_null(strstr(g->problems[0].message, "a stale sidecar fails"));
   mpk_mt_gate_report_free(g);
 
   /* a sidecar that is not 64 hex digits is refused, not skipped */
@@ -340,6 +381,56 @@ static void test_gate_no_entries(void **state) {
 
 /* Its sidecars are placeholders (64 zeros): the gate refuses each tensor naming the file and both
    digests; with correct sidecars it passes. */
+/* The gate and the tensor view open every file beneath the inference directory's handle: a .bin
+   (or a sidecar) that links out of it, or a FIFO, is refused at once — never followed, never
+   waited on — naming the file and the rule. */
+static void test_gate_confined(void **state) {
+  (void)state;
+  fresh_dir();
+  write_bytes(BIN, 48);
+  char good[65];
+  snprintf(good, sizeof good, "%s", digest_of(BIN));
+  mpk_mt_handoff *map = one_entry("float32", "[4, 3]", good);
+  /* the same bytes, outside, through a link: refused */
+  tu_sh("cd '%s' && cp " BIN " ../outside.bin && rm " BIN " && ln -s ../outside.bin " BIN, inf);
+  mpk_mt_gate_report *g = gate(map, 0);
+  assert_false(g->ready);
+  assert_int_equal(g->tensors[0].status, MPK_MT_TENSOR_UNREADABLE);
+  assert_non_null(strstr(g->problems[0].message, "resolves outside the inference directory"));
+  mpk_mt_gate_report_free(g);
+  g = gate(map, 1);
+  assert_false(g->ready);
+  mpk_mt_gate_report_free(g);
+  mpk_tensor_view v;
+  mpk_error err;
+  mpk_error_clear(&err);
+  assert_int_equal(mpk_mt_tensor_open(inf, &map->entries[0], MPK_MT_ROLE_WEIGHT, &v, &err), MPK_EMALFORMED);
+  assert_non_null(strstr(err.message, "resolves outside the inference directory"));
+  /* a link inside the directory is followed (it stays beneath the handle) */
+  tu_sh("cd '%s' && rm " BIN " && cp ../outside.bin real.bin && ln -s real.bin " BIN, inf);
+  g = gate(map, 0);
+  assert_true(g->ready);
+  mpk_mt_gate_report_free(g);
+  /* a sidecar linked out is refused too */
+  tu_sh("cd '%s' && echo %s > ../side && ln -s ../side " BIN ".sha256", inf, good);
+  g = gate(map, 0);
+  assert_false(g->ready);
+  assert_int_equal(g->tensors[0].status, MPK_MT_TENSOR_BAD_SIDECAR);
+  assert_non_null(strstr(g->problems[0].message, "resolves outside"));
+  mpk_mt_gate_report_free(g);
+  /* a FIFO: refused at once, with and without hashing, and by the tensor view */
+  tu_sh("cd '%s' && rm -f " BIN " " BIN ".sha256 && mkfifo " BIN, inf);
+  for (int presence = 0; presence <= 1; presence++) {
+    g = gate(map, presence);
+    assert_false(g->ready);
+    assert_non_null(strstr(g->problems[0].message, "is a FIFO, not a regular file"));
+    mpk_mt_gate_report_free(g);
+  }
+  assert_int_equal(mpk_mt_tensor_open(inf, &map->entries[0], MPK_MT_ROLE_WEIGHT, &v, &err), MPK_EMALFORMED);
+  assert_non_null(strstr(err.message, "is a FIFO"));
+  mpk_mt_handoff_free(map);
+}
+
 static void test_tiny_package_gate(void **state) {
   (void)state;
   static const char *variants[] = {"cpu-int4", "cpu-fp16"};
@@ -382,6 +473,7 @@ int main(void) {
       cmocka_unit_test(test_dlpack),
       cmocka_unit_test(test_gate_oracle),
       cmocka_unit_test(test_gate_no_entries),
+      cmocka_unit_test(test_gate_confined),
       cmocka_unit_test(test_tiny_package_gate),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
