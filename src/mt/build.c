@@ -434,6 +434,15 @@ static int on_file(void *ctx, const char *rel, int type, uint64_t size) {
   const char *base = strrchr(rel, '/');
   base = base ? base + 1 : rel;
   if (strcmp(base, MANIFEST) == 0 || is_own_checksums(t->d, rel)) return 0;
+  /* A device merge's record is device state, not package content: a package sealed from a merged
+     tree ships the merged bytes as its own, under their own digests. A pending transaction (its
+     journal or temporaries) must be finished first, or the manifest would seal half of it. */
+  if (strcmp(base, MPK_MT_MERGE_RECORD) == 0) return 0;
+  if (mpk_mt_is_device_file(base))
+    return fail_file(t, MPK_EUNSUPPORTED, rel,
+                     "\"%s\" belongs to an interrupted merge transaction: finish it with the load gate "
+                     "(`modelpkg mt tensors DIR --variant ID`) before sealing",
+                     rel);
   if (!mpk_path_is_confined(rel, &why))
     return fail_file(t, MPK_EUNSUPPORTED, rel, "\"%s\" cannot be listed in a manifest: the path %s", rel, why);
   return tree_add(t, rel, size);

@@ -608,13 +608,13 @@ static int cmp_item(const void *a, const void *b) {
   return strcmp(((const item *)a)->inst, ((const item *)b)->inst);
 }
 
-/* The merge's journal and record are written only on the device, inside modelpkg's own merge
+/* The merge's journal, temporaries and record are written only on the device, inside modelpkg's own merge
    transaction: a package that lists either (as any file's last segment) is refused before anything
    is fetched — never installed, so never replayed or trusted (docs/SECURITY.md). */
 static int refuse_device_files(const mpk_mt_manifest *m, mpk_error *err) {
   for (size_t i = 0; i < m->n_files; i++) {
     const char *p = m->files[i].path, *slash = strrchr(p, '/'), *base = slash ? slash + 1 : p;
-    if (strcmp(base, MPK_MT_MERGE_JOURNAL) != 0 && strcmp(base, MPK_MT_MERGE_RECORD) != 0) continue;
+    if (!mpk_mt_is_device_file(base)) continue;
     mpk_path ptr;
     mpk_path_init(&ptr);
     mpk_path_push_key(&ptr, m->files[i].has_size ? "fileSizes" : "sha256");
@@ -622,11 +622,11 @@ static int refuse_device_files(const mpk_mt_manifest *m, mpk_error *err) {
     return mpk_fail(err, MPK_EMALFORMED, MPK_MT_MANIFEST_FILENAME, ptr.buf,
                     "lists %s, a %s: those are written only on the device by modelpkg's merge, never shipped in a "
                     "package; an install source carrying one is refused",
-                    p, strcmp(base, MPK_MT_MERGE_JOURNAL) == 0 ? "merge transaction journal" : "merge record");
+                    p, strcmp(base, MPK_MT_MERGE_RECORD) == 0 ? "merge record" : "merge transaction file");
   }
   for (size_t i = 0; i < m->n_required_files; i++) {
     const char *p = m->required_files[i], *slash = strrchr(p, '/'), *base = slash ? slash + 1 : p;
-    if (strcmp(base, MPK_MT_MERGE_JOURNAL) != 0 && strcmp(base, MPK_MT_MERGE_RECORD) != 0) continue;
+    if (!mpk_mt_is_device_file(base)) continue;
     char ptr[64];
     snprintf(ptr, sizeof ptr, "/requiredFiles/%zu", i);
     return mpk_fail(err, MPK_EMALFORMED, MPK_MT_MANIFEST_FILENAME, ptr,

@@ -73,8 +73,7 @@ fail:
   return rc;
 }
 
-/* A name only modelpkg writes into an inference directory, inside its merge transaction. */
-static bool txn_owned_name(const char *base) {
+bool mpk_mt_is_device_file(const char *base) {
   static const char suffix[] = "." MPK_MT_MERGE_TXN "-txn."; /* core/txn.c: <final>.merge-txn.XXXXXX */
   if (strcmp(base, MPK_MT_MERGE_JOURNAL) == 0 || strcmp(base, MPK_MT_MERGE_JOURNAL ".tmp") == 0 ||
       strcmp(base, MPK_MT_MERGE_RECORD) == 0)
@@ -89,7 +88,7 @@ const char *mpk_mt_listed_txn_file(const mpk_mt_manifest *m, const char *inferen
     const char *p = m->files[i].path;
     if (n && (strncmp(p, inference_rel, n) != 0 || p[n] != '/')) continue;
     const char *base = p + (n ? n + 1 : 0);
-    if (!strchr(base, '/') && txn_owned_name(base)) return p;
+    if (!strchr(base, '/') && mpk_mt_is_device_file(base)) return p;
   }
   return NULL;
 }
