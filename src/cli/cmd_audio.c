@@ -157,28 +157,13 @@ static int sink_none(void *ctx, const float *x, size_t n, mpk_error *err) {
 }
 
 /* A usage error: the message on stderr and, once --json was seen, a refusal document on stdout. */
-static int usage(bool json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int usage(bool json, const char *fmt, ...) {
-  char msg[400];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (json) {
-    mpk_error e;
-    mpk_error_clear(&e);
-    mpk_fail(&e, MPK_EINVAL, "command line", NULL, "usage: %s", msg);
-    mpk_cli_json_refuse("audio", json_keys, &e);
-  }
-  return mpk_cli_usage_error("audio", "%s", msg);
-}
+#define usage(json, ...) mpk_cli_usage_json((json), "audio", json_keys, __VA_ARGS__)
 
 int mpk_cmd_audio(int argc, char **argv) {
   const char *in = NULL, *package = NULL, *output = NULL;
   bool json = false, base64 = false;
   long long rate = 0, min_samples = 0, max_samples = 0;
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--json") == 0) json = true; /* usage errors are documents too */
+  json = mpk_cli_json_wanted(argc, argv); /* usage errors are documents too */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (mpk_cli_is_help(a)) {

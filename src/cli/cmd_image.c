@@ -199,28 +199,13 @@ static int write_tensor(const char *path, const mpk_image *img, int elem, size_t
 }
 
 /* A usage error: the message on stderr and, once --json was seen, a refusal document on stdout. */
-static int usage(bool json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int usage(bool json, const char *fmt, ...) {
-  char msg[400];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (json) {
-    mpk_error e;
-    mpk_error_clear(&e);
-    mpk_fail(&e, MPK_EINVAL, "command line", NULL, "usage: %s", msg);
-    mpk_cli_json_refuse("image", json_keys, &e);
-  }
-  return mpk_cli_usage_error("image", "%s", msg);
-}
+#define usage(json, ...) mpk_cli_usage_json((json), "image", json_keys, __VA_ARGS__)
 
 int mpk_cmd_image(int argc, char **argv) {
   const char *in = NULL, *package = NULL, *output = NULL, *png = NULL, *lib = NULL, *mode = NULL, *dtype_opt = NULL;
   bool json = false, ignore_orientation = false;
   long long width = 0, height = 0, max_pixels = 0, max_mib = 0;
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--json") == 0) json = true; /* usage errors are documents too */
+  json = mpk_cli_json_wanted(argc, argv); /* usage errors are documents too */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (mpk_cli_is_help(a)) {

@@ -117,21 +117,7 @@ static const char *const result_keys[] = {"repo_dir", "variant", "files", "bytes
                                            "restarts", "replaced", "seconds", NULL};
 
 /* A usage error: said on stderr, and with --json also as the one refusal document on stdout. */
-static int usage(bool json, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int usage(bool json, const char *cmd, const char *fmt, ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (json) {
-    mpk_error e;
-    mpk_error_clear(&e);
-    mpk_fail(&e, MPK_EINVAL, NULL, NULL, "usage: %s", msg);
-    mpk_cli_json_refuse("mt install", result_keys, &e);
-  }
-  return mpk_cli_usage_error(cmd, "%s", msg);
-}
+#define usage(json, cmd, ...) mpk_cli_usage_json((json), (cmd), result_keys, __VA_ARGS__)
 
 /* A bounded integer option, or the usage status. */
 static int parse_bounded(bool json, const char *cmd, const char *opt, const char *val, long long lo, long long hi,
@@ -150,8 +136,7 @@ int mpk_cmd_mt_install(int argc, char **argv) {
   mpk_cli_select sel = {0};
   cli_state c = {0};
   int status = MPK_EXIT_OK;
-  for (int i = 2; i < argc; i++) /* once --json is given, every outcome is a document on stdout */
-    if (strcmp(argv[i], "--json") == 0) c.json = true;
+  c.json = mpk_cli_json_wanted(argc, argv); /* once --json is given, every outcome is a document on stdout */
   for (int i = 2; i < argc && status == MPK_EXIT_OK; i++) {
     const char *a = argv[i];
     if (mpk_cli_is_help(a)) {

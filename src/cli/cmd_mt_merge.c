@@ -101,15 +101,7 @@ static int print_json(const mpk_mt_merge_report *r) {
 
 /* A usage error: on stderr, and with --json also as the refusal document on stdout. */
 static int usage(bool json, const char *fmt, const char *arg) {
-  char msg[512];
-  snprintf(msg, sizeof msg, fmt, arg ? arg : "");
-  if (json) {
-    mpk_error e;
-    mpk_error_clear(&e);
-    mpk_fail(&e, MPK_EINVAL, NULL, NULL, "usage: %s", msg);
-    mpk_cli_json_refuse("mt merge", json_keys, &e);
-  }
-  return mpk_cli_usage_error("mt merge", "%s", msg);
+  return mpk_cli_usage_json(json, "mt merge", json_keys, fmt, arg ? arg : "");
 }
 
 int mpk_cmd_mt_merge(int argc, char **argv) {
@@ -117,7 +109,7 @@ int mpk_cmd_mt_merge(int argc, char **argv) {
   mpk_mt_merge_options o = {0};
   bool json = false;
   long long jobs = 0;
-  for (int i = 2; i < argc; i++) json = json || strcmp(argv[i], "--json") == 0;
+  json = mpk_cli_json_wanted(argc, argv);
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
     if (mpk_cli_is_help(a)) {

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# One --json contract for every command that reports (docs/CLI.md "JSON documents"): on success, on
+# refusal and on a usage error, exactly one JSON document on stdout whose keys start with
+# modelpkg_version, command, ok and end with problems, notes; ok is true exactly when problems is
+# empty and the exit status is 0. Each run is under a timeout.
+# usage: test_json_contract.sh MODELPKG SOURCE_DIR
+set -uo pipefail
+MPK="$1"; SRC="$2"
+EX="$SRC/examples"; G="$EX/gemma4-audio"; GLIB="$G/lib/gemma4-audio-webgpu.wasm"; L="$EX/llava-image"
+T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
+pass=0; fail=0
+
+# A short WAV (16 kHz mono, 0.1 s) and a small PNG, written with the standard library.
+python3 - "$T" <<'EOF'
+import math, struct, sys, wave, zlib
+d = sys.argv[1]
+with wave.open(d + "/tone.wav", "wb") as w:
+    w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+    w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(i / 5))) for i in range(1600)))
+W, H = 64, 48
+raw = b"".join(b"\0" + bytes(v for x in range(W) for v in (x * 4 % 256, y * 5 % 256, (x + y) % 256)) for y in range(H))
+def chunk(t, b): return struct.pack(">I", len(b)) + t + b + struct.pack(">I", zlib.crc32(t + b))
+open(d + "/pic.png", "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", W, H, 8, 2, 0, 0, 0))
+                                 + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+EOF
+echo '{"segments": [{"text": [3, 4, 5]}, {"audio": {"rows": 1500}}, {"text": [6]}]}' > "$T/seg.json"
+echo '{"segments": [{"text": [3]}' > "$T/badseg.json"
+
+# run NAME WANT_STATUS COMMAND... -- runs with --json appended, checks the status and the document.
+run() {
+  local name="$1" want="$2"; shift 2
+  local rc
+  timeout 20 "$@" --json > "$T/out.json" 2> "$T/err.txt"; rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    fail=$((fail + 1)); echo "FAIL: $name: exit $rc, wanted $want"; head -5 "$T/err.txt"; return
+  fi
+  if python3 - "$T/out.json" "$rc" "$name" <<'EOF'; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $name"; head -c 600 "$T/out.json"; echo; fi
+import json, sys
+path, rc, name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+text = open(path).read()
+try:
+    d = json.loads(text)
+except ValueError as e:
+    sys.exit(f"{name}: stdout is not one JSON document: {e}")
+keys = list(d)
+assert keys[:3] == ["modelpkg_version", "command", "ok"], (name, keys)
+assert keys[-2:] == ["problems", "notes"], (name, keys)
+assert isinstance(d["ok"], bool) and isinstance(d["problems"], list) and isinstance(d["notes"], list), name
+assert d["ok"] == (not d["problems"]), (name, "ok must be true exactly when problems is empty")
+assert d["ok"] == (rc == 0), (name, "ok must agree with the exit status", rc)
+for p in d["problems"]:
+    assert list(p) >= ["code", "file", "pointer", "message"] or set(["code", "file", "pointer", "message", "offset"]) <= set(p), (name, p)
+    assert p["message"], (name, p)
+if rc == 2:
+    assert any(p["code"] == "invalid-argument" for p in d["problems"]), (name, "a usage error is an invalid-argument problem")
+EOF
+}
+
+# The same command's key list on success and on refusal.
+same_keys() {
+  local name="$1" a="$2" b="$3"
+  if python3 -c 'import json,sys; a,b=(list(json.load(open(f))) for f in sys.argv[1:3]); sys.exit(0 if a == b else f"{a} != {b}")' "$a" "$b"; then
+    pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $name: success and refusal documents differ in keys"; fi
+}
+keep() { cp "$T/out.json" "$T/$1.json"; }
+
+run check_mlc_ok 0 "$MPK" check "$G" --lib "$GLIB" --device-features shader-f16; keep check_ok
+run check_mlc_refused 1 "$MPK" check "$T/nope"; keep check_no
+same_keys check "$T/check_ok.json" "$T/check_no.json"
+run check_mt_ok 0 "$MPK" check "$EX/mt-tiny"
+run check_usage 2 "$MPK" check "$G" --no-such-option
+run fit_ok 0 "$MPK" fit "$G" --lib "$GLIB"; keep fit_ok
+run fit_refused 1 "$MPK" fit "$T/nope" --lib "$GLIB"; keep fit_no
+same_keys fit "$T/fit_ok.json" "$T/fit_no.json"
+run fit_usage 2 "$MPK" fit "$G" --set vocab_size=0
+run mlc_id_ok 0 "$MPK" mlc id "$G"; keep id_ok
+run mlc_id_refused 1 "$MPK" mlc id "$EX/legacy-no-manifest"; keep id_no
+same_keys mlc_id "$T/id_ok.json" "$T/id_no.json"
+run mlc_plan_ok 0 "$MPK" mlc plan --package "$G" --lib "$GLIB" --segments "$T/seg.json"; keep plan_ok
+run mlc_plan_refused 1 "$MPK" mlc plan --package "$G" --lib "$GLIB" --segments "$T/badseg.json"; keep plan_no
+same_keys mlc_plan "$T/plan_ok.json" "$T/plan_no.json"
+run mt_select_ok 0 "$MPK" mt select "$EX/mt-tiny"; keep sel_ok
+run mt_select_refused 1 "$MPK" mt select "$T/nope"; keep sel_no
+same_keys mt_select "$T/sel_ok.json" "$T/sel_no.json"
+run mt_select_usage 2 "$MPK" mt select "$EX/mt-tiny" --abi arm65-v8a
+run mt_plan_ok 0 "$MPK" mt plan "$EX/mt-tiny" --variant cpu-fp16; keep mplan_ok
+run mt_plan_refused 1 "$MPK" mt plan "$EX/mt-tiny" --variant no-such-variant; keep mplan_no
+same_keys mt_plan "$T/mplan_ok.json" "$T/mplan_no.json"
+run mt_graph_ok 0 "$MPK" mt graph "$EX/mt-tiny"; keep graph_ok
+run mt_graph_refused 1 "$MPK" mt graph "$T/nope"; keep graph_no
+same_keys mt_graph "$T/graph_ok.json" "$T/graph_no.json"
+run mt_inspect_ok 0 "$MPK" mt inspect "$EX/mt-tiny"
+run mt_inspect_refused 1 "$MPK" mt inspect "$T/nope"
+cp -r "$EX/mt-tiny" "$T/pkg"
+run mt_merge_ok 0 "$MPK" mt merge "$T/pkg" --adapter "$EX/mt-tiny.adapter.safetensors" --dry-run; keep merge_ok
+run mt_merge_refused 1 "$MPK" mt merge "$T/pkg" --adapter "$T/tone.wav"; keep merge_no
+run mt_merge_usage 2 "$MPK" mt merge "$T/nope" --adapter "$EX/mt-tiny.adapter.safetensors"
+same_keys mt_merge "$T/merge_ok.json" "$T/merge_no.json"
+run mt_install_ok 0 "$MPK" mt install "$EX/mt-tiny" --repo-id org/Tiny --cache "$T/cache"; keep inst_ok
+run mt_install_refused 1 "$MPK" mt install "$T/nope" --repo-id org/Tiny --cache "$T/cache"; keep inst_no
+same_keys mt_install "$T/inst_ok.json" "$T/inst_no.json"
+run mt_install_usage 2 "$MPK" mt install "$EX/mt-tiny" --cache "$T/cache"
+run audio_ok 0 "$MPK" audio "$T/tone.wav" --package "$G" -o "$T/a.f32"; keep audio_ok
+run audio_refused 1 "$MPK" audio "$T/pic.png" --package "$G" -o "$T/a.f32"; keep audio_no
+same_keys audio "$T/audio_ok.json" "$T/audio_no.json"
+run audio_usage 2 "$MPK" audio "$T/tone.wav" --package "$G" -o -
+run image_ok 0 "$MPK" image "$T/pic.png" --package "$L" -o "$T/i.raw"; keep image_ok
+run image_refused 1 "$MPK" image "$T/tone.wav" --package "$L" -o "$T/i.raw"; keep image_no
+same_keys image "$T/image_ok.json" "$T/image_no.json"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
