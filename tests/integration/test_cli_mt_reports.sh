@@ -80,5 +80,51 @@ json.dump(m, open(sys.argv[1], "w"))
 PY
 expect budget_patterns 1 '/downloadPlan: downloadPlan holds more than 4096 groups and patterns' -- "$MPK" mt plan "$TMP/pat" --variant cpu-fp16
 
+# ---- 3. closed sets, notes, placeholders
+expect abi_typo 2 "--abi 'arm64_v8a' is not one of arm64-v8a, armeabi-v7a, x86, x86_64, riscv64" \
+  -- "$MPK" mt select "$TINY" --abi arm64_v8a
+expect abi_typo_in_list 2 "--abi 'x86-64' is not one of" -- "$MPK" mt select "$TINY" --abi arm64-v8a,x86-64
+expect abi_ok 0 'chosen: ' -- "$MPK" mt select "$TINY" --abi arm64-v8a,x86_64
+expect engine_typo 2 "--engine 'gena' is not one of native, genai" -- "$MPK" mt select "$TINY" --engine gena
+cp "$SRC/../shared/conformance/mobiletransformers/tiny_package/variants/cpu-int4/inference/weight_handoff_map.json" "$TMP/old-map.json"
+expect handoff_fmt_note 0 'note: .*old-map.json: added 4 entry fields the map did not have.*: adapterDtypes \(1 of 1 entries\), adapterShapes \(1 of 1 entries\), tensorDtypes \(1 of 1 entries\), tensorShapes \(1 of 1 entries\)' \
+  -- "$MPK" mt handoff fmt "$TMP/old-map.json"
+out="$("$MPK" mt handoff fmt "$TMP/old-map.json" 2>&1)"
+if grep -q 'note:' <<<"$out" || ! grep -q 'already canonical' <<<"$out"; then
+  fail=$((fail + 1)); echo "FAIL: handoff_fmt_canonical_no_note: $out"; else pass=$((pass + 1)); fi
+rm -rf "$TMP/ph"; cp -r "$TINY" "$TMP/ph"
+printf 'placeholder: export the model here\n' > "$TMP/ph/variants/cpu-fp16/inference/model.onnx"
+expect onnx_placeholder 1 'model.onnx@0: is not an ONNX protobuf \(it looks like text: a placeholder\?\): export the model into it, or check the rest of the package without the graph \(modelpkg check --no-graph\)' \
+  -- timeout 10 "$MPK" mt graph "$TMP/ph" --variant cpu-fp16
+expect onnx_placeholder_check 1 'it looks like text: a placeholder' -- timeout 10 "$MPK" check "$TMP/ph" --no-hash --variant cpu-fp16
+: > "$TMP/ph/variants/cpu-fp16/inference/model.onnx"
+expect onnx_empty 1 'is not an ONNX protobuf \(it is empty: a placeholder\?\)' -- timeout 10 "$MPK" mt graph "$TMP/ph" --variant cpu-fp16
+
+# ---- 4. --json: one document on stdout, on success and on every refusal, with the envelope's keys
+json_doc() { # NAME STATUS CMD...: exit STATUS, stdout one JSON document with the envelope
+  local name="$1" status="$2"; shift 3
+  local rc
+  "$@" >"$TMP/out.json" 2>"$TMP/err.txt"; rc=$?
+  if [ "$rc" -eq "$status" ] && $PY -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+missing = {"modelpkg_version", "command", "ok", "problems", "notes"} - set(d)
+assert not missing, missing
+assert d["ok"] is (sys.argv[2] == "0"), d["ok"]
+assert (len(d["problems"]) == 0) is (sys.argv[2] == "0"), d["problems"]
+' "$TMP/out.json" "$status"; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: $name (exit $rc, wanted $status)"; head -c 600 "$TMP/out.json"; cat "$TMP/err.txt"; fi
+}
+json_doc plan_ok 0 -- "$MPK" mt plan "$TINY" --variant cpu-fp16 --json
+json_doc plan_no_variant 1 -- "$MPK" mt plan "$TINY" --variant nope --json
+json_doc plan_budget 1 -- "${LIMIT[@]}" "$MPK" mt plan "$TMP/million" --variant cpu-fp16 --json
+json_doc plan_missing_dir 1 -- "$MPK" mt plan "$TMP/nowhere" --variant cpu-fp16 --json
+json_doc plan_usage 2 -- "$MPK" mt plan "$TINY" --json
+json_doc plan_usage_first 2 -- "$MPK" mt plan --bogus --json
+json_doc select_ok 0 -- "$MPK" mt select "$TINY" --json
+json_doc select_none 1 -- "$MPK" mt select "$TINY" --ep nnapi --json
+json_doc select_refused 1 -- "$MPK" mt select "$TMP/nowhere" --json
+json_doc select_abi_typo 2 -- "$MPK" mt select "$TINY" --abi arm64_v8a --json
+
 echo "test_cli_mt_reports: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
