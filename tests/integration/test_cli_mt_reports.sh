@@ -125,6 +125,14 @@ json_doc select_ok 0 -- "$MPK" mt select "$TINY" --json
 json_doc select_none 1 -- "$MPK" mt select "$TINY" --ep nnapi --json
 json_doc select_refused 1 -- "$MPK" mt select "$TMP/nowhere" --json
 json_doc select_abi_typo 2 -- "$MPK" mt select "$TINY" --abi arm64_v8a --json
+json_doc graph_ok 0 -- "$MPK" mt graph "$TINY" --variant cpu-fp16 --json
+json_doc graph_placeholder 1 -- "$MPK" mt graph "$TMP/ph" --variant cpu-fp16 --json
+json_doc graph_refused 1 -- "$MPK" mt graph "$TMP/nowhere" --json
+json_doc graph_usage 2 -- "$MPK" mt graph "$TINY" --bogus --json
+json_doc inspect_ok 0 -- "$MPK" mt inspect "$TINY" --json
+json_doc inspect_placeholder 1 -- "$MPK" mt inspect "$TMP/ph" --json
+json_doc inspect_refused 1 -- "$MPK" mt inspect "$TMP/million" --json
+json_doc inspect_usage 2 -- "$MPK" mt inspect --json
 
 echo "test_cli_mt_reports: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
