@@ -919,7 +919,7 @@ MPK_API int mpk_mt_manifest_load(const char *path, mpk_mt_manifest **out, mpk_er
  */
 #define MPK_MT_MANIFEST_DEFAULT_MAX_FILES 100000u
 #define MPK_MT_MANIFEST_MAX_VARIANTS 256u
-#define MPK_MT_MANIFEST_MAX_PATTERNS 4096u
+#define MPK_MT_MANIFEST_MAX_PATTERNS 1024u
 /** The environment variable that sets the file budget when the caller gives none. */
 #define MPK_MT_MANIFEST_MAX_FILES_ENV "MODELPKG_MT_MAX_FILES"
 typedef struct mpk_mt_manifest_options {

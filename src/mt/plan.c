@@ -37,9 +37,18 @@ void mpk_mt_pattern_range(const mpk_mt_manifest *m, const char *pattern, size_t 
   }
 }
 
+/* A group of a parsed manifest holds only valid patterns (manifest.c checked each one): matched here
+   without validating them again, as mpk_pattern_matches() would on every call. */
 bool mpk_mt_group_selects(const mpk_mt_group *g, const char *path) {
-  for (size_t i = 0; i < g->n_patterns; i++)
-    if (mpk_pattern_matches(g->patterns[i], path)) return true;
+  for (size_t i = 0; path && i < g->n_patterns; i++) {
+    const char *p = g->patterns[i];
+    size_t n = strlen(p);
+    if (n > 3 && p[n - 1] == '*' && p[n - 2] == '*' && p[n - 3] == '/') {
+      if (strncmp(path, p, n - 2) == 0 && path[n - 2] != '\0') return true;
+    } else if (strcmp(path, p) == 0) {
+      return true;
+    }
+  }
   return false;
 }
 

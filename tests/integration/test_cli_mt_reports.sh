@@ -75,10 +75,10 @@ rm -rf "$TMP/pat"; cp -r "$TINY" "$TMP/pat"
 $PY - "$TMP/pat/mobiletransformers_manifest.json" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))
-m["downloadPlan"]["cpu-fp16"]["core"] += ["x/%d/**" % i for i in range(5000)]
+m["downloadPlan"]["cpu-fp16"]["core"] += ["x/%d/**" % i for i in range(1100)]
 json.dump(m, open(sys.argv[1], "w"))
 PY
-expect budget_patterns 1 '/downloadPlan: downloadPlan holds more than 4096 groups and patterns' -- "$MPK" mt plan "$TMP/pat" --variant cpu-fp16
+expect budget_patterns 1 '/downloadPlan: downloadPlan holds more than 1024 groups and patterns' -- "$MPK" mt plan "$TMP/pat" --variant cpu-fp16
 
 # ---- 3. closed sets, notes, placeholders
 expect abi_typo 2 "--abi 'arm64_v8a' is not one of arm64-v8a, armeabi-v7a, x86, x86_64, riscv64" \
