@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,15 +42,36 @@ static inline int fuzz_copy_tree(const char *from, const char *to) {
   return rc;
 }
 
+static char fuzz_scratch_[4096];
+
+static inline int fuzz_rm_(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+/* Remove the scratch directory at exit (a crash leaves it for the reproducer). */
+static inline void fuzz_cleanup_(void) {
+  if (fuzz_scratch_[0]) nftw(fuzz_scratch_, fuzz_rm_, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A fresh scratch directory under $TMPDIR, removed at exit (aborts when it cannot be made). */
+static inline const char *fuzz_scratch(void) {
+  if (fuzz_scratch_[0]) return fuzz_scratch_;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(fuzz_scratch_, sizeof fuzz_scratch_, "%s/mpk-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(fuzz_scratch_)) abort();
+  atexit(fuzz_cleanup_);
+  return fuzz_scratch_;
+}
+
 /* The copy of examples/<name> (made on the first call; aborts when it cannot be made). */
 static inline const char *fuzz_fixture(const char *name) {
-  static char dir[4096];
-  if (dir[0]) return dir;
-  const char *tmp = getenv("TMPDIR");
+  static const char *dir;
+  if (dir) return dir;
   char src[4096];
-  snprintf(dir, sizeof dir, "%s/mpk-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  dir = fuzz_scratch();
   snprintf(src, sizeof src, "%s/examples/%s", MPK_SOURCE_DIR, name);
-  if (!mkdtemp(dir) || fuzz_copy_tree(src, dir)) {
+  if (fuzz_copy_tree(src, dir)) {
     fprintf(stderr, "fuzz fixture: cannot copy %s to %s\n", src, dir);
     abort();
   }

@@ -9,12 +9,7 @@
 #include "fuzz_fixture.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static char dir[4096];
-  if (!dir[0]) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/mpk-fuzz-txn-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) abort();
-  }
+  const char *dir = fuzz_scratch();
   /* Most inputs would stop at the checksum line: half of them (a first byte 0) get a correct one appended, so the
      JSON behind it is reached too (the first byte chooses). */
   uint8_t *fixed = NULL;
