@@ -919,6 +919,29 @@ MPK_API int mpk_mt_manifest_parse(const void *data, size_t len, const char *file
                                   mpk_mt_manifest **out, mpk_error *err);
 /** Read DIR/mobiletransformers_manifest.json (or a manifest file path). */
 MPK_API int mpk_mt_manifest_load(const char *path, mpk_mt_manifest **out, mpk_error *err);
+
+/**
+ * The manifest reader's memory budget (docs/mt.md "Budget"). Counted in the document's text before
+ * any per-file structure (or the JSON tree) is built; past it the manifest is refused (MPK_ELIMIT,
+ * naming the field and the budget): fileSizes keys, sha256 keys, their union and requiredFiles
+ * entries each at most max_files; at most MPK_MT_MANIFEST_MAX_VARIANTS variants and
+ * MPK_MT_MANIFEST_MAX_PATTERNS download groups and patterns (all plans together).
+ */
+#define MPK_MT_MANIFEST_DEFAULT_MAX_FILES 100000u
+#define MPK_MT_MANIFEST_MAX_VARIANTS 256u
+#define MPK_MT_MANIFEST_MAX_PATTERNS 1024u
+/** The environment variable that sets the file budget when the caller gives none. */
+#define MPK_MT_MANIFEST_MAX_FILES_ENV "MODELPKG_MT_MAX_FILES"
+typedef struct mpk_mt_manifest_options {
+  size_t max_files; /**< 0: $MODELPKG_MT_MAX_FILES when set (a positive integer), else
+                         MPK_MT_MANIFEST_DEFAULT_MAX_FILES */
+} mpk_mt_manifest_options;
+/** mpk_mt_manifest_parse / _load with a budget (`opts` NULL: the default budget). */
+MPK_API int mpk_mt_manifest_parse_opts(const void *data, size_t len, const char *file,
+                                       const mpk_mt_manifest_options *opts, mpk_mt_manifest **out,
+                                       mpk_error *err);
+MPK_API int mpk_mt_manifest_load_opts(const char *path, const mpk_mt_manifest_options *opts,
+                                      mpk_mt_manifest **out, mpk_error *err);
 MPK_API void mpk_mt_manifest_free(mpk_mt_manifest *m);
 
 MPK_API const mpk_mt_variant *mpk_mt_manifest_variant(const mpk_mt_manifest *m, const char *id);

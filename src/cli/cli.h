@@ -74,6 +74,8 @@ bool mpk_cli_is_select_option(const char *opt);
 int mpk_cli_parse_list(const char *cmd, const char *opt, const char *val, mpk_cli_list *l);
 void mpk_cli_select_finish(mpk_cli_select *s);
 void mpk_cli_select_free(mpk_cli_select *s);
+/* The message of the last usage error the selection options reported (for a --json refusal). */
+const char *mpk_cli_select_usage(void);
 
 /* --device-features / --max-binding-size as an mpk_mlc_device (do not move the struct: the
    device points into it). Returns MPK_EXIT_OK, or an exit status after printing why. */

@@ -66,6 +66,54 @@ static const char help[] =
     "\n"
     "exit status: 0 sealed (or nothing to change), 1 refused or failed, 2 usage error\n";
 
+/* The document-level fields the canonical form holds that FILE (before rewriting) did not: an older
+   map leaves them to HandoffMap.from_dict()'s defaults, which to_json() writes out. Said on stderr,
+   so that a rewrite never adds fields silently. */
+static void added_fields_note(const char *file, const char *text, size_t len) {
+  mpk_mapped old = {0};
+  json_t *before = NULL, *after = NULL;
+  if (mpk_map_file(file, MPK_JSON_DEFAULT_MAX_BYTES, &old, NULL) == 0) {
+    mpk_json_parse(old.data, old.size, NULL, file, &before, NULL);
+    mpk_unmap_file(&old);
+  }
+  mpk_json_parse(text, len, NULL, file, &after, NULL);
+  if (json_is_object(before) && json_is_object(after)) {
+    char keys[512] = "";
+    size_t n = 0, at = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(after, k, v) {
+      if (json_object_get(before, k) || at >= sizeof keys) continue;
+      at += (size_t)snprintf(keys + at, sizeof keys - at, "%s%s", n ? ", " : "", k);
+      n++;
+    }
+    /* Entry fields: every canonical entry has each default; an entry of FILE lacking one got it. */
+    const json_t *eb = json_object_get(before, "entries"), *ea = json_array_get(json_object_get(after, "entries"), 0);
+    char ekeys[512] = "";
+    size_t ne = 0, eat = 0;
+    json_object_foreach((json_t *)ea, k, v) {
+      size_t lacking = 0;
+      for (size_t i = 0; i < json_array_size(eb); i++) lacking += !json_object_get(json_array_get(eb, i), k);
+      if (!lacking || eat >= sizeof ekeys) continue;
+      eat += (size_t)snprintf(ekeys + eat, sizeof ekeys - eat, "%s%s (%zu of %zu entries)", ne ? ", " : "", k, lacking,
+                              json_array_size(eb));
+      ne++;
+    }
+    if (n)
+      fprintf(stderr,
+              "note: %s: added %zu field%s the map did not have, with the reference reader's defaults "
+              "(HandoffMap.from_dict): %s\n",
+              file, n, n == 1 ? "" : "s", keys);
+    if (ne)
+      fprintf(stderr,
+              "note: %s: added %zu entry field%s the map did not have, with the reference reader's defaults "
+              "(empty maps, shape [], transposePolicy no_transpose): %s\n",
+              file, ne, ne == 1 ? "" : "s", ekeys);
+  }
+  json_decref(before);
+  json_decref(after);
+}
+
 /* modelpkg mt handoff fmt FILE */
 static int handoff_fmt(int argc, char **argv) {
   if (argc >= 3 && strcmp(argv[2], "build") == 0) return mpk_cmd_mt_graph(argc, argv);
@@ -105,6 +153,7 @@ static int handoff_fmt(int argc, char **argv) {
     same = old.size == len && memcmp(old.data, text, len) == 0;
     mpk_unmap_file(&old);
   }
+  if (!rc && !same) added_fields_note(file, text, len); /* read FILE before it is replaced */
   if (!rc && !same) rc = mpk_write_file_atomic(file, text, len, &err);
   if (rc) mpk_cli_error(&err);
   else if (same) printf("OK: %s is already canonical (%zu entries)\n", file, map->n_entries);

@@ -4,10 +4,13 @@
    The inference graph of a MobileTransformers variant: its initializers and what the handoff map says
    of each, the map checked against it, the measured precision against the declared one; per variant,
    the training quantization beside the measured inference precision; the map built from the graph. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "core/core.h"
 
 static const char help[] =
     "usage: modelpkg mt graph DIR [--variant ID] [--json]\n"
@@ -146,6 +149,36 @@ static json_t *report_json(const mpk_mt_graph_report *r, bool initializers) {
   return o;
 }
 
+/* The last usage error said, for the --json refusal document. */
+static char last_usage[512];
+
+__attribute__((format(printf, 2, 3))) static int usage(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_usage, sizeof last_usage, fmt, ap);
+  va_end(ap);
+  return mpk_cli_usage_error(cmd, "%s", last_usage);
+}
+
+/* --json anywhere on the command line (seen before parsing: a usage error found first still gets its
+   document). */
+static bool wants_json(int argc, char **argv, int start) {
+  for (int i = start; i < argc; i++)
+    if (strcmp(argv[i], "--json") == 0) return true;
+  return false;
+}
+
+/* The refusal document of `cmd` for one error (or the last usage error when err is NULL). */
+static void refuse_json(const char *cmd, const char *const *keys, const mpk_error *err) {
+  mpk_error u;
+  if (!err) {
+    mpk_error_clear(&u);
+    mpk_fail(&u, MPK_EINVAL, NULL, NULL, "usage: %s", last_usage);
+    err = &u;
+  }
+  mpk_cli_json_refuse(cmd, keys, err);
+}
+
 typedef struct args {
   const char *dir, *variant, *peft, *attn;
   bool json, dry_run;
@@ -162,46 +195,57 @@ static int parse(const char *cmd, int argc, char **argv, int start, const char *
     }
     bool value = strcmp(s, "--variant") == 0 || strcmp(s, "--peft") == 0 || strcmp(s, "--attention-module") == 0;
     bool flag = strcmp(s, "--json") == 0 || strcmp(s, "--dry-run") == 0;
-    if ((value || flag) && !strstr(allowed, s)) return mpk_cli_usage_error(cmd, "%s does not apply to %s", s, cmd);
+    if ((value || flag) && !strstr(allowed, s)) return usage(cmd, "%s does not apply to %s", s, cmd);
     if (value) {
-      if (i + 1 >= argc) return mpk_cli_usage_error(cmd, "%s needs a value", s);
+      if (i + 1 >= argc) return usage(cmd, "%s needs a value", s);
       const char **slot = strcmp(s, "--variant") == 0 ? &a->variant : strcmp(s, "--peft") == 0 ? &a->peft : &a->attn;
-      if (*slot) return mpk_cli_usage_error(cmd, "%s is given twice", s);
+      if (*slot) return usage(cmd, "%s is given twice", s);
       *slot = argv[++i];
     } else if (strcmp(s, "--json") == 0) {
       a->json = true;
     } else if (strcmp(s, "--dry-run") == 0) {
       a->dry_run = true;
     } else if (s[0] == '-' && s[1]) {
-      return mpk_cli_usage_error(cmd, "unknown option '%s'", s);
+      return usage(cmd, "unknown option '%s'", s);
     } else if (!a->dir) {
       a->dir = s;
     } else {
-      return mpk_cli_usage_error(cmd, "unexpected argument '%s'", s);
+      return usage(cmd, "unexpected argument '%s'", s);
     }
   }
-  if (!a->dir) return mpk_cli_usage_error(cmd, "missing the package directory");
+  if (!a->dir) return usage(cmd, "missing the package directory");
   return MPK_EXIT_OK;
 }
 
 static int cmd_graph(int argc, char **argv) {
   args a = {0};
   bool shown = false;
+  static const char *const keys[] = {"dir", "variant", "quantization", "graph", "graph_present", "measured_precision",
+                                     "declared_precision", "optimum_config", "precision_matches", "map", "initializers",
+                                     "model", NULL};
+  bool json = wants_json(argc, argv, 2);
   int st = parse("mt graph", argc, argv, 2, "--variant --json", &a, &shown);
+  if (st && json) refuse_json("mt graph", keys, NULL);
   if (st || shown) return st;
   mpk_error err;
   mpk_error_clear(&err);
   mpk_mt_graph_report *r = NULL;
   if (mpk_mt_graph_report_open(a.dir, a.variant, NULL, &r, &err)) {
     mpk_cli_error(&err);
+    if (json) refuse_json("mt graph", keys, &err);
     return MPK_EXIT_FAIL;
   }
   int status = r->n_problems ? MPK_EXIT_FAIL : MPK_EXIT_OK;
   if (a.json) {
-    json_t *o = report_json(r, true);
-    json_object_set_new(o, "modelpkg_version", json_string(mpk_version()));
-    json_object_set_new(o, "dir", json_string(a.dir));
-    mpk_cli_json_print(stdout, o);
+    json_t *o = report_json(r, true), *root = mpk_cli_json_begin("mt graph", r->n_problems == 0);
+    json_object_set_new(root, "dir", json_string(a.dir));
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) {
+      if (strcmp(k, "ok") && strcmp(k, "problems") && strcmp(k, "notes")) json_object_set(root, k, v);
+    }
+    json_decref(o);
+    mpk_cli_json_end(root, r->problems, r->n_problems, r->notes, r->n_notes);
   } else {
     graph_text(a.dir, r);
   }
@@ -214,8 +258,12 @@ static int cmd_graph(int argc, char **argv) {
 static int cmd_inspect(int argc, char **argv) {
   args a = {0};
   bool shown = false;
+  static const char *const keys[] = {"dir", "variants", NULL};
+  bool json = wants_json(argc, argv, 2);
   int st = parse("mt inspect", argc, argv, 2, "--json", &a, &shown);
+  if (st && json) refuse_json("mt inspect", keys, NULL);
   if (st || shown) return st;
+  mpk_findings found = {0}; /* every variant's problems, for the --json envelope */
   mpk_error err;
   mpk_error_clear(&err);
   mpk_mt_manifest *m = NULL;
@@ -226,6 +274,7 @@ static int cmd_inspect(int argc, char **argv) {
   free(mf);
   if (rc) {
     mpk_cli_error(&err);
+    if (json) refuse_json("mt inspect", keys, &err);
     return MPK_EXIT_FAIL;
   }
   json_t *rows = json_array();
@@ -239,10 +288,12 @@ static int cmd_inspect(int argc, char **argv) {
     mpk_error_clear(&err);
     if (mpk_mt_graph_report_open(a.dir, m->variants[i].id, NULL, &r, &err)) {
       mpk_cli_error(&err);
+      mpk_findings_problem(&found, &err);
       problems++;
       continue;
     }
     problems += r->n_problems;
+    for (size_t k = 0; k < r->n_problems; k++) mpk_findings_problem(&found, &r->problems[k]);
     if (a.json) {
       json_array_append_new(rows, report_json(r, false));
     } else {
@@ -254,14 +305,17 @@ static int cmd_inspect(int argc, char **argv) {
     mpk_mt_graph_report_free(r);
   }
   if (a.json) {
-    json_t *o = json_pack("{s:s, s:s, s:o, s:b}", "modelpkg_version", mpk_version(), "dir", a.dir, "variants", rows,
-                          "ok", problems == 0);
-    mpk_cli_json_print(stdout, o);
+    json_t *root = mpk_cli_json_begin("mt inspect", problems == 0);
+    json_object_set_new(root, "dir", json_string(a.dir));
+    json_object_set_new(root, "variants", rows);
+    if (found.oom) json_object_set_new(root, "ok", json_false());
+    mpk_cli_json_end(root, found.problems, found.n_problems, NULL, 0);
   } else {
     json_decref(rows);
     printf("%s\n", problems ? "FAILED: a variant's graph does not agree with its package (errors above)"
                             : "OK: precision is read from each graph, never from the variant id");
   }
+  mpk_findings_free(&found);
   mpk_mt_manifest_free(m);
   return problems ? MPK_EXIT_FAIL : MPK_EXIT_OK;
 }

@@ -3,6 +3,7 @@
    modelpkg mt plan DIR --variant ID [--features F,...] [--json]: the exact files and bytes to
    download for a variant's feature groups. */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,7 +70,41 @@ static json_t *json_error(const mpk_error *e) {
   return o;
 }
 
+/* Whether --json is among the arguments (seen before parsing, so that a usage error found earlier
+   in the line still gets its document). */
+static bool wants_json(int argc, char **argv) {
+  for (int i = 2; i < argc; i++)
+    if (strcmp(argv[i], "--json") == 0) return true;
+  return false;
+}
+
+/* A usage error: said on stderr and, with --json, as the command's refusal document. */
+static int refuse_usage(const char *cmd, bool json, const char *const *keys, const char *msg) {
+  int status = mpk_cli_usage_error(cmd, "%s", msg);
+  if (json) {
+    mpk_error e;
+    mpk_error_clear(&e);
+    mpk_fail(&e, MPK_EINVAL, NULL, NULL, "usage: %s", msg);
+    mpk_cli_json_refuse(cmd, keys, &e);
+  }
+  return status;
+}
+
+__attribute__((format(printf, 4, 5))) static int usage_fmt(const char *cmd, bool json, const char *const *keys,
+                                                           const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return refuse_usage(cmd, json, keys, msg);
+}
+
 /* ---------------------------------------------------------------- mt select */
+
+static const char *const select_keys[] = {"source", "chosen", "fell_back", "summary", "device", "features", "groups",
+                                          "prefer_quant", "preferred_quant", "budget_bytes", "candidates", "error",
+                                          NULL};
 
 static void select_text(const char *source, const mpk_mt_select_options *o, const mpk_mt_selection *s) {
   char buf[1024];
@@ -128,7 +163,7 @@ static void select_text(const char *source, const mpk_mt_select_options *o, cons
 
 static void select_json(const char *source, const mpk_mt_select_options *o, const mpk_mt_selection *s,
                         const mpk_error *err) {
-  json_t *root = json_object(), *dev = json_object(), *cands = json_array();
+  json_t *root = mpk_cli_json_begin("mt select", err == NULL), *dev = json_object(), *cands = json_array();
   json_object_set_new(root, "source", json_string(source));
   json_object_set_new(root, "chosen", mpk_cli_json_str(s->chosen ? s->chosen->id : NULL));
   json_object_set_new(root, "fell_back", json_boolean(s->fell_back));
@@ -162,13 +197,13 @@ static void select_json(const char *source, const mpk_mt_select_options *o, cons
   }
   json_object_set_new(root, "candidates", cands);
   json_object_set_new(root, "error", err ? json_error(err) : json_null());
-  mpk_cli_json_print(stdout, root);
+  mpk_cli_json_end(root, err, err ? 1 : 0, NULL, 0);
 }
 
 int mpk_cmd_mt_select(int argc, char **argv) {
   const char *cmd = "mt select", *source = NULL;
   mpk_cli_select sel = {0};
-  bool json = false;
+  bool json = wants_json(argc, argv);
   int status = MPK_EXIT_OK;
   for (int i = 2; i < argc && status == MPK_EXIT_OK; i++) {
     const char *a = argv[i];
@@ -179,20 +214,26 @@ int mpk_cmd_mt_select(int argc, char **argv) {
       json = true;
     } else if (a[0] == '-' && a[1]) {
       if (i + 1 >= argc) {
-        status = mpk_cli_is_select_option(a) ? mpk_cli_usage_error(cmd, "%s needs a value", a)
-                                             : mpk_cli_usage_error(cmd, "unknown option '%s'", a);
+        status = mpk_cli_is_select_option(a) ? usage_fmt(cmd, json, select_keys, "%s needs a value", a)
+                                             : usage_fmt(cmd, json, select_keys, "unknown option '%s'", a);
         break;
       }
       status = mpk_cli_select_option(cmd, a, argv[i + 1], &sel);
-      if (status == -1) status = mpk_cli_usage_error(cmd, "unknown option '%s'", a);
+      if (status == -1) status = usage_fmt(cmd, json, select_keys, "unknown option '%s'", a);
+      else if (status != MPK_EXIT_OK && json) {
+        mpk_error e;
+        mpk_error_clear(&e);
+        mpk_fail(&e, MPK_EINVAL, NULL, NULL, "usage: %s", mpk_cli_select_usage());
+        mpk_cli_json_refuse(cmd, select_keys, &e);
+      }
       i++;
     } else if (!source) {
       source = a;
     } else {
-      status = mpk_cli_usage_error(cmd, "unexpected argument '%s'", a);
+      status = usage_fmt(cmd, json, select_keys, "unexpected argument '%s'", a);
     }
   }
-  if (status == MPK_EXIT_OK && !source) status = mpk_cli_usage_error(cmd, "missing the package directory");
+  if (status == MPK_EXIT_OK && !source) status = usage_fmt(cmd, json, select_keys, "missing the package directory");
   if (status != MPK_EXIT_OK) goto out;
   mpk_cli_select_finish(&sel);
   const mpk_mt_select_options o = sel.o;
@@ -206,6 +247,8 @@ int mpk_cmd_mt_select(int argc, char **argv) {
   if (s) {
     if (json) select_json(source, &o, s, rc ? &err : NULL);
     else select_text(source, &o, s);
+  } else if (json) {
+    mpk_cli_json_refuse(cmd, select_keys, &err);
   }
   if (rc) mpk_cli_error(&err);
   status = rc ? MPK_EXIT_FAIL : MPK_EXIT_OK;
@@ -242,8 +285,11 @@ static void plan_text(const char *source, const mpk_mt_download_plan *p) {
     printf("OK: %zu file%s, %" PRIu64 " bytes to download\n", p->n_files, p->n_files == 1 ? "" : "s", p->total_bytes);
 }
 
+static const char *const plan_keys[] = {"source", "variant", "features", "groups", "files", "n_files", "total_bytes",
+                                        "includes_manifest", "installable", NULL};
+
 static void plan_json(const char *source, const mpk_mt_download_plan *p) {
-  json_t *root = json_object(), *files = json_array();
+  json_t *root = mpk_cli_json_begin("mt plan", p->n_unverifiable == 0 && p->n_problems == 0), *files = json_array();
   json_object_set_new(root, "source", json_string(source));
   json_object_set_new(root, "variant", json_string(p->variant));
   json_object_set_new(root, "features", mpk_cli_json_strings(p->features, p->n_features));
@@ -262,15 +308,14 @@ static void plan_json(const char *source, const mpk_mt_download_plan *p) {
   json_object_set_new(root, "total_bytes", json_integer((json_int_t)p->total_bytes));
   json_object_set_new(root, "includes_manifest", json_boolean(p->includes_manifest));
   json_object_set_new(root, "installable", json_boolean(p->n_unverifiable == 0));
-  json_object_set_new(root, "problems", mpk_cli_json_problems(p->problems, p->n_problems));
-  json_object_set_new(root, "notes", mpk_cli_json_strings(p->notes, p->n_notes));
-  mpk_cli_json_print(stdout, root);
+  if (p->n_unverifiable) json_object_set_new(root, "ok", json_false());
+  mpk_cli_json_end(root, p->problems, p->n_problems, p->notes, p->n_notes);
 }
 
 int mpk_cmd_mt_plan(int argc, char **argv) {
   const char *cmd = "mt plan", *source = NULL, *variant = NULL;
   mpk_cli_list features = {0};
-  bool json = false;
+  bool json = wants_json(argc, argv);
   int status = MPK_EXIT_OK;
   for (int i = 2; i < argc && status == MPK_EXIT_OK; i++) {
     const char *a = argv[i];
@@ -281,24 +326,31 @@ int mpk_cmd_mt_plan(int argc, char **argv) {
       json = true;
     } else if (strcmp(a, "--variant") == 0 || strcmp(a, "--features") == 0) {
       if (i + 1 >= argc) {
-        status = mpk_cli_usage_error(cmd, "%s needs a value", a);
+        status = usage_fmt(cmd, json, plan_keys, "%s needs a value", a);
         break;
       }
       const char *val = argv[++i];
-      if (a[2] == 'f') status = mpk_cli_parse_list(cmd, a, val, &features);
-      else if (variant) status = mpk_cli_usage_error(cmd, "--variant given twice");
+      if (a[2] == 'f') {
+        status = mpk_cli_parse_list(cmd, a, val, &features);
+        if (status != MPK_EXIT_OK && json) {
+          mpk_error e;
+          mpk_error_clear(&e);
+          mpk_fail(&e, MPK_EINVAL, NULL, NULL, "usage: %s", mpk_cli_select_usage());
+          mpk_cli_json_refuse(cmd, plan_keys, &e);
+        }
+      } else if (variant) status = usage_fmt(cmd, json, plan_keys, "--variant given twice");
       else variant = val;
     } else if (a[0] == '-' && a[1]) {
-      status = mpk_cli_usage_error(cmd, "unknown option '%s'", a);
+      status = usage_fmt(cmd, json, plan_keys, "unknown option '%s'", a);
     } else if (!source) {
       source = a;
     } else {
-      status = mpk_cli_usage_error(cmd, "unexpected argument '%s'", a);
+      status = usage_fmt(cmd, json, plan_keys, "unexpected argument '%s'", a);
     }
   }
-  if (status == MPK_EXIT_OK && !source) status = mpk_cli_usage_error(cmd, "missing the package directory");
+  if (status == MPK_EXIT_OK && !source) status = usage_fmt(cmd, json, plan_keys, "missing the package directory");
   if (status == MPK_EXIT_OK && !variant)
-    status = mpk_cli_usage_error(cmd, "missing --variant ID (modelpkg mt select chooses one)");
+    status = usage_fmt(cmd, json, plan_keys, "missing --variant ID (modelpkg mt select chooses one)");
   if (status != MPK_EXIT_OK) goto out;
 
   mpk_error err;
@@ -312,6 +364,7 @@ int mpk_cmd_mt_plan(int argc, char **argv) {
   if (!rc) rc = mpk_mt_plan_download(m, variant, &po, &p, &err);
   if (rc) {
     mpk_cli_error(&err);
+    if (json) mpk_cli_json_refuse(cmd, plan_keys, &err);
     status = MPK_EXIT_FAIL;
   } else {
     if (json) plan_json(source, p);

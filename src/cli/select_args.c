@@ -1,20 +1,51 @@
 /* The device and request options of variant selection (--abi --ep --quant --engine --memory-mb
    --api-level --features --prefer-quant --storage-bytes), parsed one way for every command that
    selects a variant (mt select, mt install). */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
+/* The last usage error said here, for a --json refusal document. */
+static char last_usage[512];
+
+const char *mpk_cli_select_usage(void) { return last_usage; }
+
+__attribute__((format(printf, 2, 3))) static int usage(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_usage, sizeof last_usage, fmt, ap);
+  va_end(ap);
+  return mpk_cli_usage_error(cmd, "%s", last_usage);
+}
+
+/* Closed sets (../shared/spec/001: a variant's abi is an Android ABI; supportedEngines a subset of
+   native, genai): a typo would filter out every variant, silently. */
+static const char *const android_abis[] = {"arm64-v8a", "armeabi-v7a", "x86", "x86_64", "riscv64", NULL};
+static const char *const engines[] = {"native", "genai", NULL};
+
+static int closed(const char *cmd, const char *opt, const char *val, const char *const *set) {
+  for (size_t i = 0; set[i]; i++)
+    if (strcmp(val, set[i]) == 0) return MPK_EXIT_OK;
+  char list[256];
+  size_t len = 0;
+  list[0] = '\0';
+  for (size_t i = 0; set[i] && len < sizeof list; i++)
+    len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", set[i]);
+  return usage(cmd, "%s '%s' is not one of %s", opt, val, list);
+}
+
 int mpk_cli_parse_list(const char *cmd, const char *opt, const char *val, mpk_cli_list *l) {
-  if (l->given) return mpk_cli_usage_error(cmd, "%s given twice", opt);
+  if (l->given) return usage(cmd, "%s given twice", opt);
   l->given = true;
-  if (!(l->copy = strdup(val))) return mpk_cli_usage_error(cmd, "out of memory");
+  if (!(l->copy = strdup(val))) return usage(cmd, "out of memory");
   for (char *p = l->copy;;) {
     char *comma = strchr(p, ',');
     if (comma) *comma = '\0';
-    if (!*p) return mpk_cli_usage_error(cmd, "%s '%s' has an empty item", opt, val);
-    if (l->n == MPK_CLI_MAX_LIST) return mpk_cli_usage_error(cmd, "%s lists more than %d items", opt, MPK_CLI_MAX_LIST);
+    if (!*p) return usage(cmd, "%s '%s' has an empty item", opt, val);
+    if (l->n == MPK_CLI_MAX_LIST) return usage(cmd, "%s lists more than %d items", opt, MPK_CLI_MAX_LIST);
     l->items[l->n++] = p;
     if (!comma) break;
     p = comma + 1;
@@ -24,9 +55,9 @@ int mpk_cli_parse_list(const char *cmd, const char *opt, const char *val, mpk_cl
 
 static int parse_count(const char *cmd, const char *opt, const char *val, mpk_opt_int *out) {
   long long n;
-  if (out->present) return mpk_cli_usage_error(cmd, "%s given twice", opt);
+  if (out->present) return usage(cmd, "%s given twice", opt);
   if (!mpk_cli_parse_int(val, 0, MPK_CLI_SAFE_INT_MAX, &n))
-    return mpk_cli_usage_error(cmd, "%s needs a non-negative integer, not '%s'", opt, val);
+    return usage(cmd, "%s needs a non-negative integer, not '%s'", opt, val);
   out->present = 1;
   out->value = n;
   return MPK_EXIT_OK;
@@ -51,12 +82,16 @@ int mpk_cli_select_option(const char *cmd, const char *opt, const char *val, mpk
   if (k != 6) s->device_given = true;
   const char **str = k == 1 ? &o->execution_provider : k == 2 ? &o->quantization : k == 3 ? &o->engine : NULL;
   if (str) {
-    if (*str) return mpk_cli_usage_error(cmd, "%s given twice", opt);
-    if (!*val) return mpk_cli_usage_error(cmd, "%s needs a non-empty value", opt);
+    if (*str) return usage(cmd, "%s given twice", opt);
+    if (!*val) return usage(cmd, "%s needs a non-empty value", opt);
     *str = val;
-    return MPK_EXIT_OK;
+    return k == 3 ? closed(cmd, opt, val, engines) : MPK_EXIT_OK;
   }
-  if (k == 0) return mpk_cli_parse_list(cmd, opt, val, &s->abis);
+  if (k == 0) {
+    int rc = mpk_cli_parse_list(cmd, opt, val, &s->abis);
+    for (size_t i = 0; rc == MPK_EXIT_OK && i < s->abis.n; i++) rc = closed(cmd, opt, s->abis.items[i], android_abis);
+    return rc;
+  }
   if (k == 6) return mpk_cli_parse_list(cmd, opt, val, &s->features);
   if (k == 7) return mpk_cli_parse_list(cmd, opt, val, &s->prefer);
   return parse_count(cmd, opt, val, k == 4 ? &o->memory_mb : k == 5 ? &o->api_level : &o->free_bytes);

@@ -1,9 +1,11 @@
 /* mobiletransformers_manifest.json: the version gate, then typed, fail-closed reading of every
    field of the spec and of the reference exporter. Unknown fields are tolerated (the contract
    says readers must) and kept, so the document can be written back unchanged. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/json_scan.h"
 #include "mt.h"
 
 #define AT_KEY MPK_JV_AT
@@ -223,7 +225,7 @@ static int sha_member(mpk_jv *v, size_t i, const char *key, const json_t *value,
 }
 
 /* fileSizes and sha256 merged into one list of files, sorted by path. */
-static int parse_files(mpk_jv *v, const json_t *root, mpk_arena *a, mpk_mt_manifest *m) {
+static int parse_files(mpk_jv *v, const json_t *root, mpk_arena *a, size_t max_files, mpk_mt_manifest *m) {
   const json_t *sizes = json_object_get(root, "fileSizes"), *sums = json_object_get(root, "sha256");
   AT_KEY(v, "fileSizes", mpk_jv_object(v, sizes));
   AT_KEY(v, "sha256", mpk_jv_object(v, sums));
@@ -234,6 +236,12 @@ static int parse_files(mpk_jv *v, const json_t *root, mpk_arena *a, mpk_mt_manif
   qsort(c.files, c.n, sizeof *c.files, cmp_file);
   c.n_sized = c.n;
   AT_KEY(v, "sha256", mpk_jv_each_member(v, sums, sha_member, &c));
+  if (c.n > max_files)
+    AT_KEY(v, "sha256",
+           mpk_jv_fail(v, MPK_ELIMIT,
+                       "fileSizes and sha256 list %zu files together: past the manifest reader's budget of %zu files "
+                       "(raise it with " MPK_MT_MANIFEST_MAX_FILES_ENV "=N)",
+                       c.n, max_files));
   qsort(c.files, c.n, sizeof *c.files, cmp_file);
   m->files = c.files;
   m->n_files = c.n;
@@ -242,7 +250,7 @@ static int parse_files(mpk_jv *v, const json_t *root, mpk_arena *a, mpk_mt_manif
 
 /* ---------------------------------------------------------------- the document */
 
-static int parse_manifest(mpk_jv *v, const json_t *root, mpk_arena *a, mpk_mt_manifest *m) {
+static int parse_manifest(mpk_jv *v, const json_t *root, mpk_arena *a, size_t max_files, mpk_mt_manifest *m) {
   int rc = mpk_jv_object(v, root);
   if (rc) return rc;
   /* The version gate comes first: a newer major may have changed everything else. */
@@ -309,7 +317,7 @@ static int parse_manifest(mpk_jv *v, const json_t *root, mpk_arena *a, mpk_mt_ma
 
   AT_KEY(v, "requiredFiles",
          string_list(v, json_object_get(root, "requiredFiles"), a, PATH_STRING, &m->required_files, &m->n_required_files));
-  if ((rc = parse_files(v, root, a, m))) return rc;
+  if ((rc = parse_files(v, root, a, max_files, m))) return rc;
   const json_t *wh = json_object_get(root, "weightHandoff");
   if (wh && !json_is_null(wh)) AT_KEY(v, "weightHandoff", path_string(v, wh, a, "weightHandoff", &m->weight_handoff));
 
@@ -335,12 +343,106 @@ static int parse_manifest(mpk_jv *v, const json_t *root, mpk_arena *a, mpk_mt_ma
   return 0;
 }
 
+/* ---------------------------------------------------------------- the budget */
+
+/* The file budget: the caller's, else $MODELPKG_MT_MAX_FILES, else the default. */
+static int file_budget(const mpk_mt_manifest_options *opts, const char *file, size_t *out, mpk_error *err) {
+  *out = MPK_MT_MANIFEST_DEFAULT_MAX_FILES;
+  if (opts && opts->max_files) {
+    *out = opts->max_files;
+    return 0;
+  }
+  const char *env = getenv(MPK_MT_MANIFEST_MAX_FILES_ENV);
+  if (!env || !*env) return 0;
+  char *end;
+  errno = 0;
+  unsigned long long n = strtoull(env, &end, 10);
+  if (*env < '0' || *env > '9' || *end || errno || n == 0 || n > SIZE_MAX / 4)
+    return mpk_fail(err, MPK_EINVAL, file, NULL, "%s=\"%s\" is not a positive integer (the manifest's file budget)",
+                    MPK_MT_MANIFEST_MAX_FILES_ENV, env);
+  *out = (size_t)n;
+  return 0;
+}
+
+enum { SEC_OTHER, SEC_SIZES, SEC_SUMS, SEC_REQUIRED, SEC_PLAN, SEC_VARIANTS };
+
+typedef struct budget_scan {
+  size_t max_files;
+  int section;       /* the root member being read */
+  size_t count;      /* its entries so far */
+  size_t patterns;   /* download groups and patterns, all plans */
+  bool refused;      /* the budget stopped the scan (err is set) */
+  const char *file;
+  mpk_error *err;
+} budget_scan;
+
+static int over(budget_scan *b, const char *pointer, const char *what, size_t limit, const char *unit, bool env) {
+  b->refused = true;
+  return mpk_fail(b->err, MPK_ELIMIT, b->file, pointer,
+                  "%s more than %zu %s: past the manifest reader's budget of %zu %s%s", what, limit, unit, limit, unit,
+                  env ? " (raise it with " MPK_MT_MANIFEST_MAX_FILES_ENV "=N)" : "");
+}
+
+/* Count, in the text, what the reader would build one structure for. */
+static int budget_event(void *ctx, const mpk_json_event *e) {
+  budget_scan *b = ctx;
+  if (e->kind == MPK_JSON_OBJECT_END || e->kind == MPK_JSON_ARRAY_END) return 0;
+  if (e->depth == 1 && e->kind == MPK_JSON_KEY) {
+    static const struct {
+      const char *key;
+      int section;
+    } secs[] = {{"fileSizes", SEC_SIZES},       {"sha256", SEC_SUMS},          {"requiredFiles", SEC_REQUIRED},
+                {"downloadPlan", SEC_PLAN},     {"variants", SEC_VARIANTS}};
+    b->section = SEC_OTHER;
+    b->count = 0;
+    for (size_t i = 0; i < sizeof secs / sizeof secs[0]; i++)
+      if (strlen(secs[i].key) == e->len && memcmp(secs[i].key, e->str, e->len) == 0) b->section = secs[i].section;
+    return 0;
+  }
+  switch (b->section) {
+    case SEC_SIZES:
+    case SEC_SUMS:
+      if (e->depth == 2 && e->kind == MPK_JSON_KEY && ++b->count > b->max_files)
+        return over(b, b->section == SEC_SIZES ? "/fileSizes" : "/sha256",
+                    b->section == SEC_SIZES ? "fileSizes lists" : "sha256 lists", b->max_files, "files", true);
+      return 0;
+    case SEC_REQUIRED:
+      if (e->depth == 2 && ++b->count > b->max_files)
+        return over(b, "/requiredFiles", "requiredFiles lists", b->max_files, "files", true);
+      return 0;
+    case SEC_VARIANTS:
+      if (e->depth == 2 && ++b->count > MPK_MT_MANIFEST_MAX_VARIANTS)
+        return over(b, "/variants", "variants lists", MPK_MT_MANIFEST_MAX_VARIANTS, "variants", false);
+      return 0;
+    case SEC_PLAN:
+      if (((e->depth == 3 && e->kind == MPK_JSON_KEY) || (e->depth == 4 && e->kind != MPK_JSON_KEY)) &&
+          ++b->patterns > MPK_MT_MANIFEST_MAX_PATTERNS)
+        return over(b, "/downloadPlan", "downloadPlan holds", MPK_MT_MANIFEST_MAX_PATTERNS, "groups and patterns", false);
+      return 0;
+    default:
+      return 0;
+  }
+}
+
 int mpk_mt_manifest_parse(const void *data, size_t len, const char *file, mpk_mt_manifest **out, mpk_error *err) {
+  return mpk_mt_manifest_parse_opts(data, len, file, NULL, out, err);
+}
+
+int mpk_mt_manifest_parse_opts(const void *data, size_t len, const char *file, const mpk_mt_manifest_options *opts,
+                               mpk_mt_manifest **out, mpk_error *err) {
   if (!out || (!data && len)) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
   *out = NULL;
   if (!file) file = MPK_MT_MANIFEST_FILENAME;
+  budget_scan b = {.file = file, .err = err};
+  int rc = file_budget(opts, file, &b.max_files, err);
+  if (rc) return rc;
+  /* The budget first, on the text: a document past it costs one pass of the lexer, not a tree. A
+     scan error (invalid JSON) is left for the parse below to report. */
+  mpk_error ignored;
+  rc = mpk_json_scan(data, len, NULL, file, budget_event, &b, &ignored);
+  if (b.refused) return rc; /* err is set */
   json_t *root;
-  int rc = mpk_json_parse(data, len, NULL, file, &root, err);
+  rc = mpk_json_parse(data, len, NULL, file, &root, err);
   if (rc) return rc;
   mpk_arena *a = mpk_arena_new();
   mpk_mt_manifest *m = a ? mpk_arena_alloc(a, sizeof *m) : NULL;
@@ -355,7 +457,7 @@ int mpk_mt_manifest_parse(const void *data, size_t len, const char *file, mpk_mt
   m->priv_ = priv;
   mpk_jv v = {.file = file, .err = err};
   mpk_path_init(&v.path);
-  rc = parse_manifest(&v, root, a, m);
+  rc = parse_manifest(&v, root, a, b.max_files, m);
   if (rc) {
     mpk_mt_manifest_free(m);
     return rc;
@@ -365,13 +467,18 @@ int mpk_mt_manifest_parse(const void *data, size_t len, const char *file, mpk_mt
 }
 
 int mpk_mt_manifest_load(const char *path, mpk_mt_manifest **out, mpk_error *err) {
+  return mpk_mt_manifest_load_opts(path, NULL, out, err);
+}
+
+int mpk_mt_manifest_load_opts(const char *path, const mpk_mt_manifest_options *opts, mpk_mt_manifest **out,
+                              mpk_error *err) {
   if (!path || !out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
   *out = NULL;
   char *file;
   mpk_mapped mp;
   int rc = mpk_map_document(path, MPK_MT_MANIFEST_FILENAME, &file, &mp, err);
   if (rc) return rc;
-  rc = mpk_mt_manifest_parse(mp.data, mp.size, file, out, err);
+  rc = mpk_mt_manifest_parse_opts(mp.data, mp.size, file, opts, out, err);
   mpk_unmap_file(&mp);
   free(file);
   return rc;

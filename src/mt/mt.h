@@ -15,6 +15,10 @@ const json_t *mpk_mt_manifest_root(const mpk_mt_manifest *m);
 /* plan.c: a plan's group by name (NULL when absent), and whether a group's patterns select a path. */
 const mpk_mt_group *mpk_mt_plan_group(const mpk_mt_plan *plan, const char *name);
 bool mpk_mt_group_selects(const mpk_mt_group *g, const char *path);
+/* The files a download pattern selects are the run m->files[*lo, *hi) (the files are sorted by path;
+   an invalid pattern selects none): whether it selects any file is one binary search, not a pass
+   over the files. */
+void mpk_mt_pattern_range(const mpk_mt_manifest *m, const char *pattern, size_t *lo, size_t *hi);
 
 /* locate.c: a variant's feature path by key (NULL when absent); its inference directory relative to
    the package (the "inference" path, else the weightHandoff map's directory; malloc'ed, NULL when

@@ -255,6 +255,28 @@ oom:
   return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
 }
 
+/* Whether a file the protobuf pre-scan refused reads as text: its first bytes (up to 256) are
+   printable ASCII, tab, CR, LF, or well-formed UTF-8 sequences. An ONNX ModelProto opens with field
+   tags and small varints (0x08 ir_version, lengths < 0x20, continuation bytes 0x80-0xff) that text
+   does not hold. */
+static bool looks_like_text(const uint8_t *p, size_t len) {
+  size_t n = len < 256 ? len : 256;
+  for (size_t i = 0; i < n;) {
+    uint8_t c = p[i];
+    if (c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c < 0x7f)) {
+      i++;
+      continue;
+    }
+    size_t k = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xf0 && c <= 0xf4 ? 3 : 0;
+    if (!k) return false;
+    for (size_t j = 1; j <= k; j++)
+      if (i + j < len && (i + j >= n + 3 || (p[i + j] & 0xc0) != 0x80)) return false;
+    if (i + k >= len) return false; /* a sequence cut by the end of the file */
+    i += k + 1;
+  }
+  return n > 0;
+}
+
 int mpk_mt_graph_parse(const void *data, size_t len, const char *file, const mpk_mt_graph_options *opts,
                        mpk_mt_graph **out, mpk_error *err) {
   if (!out || (!data && len)) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
@@ -267,8 +289,16 @@ int mpk_mt_graph_parse(const void *data, size_t len, const char *file, const mpk
   if ((uint64_t)len > o.max_bytes)
     return mpk_fail(err, MPK_ELIMIT, file, NULL, "%zu bytes exceed the limit of %llu bytes", len,
                     (unsigned long long)o.max_bytes);
+  if (!len)
+    return mpk_fail_at(err, MPK_EMALFORMED, file, 0,
+                    "is not an ONNX protobuf (it is empty: a placeholder?): export the model into it, or check the "
+                    "rest of the package without the graph (modelpkg check --no-graph)");
   mpk_onnx_scan scan;
   int rc = mpk_onnx_prescan(&onnx__model_proto__descriptor, data, len, file, &o, &scan, err);
+  if (rc == MPK_EMALFORMED && looks_like_text(data, len))
+    return mpk_fail_at(err, MPK_EMALFORMED, file, 0,
+                    "is not an ONNX protobuf (it looks like text: a placeholder?): export the model into it, or "
+                    "check the rest of the package without the graph (modelpkg check --no-graph)");
   if (rc) return rc;
   capped cap = {.cap = o.max_decoded_bytes};
   ProtobufCAllocator alloc = {.alloc = capped_alloc, .free = capped_free, .allocator_data = &cap};

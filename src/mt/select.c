@@ -148,9 +148,9 @@ static int plan_into(mpk_arena *a, const mpk_mt_manifest *m, const char *variant
         p->includes_manifest = 1;
         continue;
       }
-      bool any = false;
-      for (size_t f = 0; f < m->n_files && !any; f++) any = mpk_pattern_matches(pat, m->files[f].path);
-      if (any) continue;
+      size_t lo, hi;
+      mpk_mt_pattern_range(m, pat, &lo, &hi); /* one binary search, not a pass over the files */
+      if (lo < hi) continue;
       size_t n = strlen(pat);
       bool glob = n > 3 && strcmp(pat + n - 3, "/**") == 0;
       if (!(notes[n_notes++] = afmt(a, "warning: download pattern \"%s\" (group \"%s\") %s", pat, rq->groups[i],
@@ -167,10 +167,26 @@ static int plan_into(mpk_arena *a, const mpk_mt_manifest *m, const char *variant
   if (!files || (allow_unverifiable && !problems)) return nomem(err);
   size_t n = 0, n_problems = 0;
   uint64_t total = 0;
+  /* Each file's first group: every pattern selects a run of the sorted files (plan.c), marked per
+     group in a difference array — O(groups x files + patterns x log files), not files x patterns. */
+  size_t *first = mpk_arena_array(a, m->n_files ? m->n_files : 1, sizeof *first);
+  int32_t *diff = mpk_arena_array(a, m->n_files + 1, sizeof *diff);
+  if (!first || !diff) return nomem(err);
+  for (size_t f = 0; f < m->n_files; f++) first[f] = rq->n_groups;
+  for (size_t gi = rq->n_groups; gi-- > 0;) { /* the last group first: an earlier one overwrites */
+    memset(diff, 0, (m->n_files + 1) * sizeof *diff);
+    for (size_t k = 0; k < g[gi]->n_patterns; k++) {
+      size_t lo, hi;
+      mpk_mt_pattern_range(m, g[gi]->patterns[k], &lo, &hi);
+      if (lo < hi) diff[lo]++, diff[hi]--;
+    }
+    int64_t depth = 0;
+    for (size_t f = 0; f < m->n_files; f++)
+      if ((depth += diff[f]) > 0) first[f] = gi;
+  }
   for (size_t f = 0; f < m->n_files; f++) {
     const mpk_mt_file *lf = &m->files[f];
-    size_t gi = 0;
-    while (gi < rq->n_groups && !mpk_mt_group_selects(g[gi], lf->path)) gi++;
+    size_t gi = first[f];
     if (gi == rq->n_groups) continue;
     files[n] = (mpk_mt_planned_file){.path = lf->path, .group = rq->groups[gi], .has_size = lf->has_size,
                                      .size = lf->has_size ? lf->size : 0, .sha256 = lf->sha256};

@@ -101,6 +101,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!allow && (!p->files[f].has_size || !p->files[f].sha256)) __builtin_trap();
       }
       if (total != p->total_bytes) __builtin_trap();
+      /* Exactly the listed files some requested group's pattern matches, each under the first such
+         group (a brute-force pass over every file and pattern). */
+      const mpk_mt_plan *plan = mpk_mt_manifest_plan(m, m->variants[i].id);
+      size_t k = 0;
+      for (size_t f = 0; plan && f < m->n_files; f++) {
+        const char *group = NULL;
+        for (size_t gi = 0; gi < p->n_groups && !group; gi++)
+          for (size_t pg = 0; pg < plan->n_groups && !group; pg++) {
+            if (strcmp(plan->groups[pg].name, p->groups[gi])) continue;
+            for (size_t q = 0; q < plan->groups[pg].n_patterns && !group; q++)
+              if (mpk_pattern_matches(plan->groups[pg].patterns[q], m->files[f].path)) group = p->groups[gi];
+          }
+        if (!group) continue;
+        if (k >= p->n_files || strcmp(p->files[k].path, m->files[f].path) || strcmp(p->files[k].group, group))
+          __builtin_trap();
+        k++;
+      }
+      if (plan && k != p->n_files) __builtin_trap();
       mpk_mt_download_plan_free(p);
     }
   mpk_mt_manifest_free(m);

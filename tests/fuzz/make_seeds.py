@@ -312,3 +312,114 @@ for sel, wav in ((0, riff(fmt(1, 1, 16000, 16), (b"data", tone16))),
 big = riff(fmt(1, 1, 16000, 16), (b"data", tone16))
 write("fuzz_wav", b"\0" + big[:-4])                                    # truncated data chunk
 write("fuzz_wav", b"\0" + big[:40] + struct.pack("<I", 0xFFFFFFFF) + big[44:])  # 4 GiB declared
+
+
+# ---- issue 16: the parsers that had no target.
+EX = os.path.join(ROOT, "examples")
+
+
+def read(*parts):
+    with open(os.path.join(*parts), "rb") as f:
+        return f.read()
+
+
+# fuzz_txn_journal: journals as core/txn.c writes them (canonical JSON, "\n", "sha256:<hex>\n") for
+# the transaction name "fuzz", and one broken rule each.
+def journal(entries, name="fuzz", fmt_="modelpkg-txn-journal", version=1, extra=None, digest=None):
+    doc = {"entries": entries, "format": fmt_, "name": name, "version": version}
+    if extra:
+        doc.update(extra)
+    body = (json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    return body + b"sha256:" + (digest or hashlib.sha256(body).hexdigest()).encode() + b"\n"
+
+
+def jentry(final="w.bin", temp=None, size=4, sha="0" * 64):
+    return {"final": final, "temp": temp or final + ".fuzz-txn.Ab12Cd", "size": size, "sha256": "sha256:" + sha}
+
+
+for j in (journal([]), journal([jentry()]), journal([jentry(), jentry("b.bin", size=0)]),
+          journal([jentry(), jentry()]), journal([jentry("../x")]), journal([jentry("a/b")]),
+          journal([jentry(temp="w.bin.fuzz-txn.Ab12C")]), journal([jentry(temp="other.fuzz-txn.Ab12Cd")]),
+          journal([jentry(size=-1)]), journal([jentry(sha="A" * 64)]), journal([jentry()], name="merge"),
+          journal([jentry()], fmt_="other"), journal([jentry()], version=2), journal([jentry()], extra={"x": 1}),
+          journal([jentry()], digest="0" * 64), journal([dict(jentry(), extra=1)]), journal([jentry(".fuzz.txn-journal")])):
+    write("fuzz_txn_journal", j)
+    write("fuzz_txn_journal", b"\0" + j[:-72])  # the target appends the checksum line
+write("fuzz_txn_journal", journal([jentry()])[:-10])
+write("fuzz_txn_journal", b"")
+write("fuzz_txn_journal", b"{}\nsha256:" + b"0" * 64 + b"\n")
+
+# fuzz_mt_training_config / fuzz_mt_optimum_config: the tiny package's files and variants.
+TINY = os.path.join(EX, "mt-tiny", "variants", "cpu-fp16")
+tc_raw = read(TINY, "train", "training_config.json")
+tc = json.loads(tc_raw)
+write("fuzz_mt_training_config", tc_raw)
+layer = sorted(tc["peft_mapping"])[0]
+for d in (dict(tc, rank=0), dict(tc, alpha="x"), dict(tc, alpha=None, rank=None), dict(tc, peft_mapping={}),
+          dict(tc, peft_mapping=[]), dict(tc, peft_mapping={layer: tc["peft_mapping"][layer]}),
+          dict(tc, peft_mapping={"model.layers.9.self_attn.q_proj.base_layer": tc["peft_mapping"][layer]}),
+          dict(tc, trainable_tensor_specs={"x": {"dtype": "float32", "shape": [2, 6]}}),
+          dict(tc, trainable_tensor_specs=[]), dict(tc, peft_mapping={layer: {"weight": 1}}), [tc]):
+    write("fuzz_mt_training_config", dumps(d))
+oc_raw = read(TINY, "inference", "optimum_config.json")
+oc = json.loads(oc_raw)
+write("fuzz_mt_optimum_config", oc_raw)
+for d in (dict(oc, inferenceGraphPrecision="float32"), dict(oc, inferenceGraphPrecision=""),
+          dict(oc, inferenceGraphPrecision=None), dict(oc, inferenceGraphPrecision=16),
+          {k: v for k, v in oc.items() if k != "inferenceGraphPrecision"}, [oc], "x"):
+    write("fuzz_mt_optimum_config", dumps(d))
+
+# fuzz_mlc_chat_config: the examples' chat configs and the real packages', and variants.
+for name in ("gemma4-audio", "llava-image", "legacy-no-manifest"):
+    p = os.path.join(EX, name, "mlc-chat-config.json")
+    if os.path.exists(p):
+        write("fuzz_mlc_chat_config", read(p))
+for pkg in sorted(os.listdir(os.path.join(SHARED, "realdata", "mlc-packages"))):
+    p = os.path.join(SHARED, "realdata", "mlc-packages", pkg, "mlc-chat-config.json")
+    if os.path.exists(p) and os.path.getsize(p) < 100000:
+        write("fuzz_mlc_chat_config", read(p))
+cc = json.loads(read(EX, "gemma4-audio", "mlc-chat-config.json"))
+mc = cc.get("model_config", {})
+for d in (dict(cc, context_window_size=-1), dict(cc, context_window_size=2 ** 60), dict(cc, model_config=None),
+          {k: v for k, v in cc.items() if k != "model_config"}, dict(cc, model_config=dict(mc, vocab_size=0)),
+          dict(cc, model_config=dict(mc, vocab_size=1.5)), dict(cc, model_config=dict(mc, hidden_size=-4)),
+          dict(cc, sliding_window_size=64, context_window_size=-1), [cc], {}):
+    write("fuzz_mlc_chat_config", dumps(d))
+
+# fuzz_audio_base64: every input_audio.data of the WebLLM vectors, and the decoder's rules.
+for c in cases("audio_decode.json"):
+    if isinstance(c["input"].get("data"), str):
+        write("fuzz_audio_base64", c["input"]["data"])
+tone = riff(fmt(1, 1, 16000, 16), (b"data", tone16))
+b64 = base64.b64encode(tone).decode()
+for s in (b64, "data:audio/wav;base64," + b64, "data:AUDIO/WAVE;base64," + b64, "data:audio/x-wav;base64," + b64,
+          "data:audio/mp3;base64," + b64, " " + b64[:10] + "\n" + b64[10:] + "\t", b64.rstrip("="), b64 + "=",
+          b64[:-1], "https://example.com/a.wav", "HTTP:x", "QQ", "QQ=", "QQ==", "Q", "====", "", "data:",
+          base64.b64encode(riff(fmt(1, 2, 44100, 24), (b"data", bytes(range(24))))).decode()):
+    write("fuzz_audio_base64", s)
+
+# fuzz_mt_build: the example's BUILD.json and variants of it.
+bj_raw = read(EX, "mt-tiny.build.json")
+bj = json.loads(bj_raw)
+write("fuzz_mt_build", bj_raw)
+for d in (dict(bj, defaultVariant="nope"), {k: v for k, v in bj.items() if k != "variants"},
+          dict(bj, schemaVersion="9.0"), dict(bj, fileSizes={"x": 1}), dict(bj, exportedAt=None),
+          dict(bj, variants=bj.get("variants", [])[:1]), dict(bj, variants=[]), dict(bj, unknownField=[1, {}]),
+          dict(bj, requiredFiles=["../x"]), [bj], {}):
+    write("fuzz_mt_build", dumps(d))
+
+# fuzz_mlc_build: the tasks of the example package, the interface_id vectors' tasks, wrappers.
+gm = json.loads(read(EX, "gemma4-audio", "mlc-model-manifest.json"))
+progs = {"generation": {"kind": "token_generation", "exports": {"embed_tokens": "e", "prefill_tokens": "p",
+         "decode_tokens": "d", "create_kv_cache": "k"}, "adapters": {"audio": "a"}}}
+write("fuzz_mlc_build", dumps(gm["tasks"]))
+write("fuzz_mlc_build", dumps({"tasks": gm["tasks"], "programs": progs}))
+for c in cases("interface_id.json"):
+    write("fuzz_mlc_build", c.get("tasks_json_text") or dumps(c["tasks"]))
+    if "tasks" in c:
+        write("fuzz_mlc_build", dumps({"tasks": c["tasks"], "programs": progs}))
+bad = json.loads(dumps({"tasks": gm["tasks"], "programs": progs}))
+first = sorted(bad["tasks"])[0]
+bad["tasks"][first]["executor"] = "other"
+write("fuzz_mlc_build", dumps(bad))
+write("fuzz_mlc_build", dumps({"tasks": {}, "programs": {}}))
