@@ -33,7 +33,9 @@ int mpk_write_all(int fd, const void *data, size_t len) {
    the usual 0644, and no thread has to read the process-wide umask by changing it (umask(0) and
    back would let another thread create a file world-writable in between). O_EXCL makes any name
    safe to try; the names only need to differ between tries, processes and threads. */
-int mpk_temp_open(char *template_path) {
+int mpk_temp_open(char *template_path) { return mpk_temp_open_at(AT_FDCWD, template_path); }
+
+int mpk_temp_open_at(int dfd, char *template_path) {
   static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
   static _Atomic uint64_t counter;
   size_t n = strlen(template_path);
@@ -51,7 +53,7 @@ int mpk_temp_open(char *template_path) {
     v = (v ^ (v >> 27)) * 0x94D049BB133111EBull;
     v ^= v >> 31;
     for (int i = 0; i < 6; i++, v /= 62) template_path[n - 6 + i] = chars[v % 62];
-    int fd = open(template_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    int fd = openat(dfd, template_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd >= 0 || errno != EEXIST) return fd;
   }
   errno = EEXIST;

@@ -234,6 +234,8 @@ int mpk_atomic_cleanup(const char *path, size_t *removed, mpk_error *err);
 int mpk_write_all(int fd, const void *data, size_t len);
 /* mkstemp(template) with close-on-exec and mode 0666 less the umask. The fd, or -1 with errno. */
 int mpk_temp_open(char *template_path);
+/* The same beneath a directory handle (never created through a link). */
+int mpk_temp_open_at(int dfd, char *template_path);
 /* mkstemp's suffix: exactly six characters of [A-Za-z0-9], then the end of the string. */
 bool mpk_is_temp_suffix(const char *s);
 /* fsync a directory (its renames and unlinks become durable). 0, or -1 with errno; a file system

@@ -834,29 +834,6 @@ int mpk_txn_begin_at(int dirfd, const char *dir, const char *name, mpk_txn_outco
   return 0;
 }
 
-/* mpk_temp_open beneath the directory handle: the name's last six X become random characters; the
-   file is created exclusively (never through a link). The fd, or -1 with errno. */
-static int temp_open_at(int dfd, char *name) {
-  static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  static _Atomic uint64_t counter;
-  size_t n = strlen(name);
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  uint64_t x = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
-               (uint64_t)(uintptr_t)&ts;
-  for (int attempt = 0; attempt < 1000; attempt++) {
-    uint64_t v = x + 0x9E3779B97F4A7C15ull * (atomic_fetch_add(&counter, 1) + 1); /* splitmix64 */
-    v = (v ^ (v >> 30)) * 0xBF58476D1CE4E5B9ull;
-    v = (v ^ (v >> 27)) * 0x94D049BB133111EBull;
-    v ^= v >> 31;
-    for (int i = 0; i < 6; i++, v /= 62) name[n - 6 + i] = chars[v % 62];
-    int fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
-    if (fd >= 0 || errno != EEXIST) return fd;
-  }
-  errno = EEXIST;
-  return -1;
-}
-
 static entry *find_entry(mpk_txn *t, const char *final) {
   for (size_t i = 0; i < t->n; i++)
     if (strcmp(t->e[i].final, final) == 0) return &t->e[i];
@@ -892,7 +869,7 @@ int mpk_txn_stage(mpk_txn *t, const char *final_name, int *fd, mpk_error *err) {
     return mpk_fail(err, MPK_ENOMEM, t->dir, NULL, "out of memory");
   }
   snprintf(tmpl, fl + sl + 7, "%s%sXXXXXX", final_name, t->nm.suffix);
-  int f = temp_open_at(t->dfd, tmpl);
+  int f = mpk_temp_open_at(t->dfd, tmpl);
   if (f < 0) {
     int en = errno;
     free(tmpl);

@@ -5,20 +5,8 @@ set -uo pipefail
 MPK="$1"; SRC="$2"; SHARED="$3"
 EX="$SRC/examples"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
-pass=0; fail=0
 
-# expect NAME STATUS PATTERN -- CMD...: CMD exits STATUS and its stdout+stderr match PATTERN (grep -E).
-expect() {
-  local name="$1" status="$2" pattern="$3"; shift 4
-  local out rc
-  out="$("$@" 2>&1)"; rc=$?
-  # A here-string, not a pipe: with pipefail, grep -q exiting at the first match could SIGPIPE printf.
-  if [ "$rc" -eq "$status" ] && grep -Eq -- "$pattern" <<<"$out"; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1)); echo "FAIL: $name (exit $rc, wanted $status; pattern '$pattern')"; printf '%s\n' "$out" | head -20
-  fi
-}
+. "$(dirname "$0")/expect.sh"
 
 G="$EX/gemma4-audio"; GLIB="$G/lib/gemma4-audio-webgpu.wasm"
 L="$EX/llava-image"; LLIB="$L/lib/llava-image-webgpu.wasm"

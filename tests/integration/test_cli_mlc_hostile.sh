@@ -8,19 +8,8 @@ set -uo pipefail
 MPK="$1"; SRC="$2"; SHARED="$3"
 EX="$SRC/examples"; R="$SHARED/realdata"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
-pass=0; fail=0
 
-# expect NAME STATUS PATTERN -- CMD...: within 10 s, CMD exits STATUS and its stdout+stderr match PATTERN.
-expect() {
-  local name="$1" status="$2" pattern="$3"; shift 4
-  local out rc
-  out="$(timeout 10 "$@" 2>&1)"; rc=$?
-  if [ "$rc" -eq "$status" ] && grep -Eq -- "$pattern" <<<"$out"; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1)); echo "FAIL: $name (exit $rc, wanted $status; pattern '$pattern')"; printf '%s\n' "$out" | head -20
-  fi
-}
+EXPECT_TIMEOUT=10; . "$(dirname "$0")/expect.sh"
 # json_ok NAME STATUS PYTHON-ASSERTS -- CMD...: stdout is exactly one JSON document `r` satisfying the asserts.
 json_ok() {
   local name="$1" status="$2" check="$3"; shift 4

@@ -7,23 +7,13 @@ set -uo pipefail
 MPK="$1"; SRC="$2"; FLAVOUR="${3:-plain}"
 TINY="$SRC/examples/mt-tiny"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
-pass=0; fail=0
 PY=/usr/bin/python3
 LIMIT=(prlimit --as=1073741824 timeout 10)
 # AddressSanitizer reserves terabytes of address space: under it only the timeout applies.
 FAST_MS=1000
 [ "$FLAVOUR" = sanitize ] && LIMIT=(timeout 10) && FAST_MS=10000
 
-expect() {
-  local name="$1" status="$2" pattern="$3"; shift 4
-  local out rc
-  out="$("$@" 2>&1)"; rc=$?
-  if [ "$rc" -eq "$status" ] && grep -Eq -- "$pattern" <<<"$out"; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1)); echo "FAIL: $name (exit $rc, wanted $status; pattern '$pattern')"; printf '%s\n' "$out" | head -20
-  fi
-}
+. "$(dirname "$0")/expect.sh"
 # Elapsed wall time of a command in milliseconds must stay under $1 (the command's status is ignored).
 within_ms() {
   local name="$1" ms="$2"; shift 3

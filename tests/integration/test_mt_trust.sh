@@ -7,24 +7,11 @@ set -uo pipefail
 MPK="$1"; SRC="$2"
 EX="$SRC/examples"; AD="$EX/mt-tiny.adapter.safetensors"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
-pass=0; fail=0
 INF=variants/cpu-fp16/inference
 W=model.layers.0.attn.q_proj.MatMul.weight.bin
 V=model.layers.0.attn.v_proj.MatMul.weight.bin
 
-# expect NAME STATUS PATTERN -- CMD...: CMD exits STATUS within 10 s and its stdout+stderr match PATTERN.
-expect() {
-  local name="$1" status="$2" pattern="$3"; shift 4
-  local out rc
-  out="$(timeout 10 "$@" 2>&1)"; rc=$?
-  if [ "$rc" -eq "$status" ] && grep -Eq -- "$pattern" <<<"$out"; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1)); echo "FAIL: $name (exit $rc, wanted $status; pattern '$pattern')"; printf '%s\n' "$out" | head -20
-  fi
-}
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+EXPECT_TIMEOUT=10; . "$(dirname "$0")/expect.sh"
 fresh() { rm -rf "$1" && cp -r "$EX/mt-tiny" "$1" && chmod -R u+w "$1"; }
 # Every file under a directory (names, types, link targets and contents), for before/after comparisons.
 sums() { (cd "$1" && find . -printf '%p %y %l\n' | sort && find . -type f -print0 | sort -z | xargs -0 -r sha256sum); }
