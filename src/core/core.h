@@ -161,6 +161,15 @@ void mpk_findings_fail(mpk_findings *f, int code, const char *file, const char *
     __attribute__((format(printf, 5, 6)));
 void mpk_findings_note(mpk_findings *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mpk_findings_free(mpk_findings *f);
+/* Problems of one kind (a missing file or shard, a parameter mismatch) are listed one by one up to
+   MPK_LIST_MAX, then summed up in one line with the count (docs/CLI.md, "Reports"): a tally counts
+   them; mpk_tally_keep says whether this one is still listed. */
+#define MPK_LIST_MAX 10
+typedef struct mpk_tally {
+  size_t count;
+} mpk_tally;
+static inline bool mpk_tally_keep(mpk_tally *t) { return t->count++ < MPK_LIST_MAX; }
+static inline bool mpk_tally_over(const mpk_tally *t) { return t->count > MPK_LIST_MAX; }
 
 /* ---------------------------------------------------------------- files (fs.c) */
 

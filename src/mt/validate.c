@@ -519,15 +519,24 @@ static void check_patterns(check *c) {
 static void check_listing(check *c) {
   const mpk_mt_manifest *m = c->m;
   mpk_path pp;
+  mpk_tally no_size = {0}, no_digest = {0};
   for (size_t i = 0; i < m->n_files; i++) {
     const mpk_mt_file *f = &m->files[i];
-    if (!f->has_size)
+    if (!f->has_size && mpk_tally_keep(&no_size))
       problem(c, MPK_EMALFORMED, c->p->manifest_path, keys_ptr(&pp, "sha256", f->path, NULL),
               "file \"%s\" has a sha256 digest but no fileSizes entry", f->path);
-    if (!f->sha256)
+    if (!f->sha256 && mpk_tally_keep(&no_digest))
       problem(c, MPK_EMALFORMED, c->p->manifest_path, keys_ptr(&pp, "fileSizes", f->path, NULL),
               "file \"%s\" has a size but no sha256 digest", f->path);
   }
+  if (mpk_tally_over(&no_size))
+    problem(c, MPK_EMALFORMED, c->p->manifest_path, "/sha256",
+            "%zu of %zu listed files have a sha256 digest but no fileSizes entry (the first %d listed)", no_size.count,
+            m->n_files, MPK_LIST_MAX);
+  if (mpk_tally_over(&no_digest))
+    problem(c, MPK_EMALFORMED, c->p->manifest_path, "/fileSizes",
+            "%zu of %zu listed files have a size but no sha256 digest (the first %d listed)", no_digest.count,
+            m->n_files, MPK_LIST_MAX);
 }
 
 static int check_integrity(check *c) {
@@ -544,6 +553,7 @@ static int check_integrity(check *c) {
   int rc = 0;
   if (c->p->n_known) qsort(c->p->known, c->p->n_known, sizeof *c->p->known, cmp_known);
   /* Sizes first, for every file: a truncated file fails before anything is hashed. */
+  mpk_tally missing = {0};
   for (size_t i = 0; i < m->n_files && !rc; i++) {
     const mpk_mt_file *f = &m->files[i];
     if (!in_scope(c, f->path)) {
@@ -554,7 +564,7 @@ static int check_integrity(check *c) {
     struct stat st;
     mpk_error e;
     if (!probe(c, f->path, false, "listed file", &st, &e)) {
-      add_error(c, &e);
+      if (e.code != MPK_ENOTFOUND || mpk_tally_keep(&missing)) add_error(c, &e);
       continue;
     }
     if (f->has_size && (uint64_t)st.st_size != f->size) {
@@ -592,6 +602,9 @@ static int check_integrity(check *c) {
     jobs[nj] = (mpk_digest_job){.path = abs, .algo = MPK_DIGEST_SHA256, .expected_size = (uint64_t)st.st_size};
     of[nj++] = f;
   }
+  if (mpk_tally_over(&missing))
+    problem(c, MPK_ENOTFOUND, r->dir, NULL, "%zu of %zu listed files in scope are missing (the first %d listed)",
+            missing.count, r->n_files, MPK_LIST_MAX);
   if (!rc) {
     mpk_error e;
     mpk_error_clear(&e);

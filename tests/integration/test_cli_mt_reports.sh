@@ -48,6 +48,10 @@ expect budget_million_plan 1 'past the manifest reader.s budget of 100000 files'
 expect budget_million_select 1 'past the manifest reader.s budget' -- "${LIMIT[@]}" "$MPK" mt select "$TMP/million"
 inflate "$TMP/at" 100000 sha            # exactly at the budget: read
 expect budget_at 0 'OK: 15 files' -- "${LIMIT[@]}" "$MPK" mt plan "$TMP/at" --variant cpu-fp16
+# check at the budget: 100,000 listed files missing are 10 problems and one summary, not 100,000
+expect budget_at_check_summary 1 '[0-9]{5} of 100000 listed files in scope are missing \(the first 10 listed\)' \
+  -- "${LIMIT[@]}" "$MPK" check "$TMP/at" --no-hash --all-variants
+expect budget_at_check_count 1 'FAILED: 11 problems' -- "${LIMIT[@]}" "$MPK" check "$TMP/at" --no-hash --all-variants
 inflate "$TMP/over" 100001 sha
 expect budget_over 1 '/fileSizes: fileSizes lists more than 100000 files' -- "$MPK" mt plan "$TMP/over" --variant cpu-fp16
 expect budget_env_raise 0 'OK: 15 files' -- env MODELPKG_MT_MAX_FILES=100001 "$MPK" mt plan "$TMP/over" --variant cpu-fp16
