@@ -599,7 +599,15 @@ static int check_integrity(check *c) {
       free(abs);
       continue;
     }
-    jobs[nj] = (mpk_digest_job){.path = abs, .algo = MPK_DIGEST_SHA256, .expected_size = (uint64_t)st.st_size};
+    free(abs);
+    /* hashed beneath the package by path relative to it: a file swapped for a link out after the
+       probe is refused again when it is opened to hash it */
+    char *rel = strdup(f->path);
+    if (!rel) {
+      rc = MPK_ENOMEM;
+      break;
+    }
+    jobs[nj] = (mpk_digest_job){.path = rel, .algo = MPK_DIGEST_SHA256, .expected_size = (uint64_t)st.st_size};
     of[nj++] = f;
   }
   if (mpk_tally_over(&missing))
@@ -608,20 +616,23 @@ static int check_integrity(check *c) {
   if (!rc) {
     mpk_error e;
     mpk_error_clear(&e);
-    rc = mpk_digest_files(jobs, nj, c->o->workers, c->o->progress, c->o->progress_ctx, &e);
+    rc = mpk_digest_files_beneath(r->dir, jobs, nj, c->o->workers, c->o->progress, c->o->progress_ctx, &e);
   }
   for (size_t j = 0; !rc && j < nj; j++) {
+    char *abs = mpk_path_join(r->dir, jobs[j].path);
+    const char *shown = abs ? abs : jobs[j].path;
     if (jobs[j].code)
-      problem(c, jobs[j].code, jobs[j].path, NULL, "listed file could not be read to hash it");
+      problem(c, jobs[j].code, shown, NULL, "listed file could not be read to hash it");
     else if (jobs[j].size != jobs[j].expected_size)
-      problem(c, MPK_EMISMATCH, jobs[j].path, NULL, "file changed size while it was hashed");
+      problem(c, MPK_EMISMATCH, shown, NULL, "file changed size while it was hashed");
     else if (strcmp(jobs[j].hex, of[j]->sha256) != 0)
-      problem(c, MPK_EMISMATCH, jobs[j].path, NULL, "SHA-256 %s does not equal the manifest's sha256 %s",
+      problem(c, MPK_EMISMATCH, shown, NULL, "SHA-256 %s does not equal the manifest's sha256 %s",
               jobs[j].hex, of[j]->sha256);
     else {
       r->n_files_hashed++;
       r->bytes_hashed += jobs[j].size;
     }
+    free(abs);
   }
   for (size_t j = 0; j < nj; j++) free((char *)jobs[j].path);
   free(jobs);
