@@ -111,7 +111,7 @@ int mpk_cli_json_refuse(const char *command, const char *const *keys, const mpk_
 /* --json anywhere among argv[1..]: the command must answer with a document even for a usage error. */
 bool mpk_cli_json_wanted(int argc, char **argv);
 /* A usage error (mpk_cli_usage_error's text on stderr) that, with `json`, also prints the refusal
-   document (code "invalid", "usage: ..." message) on stdout. Returns MPK_EXIT_USAGE. */
+   document (code "invalid-argument", "usage: ..." message) on stdout. Returns MPK_EXIT_USAGE. */
 int mpk_cli_usage_json(bool json, const char *cmd, const char *const *keys, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

@@ -42,11 +42,9 @@ int mpk_mlc_tensor_cache_scan(const void *data, size_t len, mpk_arena *arena, mp
 /* tensor_cache.c: a record's nbytes, elements x ceil(bits/8); false on uint64 overflow. */
 bool mpk_mlc_record_bytes(const int64_t *shape, size_t ndim, int bits, uint64_t *out);
 
-/* Problems of one kind are listed up to this many, then summed up (core.h, mpk_tally). */
-#define MPK_MLC_LIST_MAX MPK_LIST_MAX
 
 /* params.c: every difference between the library's parameters (`expected`) and the weights
-   (`actual`), each through fn (the first MPK_MLC_LIST_MAX of a kind, then a summary line with the
+   (`actual`), each through fn (the first MPK_LIST_MAX of a kind (core.h, mpk_tally), then a summary line with the
    count); with `tc` (the cache `actual` was read from) each points into it
    ("/records/S/records/R/shape"). Returns the number of differences (0: they match). */
 size_t mpk_mlc_params_compare_each(const mpk_mlc_params *expected, const mpk_mlc_params *actual,

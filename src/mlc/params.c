@@ -297,13 +297,13 @@ static const char *const diff_summary[N_DIFF] = {
 typedef struct diffs {
   mpk_problem_fn fn;
   void *ctx;
-  size_t count[N_DIFF];
+  mpk_tally count[N_DIFF];
   size_t total;
 } diffs;
 
 static void diff(diffs *d, int kind, const mpk_error *e) {
   d->total++;
-  if (d->count[kind]++ < MPK_MLC_LIST_MAX && d->fn) d->fn(d->ctx, e);
+  if (mpk_tally_keep(&d->count[kind]) && d->fn) d->fn(d->ctx, e);
 }
 
 /* "/records/S/records/R" of weights item i when the weights are the tensor cache's records. */
@@ -379,9 +379,9 @@ size_t mpk_mlc_params_compare_each(const mpk_mlc_params *expected, const mpk_mlc
     diff(&d, D_EXTRA, &e);
   }
   for (int k = 0; k < N_DIFF; k++) {
-    if (d.count[k] <= MPK_MLC_LIST_MAX) continue;
+    if (!mpk_tally_over(&d.count[k])) continue;
     size_t of = k == D_EXTRA ? actual->n : expected->n;
-    mpk_fail(&e, MPK_EMISMATCH, af, NULL, diff_summary[k], d.count[k], of, ef, MPK_MLC_LIST_MAX);
+    mpk_fail(&e, MPK_EMISMATCH, af, NULL, diff_summary[k], d.count[k].count, of, ef, MPK_LIST_MAX);
     if (fn) fn(ctx, &e);
   }
   free(se);

@@ -1,7 +1,7 @@
 /* Shard files against their tensor cache: present, inside the package (opened beneath it, never
    through a link out of it), regular files, the declared size, the declared MD5. Shards are hashed
    in parallel (core/digest_pool.c). Problems of one kind are listed for the first
-   MPK_MLC_LIST_MAX shards, then summed up in one line ("483 of 483 shards missing"). */
+   MPK_LIST_MAX shards, then summed up in one line ("483 of 483 shards missing"). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,7 +18,7 @@ typedef struct sink {
   void *ctx;
   mpk_error *err;
   int first;
-  size_t count[N_KINDS];
+  mpk_tally count[N_KINDS];
   int code[N_KINDS];
 } sink;
 
@@ -29,18 +29,18 @@ static void problem(sink *s, int kind, const mpk_error *e) {
   }
   if (kind >= 0) {
     s->code[kind] = e->code;
-    if (s->count[kind]++ >= MPK_MLC_LIST_MAX) return; /* summed up at the end */
+    if (!mpk_tally_keep(&s->count[kind])) return; /* summed up at the end */
   }
   if (s->fn) s->fn(s->ctx, e);
 }
 
 static void summaries(sink *s, const char *dir, size_t n) {
   for (int k = 0; k < N_KINDS; k++) {
-    if (s->count[k] <= MPK_MLC_LIST_MAX) continue;
+    if (!mpk_tally_over(&s->count[k])) continue;
     mpk_error e;
     mpk_error_clear(&e);
-    mpk_fail(&e, s->code[k], dir, NULL, "%zu of %zu shards %s (the first %d listed)", s->count[k], n,
-             kind_summary[k], MPK_MLC_LIST_MAX);
+    mpk_fail(&e, s->code[k], dir, NULL, "%zu of %zu shards %s (the first %d listed)", s->count[k].count, n,
+             kind_summary[k], MPK_LIST_MAX);
     if (s->fn) s->fn(s->ctx, &e);
   }
 }
