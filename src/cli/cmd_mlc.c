@@ -1,11 +1,12 @@
 /* modelpkg mlc id DIR | modelpkg mlc metadata LIB */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "core/core.h"
-#include "mlc/mlc.h"
 
 static const char help[] =
     "usage: modelpkg mlc <subcommand>\n"
@@ -37,13 +38,14 @@ static int cmd_id(const char *arg, bool json) {
   mpk_mlc_package *pkg = NULL;
   char id[MPK_SHA256_ID_SIZE];
   int rc;
-  if (dir && mpk_mlc_pkg_lstat(arg, MPK_MLC_MANIFEST_FILENAME) == MPK_MLC_PKG_ABSENT)
+  struct stat st;
+  if (dir && lstat(path, &st) != 0 && errno == ENOENT) /* absent, not merely unreadable: a legacy package */
     rc = mpk_fail(&err, MPK_ENOTFOUND, arg, NULL,
                   "has no mlc-model-manifest.json (a legacy package: it declares no tasks, so there is no "
                   "interface_id): write one with `modelpkg mlc build %s --tasks TASKS.json --lib LIB`",
                   arg);
   else /* a package's manifest is read beneath the package; a file named directly, as given */
-    rc = dir ? mpk_mlc_pkg_map(arg, MPK_MLC_MANIFEST_FILENAME, MPK_JSON_DEFAULT_MAX_BYTES, &m, &err)
+    rc = dir ? mpk_map_beneath(arg, MPK_MLC_MANIFEST_FILENAME, MPK_JSON_DEFAULT_MAX_BYTES, &m, &err)
              : mpk_map_file(path, MPK_JSON_DEFAULT_MAX_BYTES, &m, &err);
   if (!rc) {
     rc = mpk_mlc_package_parse(m.data, m.size, path, 1, &pkg, &err);
