@@ -27,7 +27,7 @@
 
 #include "modelpkg.h"
 /* Internal: the strict reader itself (the static library exports it). */
-#include "../src/core/json_scan.h"
+#include "core/json_scan.h"
 
 static double now_s(void) {
   struct timespec ts;

@@ -55,7 +55,7 @@
 #include <unistd.h>
 
 #include "modelpkg.h"
-#include "mt/merge_kernel.h"
+#include "mt/merge/merge_kernel.h"
 
 static double now_s(void) {
   struct timespec ts;

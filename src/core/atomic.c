@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h"
-#include "txn.h" /* the helpers below, shared with txn.c */
+#include "core/core.h"
+#include "core/txn.h" /* the helpers below, shared with txn.c */
 
 int mpk_write_all(int fd, const void *data, size_t len) {
   const char *p = data;

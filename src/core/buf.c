@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
+#include "core/buf.h"
 
 static bool reserve(mpk_buf *b, size_t extra) {
   if (b->oom) return false;

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "core.h"
+#include "core/buf.h"
+#include "core/core.h"
 
 static void put_string(mpk_buf *b, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";

@@ -6,7 +6,7 @@
 
 #include <openssl/evp.h>
 
-#include "core.h"
+#include "core/core.h"
 
 int mpk_sha256(const void *data, size_t len, uint8_t out[MPK_SHA256_LEN]) {
   unsigned int n = 0;

@@ -12,7 +12,7 @@
 
 #include <openssl/evp.h>
 
-#include "core.h"
+#include "core/core.h"
 
 #define CHUNK (1u << 20)
 #define MAX_WORKERS 8

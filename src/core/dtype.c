@@ -1,7 +1,7 @@
 /* Element dtypes by name, as TVM spells them. */
 #include <string.h>
 
-#include "core.h"
+#include "core/core.h"
 
 static const struct {
   const char *name;

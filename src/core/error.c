@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core.h"
+#include "core/core.h"
 
 static void copy_field(char *dst, size_t cap, const char *src) {
   if (!src) {

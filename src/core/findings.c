@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "core/core.h"
 
 void mpk_findings_problem(mpk_findings *f, const mpk_error *e) {
   if (f->n_problems == f->cap_problems) {

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "core/core.h"
 
 int mpk_map_fd(int fd, const char *shown, size_t size, mpk_mapped *out, mpk_error *err) {
   memset(out, 0, sizeof *out);

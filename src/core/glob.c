@@ -3,7 +3,7 @@
    readers cannot disagree. */
 #include <string.h>
 
-#include "core.h"
+#include "core/core.h"
 
 int mpk_pattern_valid(const char *pattern) {
   if (!pattern) return 0;

@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
-#include "json_scan.h"
+#include "core/core.h"
+#include "core/json_scan.h"
 
 /* The tree is built from mpk_json_scan's events (json_scan.c), which enforce every rule. */
 typedef struct tree {

@@ -24,8 +24,8 @@
 
 #include <yajl/yajl_parse.h>
 
-#include "core.h"
-#include "json_scan.h"
+#include "core/core.h"
+#include "core/json_scan.h"
 
 /* A key of an open object: where its bytes are (in the text, or in the pool of decoded keys,
    which moves when it grows), for the duplicate check. */

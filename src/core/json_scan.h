@@ -3,7 +3,7 @@
 #ifndef MPK_JSON_SCAN_H
 #define MPK_JSON_SCAN_H
 
-#include "core.h"
+#include "core/core.h"
 
 typedef enum mpk_json_event_kind {
   MPK_JSON_NULL,

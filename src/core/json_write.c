@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "core.h"
+#include "core/buf.h"
+#include "core/core.h"
 
 /* Decode one UTF-8 sequence (input is valid UTF-8: jansson checked it). */
 static unsigned decode(const unsigned char *s, size_t *i) {

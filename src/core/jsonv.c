@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "core/core.h"
 
 int mpk_jv_fail(mpk_jv *v, int code, const char *fmt, ...) {
   if (!v->err) return code;

@@ -19,7 +19,7 @@
 #include <linux/openat2.h>
 #endif
 
-#include "core.h"
+#include "core/core.h"
 
 #define MAX_LINKS 40 /* as the kernel's own limit on links in one resolution */
 #define MAX_DEPTH 256

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "core/core.h"
 
 #define MAX_WORKERS 64
 

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core.h"
+#include "core/core.h"
 
 void mpk_path_init(mpk_path *p) {
   p->buf[0] = '\0';

@@ -22,8 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "txn.h"
+#include "core/buf.h"
+#include "core/txn.h"
 
 #define TXN_NAME_MAX 32
 #define JOURNAL_FORMAT "modelpkg-txn-journal"

@@ -5,7 +5,7 @@
 #ifndef MPK_TXN_H
 #define MPK_TXN_H
 
-#include "core.h"
+#include "core/core.h"
 
 /* ---------------------------------------------------------------- transactions (txn.c) */
 

@@ -1,7 +1,7 @@
 /* The library's version, and MobileTransformers-style "MAJOR.MINOR" document versions. */
 #include <string.h>
 
-#include "core.h"
+#include "core/core.h"
 
 const char *mpk_version(void) { return MPK_VERSION_STRING; }
 int mpk_version_number(void) { return MPK_VERSION_NUMBER; }

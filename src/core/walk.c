@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "core.h"
+#include "core/core.h"
 
 #define MAX_PATH_BYTES 4096 /* of a path relative to the walked directory */
 

@@ -17,8 +17,8 @@
 
 #include <soxr.h>
 
-#include "../core/core.h"
-#include "wav.h"
+#include "core/core.h"
+#include "media/wav.h"
 
 #define MIX_BLOCK 16384 /* frames mixed to mono per step: 64 KiB of float */
 #define RELEASE_STEP ((uint64_t)1 << 20) /* bytes of a mapped input dropped at a time */

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/core.h"
-#include "image.h"
-#include "image_resize.h"
+#include "core/core.h"
+#include "media/image.h"
+#include "media/image_resize.h"
 
 const char *mpk_image_format_name(mpk_image_format f) {
   switch (f) {

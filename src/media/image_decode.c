@@ -18,9 +18,9 @@
 #include <spng.h>
 #include <webp/decode.h>
 
-#include "../core/core.h"
-#include "image.h"
-#include "image_resize.h"
+#include "core/core.h"
+#include "media/image.h"
+#include "media/image_resize.h"
 
 /* A progressive JPEG may hold any number of scans, each a full pass over the coefficients; far
    more than any encoder writes is refused (libjpeg-turbo's advice against scan floods). */

@@ -10,7 +10,7 @@
    zero) and not floor(x + 0.5) either (that is off by one at 0.49999999999999994). */
 #include <math.h>
 
-#include "../core/core.h"
+#include "core/core.h"
 
 /* Math.round for the finite, positive values that reach it here: x - floor(x) is exact. */
 static double js_round(double x) {

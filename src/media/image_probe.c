@@ -14,8 +14,8 @@
 #include <libexif/exif-data.h>
 #include <webp/decode.h>
 
-#include "../core/core.h"
-#include "image.h"
+#include "core/core.h"
+#include "media/image.h"
 
 static uint32_t be16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
 static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }

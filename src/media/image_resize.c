@@ -32,9 +32,9 @@
 #define MPK_X86 1
 #endif
 
-#include "../core/core.h"
-#include "image.h"
-#include "image_resize.h"
+#include "core/core.h"
+#include "media/image.h"
+#include "media/image_resize.h"
 
 #define PREC_SIMD 14     /* int16 weights: |w| < 2 fits, and pairs feed pmaddwd */
 #define PREC_WIDE 22     /* Pillow's PRECISION_BITS: 255 * 2^22 * sum|w| stays below 2^31 */

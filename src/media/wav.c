@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/core.h"
-#include "wav.h"
+#include "core/core.h"
+#include "media/wav.h"
 
 static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 static uint32_t le32(const uint8_t *p) {

@@ -3,7 +3,7 @@
    the tensor cache's records (every difference reported, with a JSON pointer into the cache). */
 #include <string.h>
 
-#include "mlc.h"
+#include "mlc/mlc.h"
 
 static size_t same_string(const mpk_mlc_cross *c, const char *key, const char *lib_value, mpk_problem_fn fn, void *ctx) {
   const json_t *v = c->chat_config ? json_object_get(c->chat_config, key) : NULL;

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mlc.h"
+#include "mlc/mlc.h"
 
 int mpk_mlc_check_device(const mpk_mlc_artifact *art, const mpk_mlc_device *dev, mpk_error *err) {
   if (!art || !dev) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mlc.h"
+#include "mlc/mlc.h"
 
 static json_t *ids_json(const int64_t *ids, size_t n) {
   json_t *a = json_array();

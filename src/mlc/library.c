@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mlc.h"
+#include "mlc/mlc.h"
 
 struct mpk_mlc_metadata_priv {
   mpk_arena *arena;            /* the struct, the JSON copy and the strings */

@@ -2,7 +2,7 @@
 #ifndef MPK_MLC_INTERNAL_H
 #define MPK_MLC_INTERNAL_H
 
-#include "../core/core.h"
+#include "core/core.h"
 
 struct mpk_mlc_package_priv {
   mpk_arena *arena;

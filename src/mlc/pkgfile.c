@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mlc.h"
+#include "mlc/mlc.h"
 
 int mpk_mlc_pkg_lstat(const char *dir, const char *rel) {
   char *path = mpk_path_join(dir, rel);

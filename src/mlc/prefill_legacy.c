@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mlc.h"
+#include "mlc/mlc.h"
 
 struct mpk_mlc_legacy_plan_priv {
   mpk_mlc_legacy_piece *pieces;

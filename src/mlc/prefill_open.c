@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mlc.h"
+#include "mlc/mlc.h"
 
 /* Errors from the binding name logical documents; point them at the real files (as check.c). */
 static void relocate(mpk_error *e, const char *manifest, const char *lib) {

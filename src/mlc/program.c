@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mlc.h"
+#include "mlc/mlc.h"
 
 #define NOMEM(v) mpk_jv_fail((v), MPK_ENOMEM, "out of memory")
 #define AT_KEY MPK_JV_AT

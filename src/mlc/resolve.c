@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mlc.h"
+#include "mlc/mlc.h"
 
 #define CONTRACT "artifact contract: "
 

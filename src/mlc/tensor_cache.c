@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mlc.h"
+#include "mlc/mlc.h"
 
 #define AT_KEY MPK_JV_AT
 

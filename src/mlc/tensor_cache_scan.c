@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/json_scan.h"
-#include "mlc.h"
+#include "core/json_scan.h"
+#include "mlc/mlc.h"
 
 enum { GIVE_UP = 1 }; /* any nonzero answer stops the scan */
 

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mlc.h"
+#include "mlc/mlc.h"
 
 enum { K_MISSING, K_UNREADABLE, K_SIZE, K_HASH, N_KINDS };
 static const char *const kind_summary[N_KINDS] = {"missing", "not readable (see above)", "of the wrong size",

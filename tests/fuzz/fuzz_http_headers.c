@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "mt/source.h"
+#include "fetch/source.h"
 
 static void check_hop(const char *from, const char *location) {
   char why[300];

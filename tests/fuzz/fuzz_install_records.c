@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mt/install.h"
+#include "mt/install/install.h"
 
 #define SHA "3f0a377ba0a4a460ecb616f6507ce0d8cfa3e704025d4fda3ed0c5ca05468728"
 #define SOURCE "https://example.org/pkg"

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "mt/install.h"
-#include "mt/source.h"
+#include "mt/install/install.h"
+#include "fetch/source.h"
 #include "testutil.h"
 
 #define TINY "conformance/mobiletransformers/tiny_package"

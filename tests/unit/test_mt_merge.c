@@ -9,7 +9,7 @@
 
 #include "core/core.h"
 #include "core/txn.h"
-#include "mt/merge_kernel.h"
+#include "mt/merge/merge_kernel.h"
 #include "mt/mt.h"
 #include "mt_fixture.h"
 #include "testutil.h"

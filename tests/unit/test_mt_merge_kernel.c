@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mt/merge_kernel.h"
+#include "mt/merge/merge_kernel.h"
 #include "testutil.h"
 
 /* ---------------------------------------------------------------- helpers */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "mt/merge_kernel.h"
+#include "mt/merge/merge_kernel.h"
 #include "testutil.h"
 
 static char pkg_buf[512], adapter_buf[512], inf_buf[512];

@@ -1,0 +1,187 @@
+/*
+ * modelpkg/core.h — the library's foundation: version, errors, canonical JSON and identities, dtypes,
+ * digests and progress, document versions. Every other modelpkg header includes this one.
+ * (Include <modelpkg.h> for the whole API.)
+ */
+#ifndef MODELPKG_CORE_H
+#define MODELPKG_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32) && defined(MPK_SHARED_BUILD)
+#define MPK_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define MPK_API __attribute__((visibility("default")))
+#else
+#define MPK_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ============================================================================================
+ * core: version
+ * ========================================================================================== */
+
+#define MPK_VERSION_MAJOR 0
+#define MPK_VERSION_MINOR 1
+#define MPK_VERSION_PATCH 0
+#define MPK_VERSION_NUMBER (MPK_VERSION_MAJOR * 10000 + MPK_VERSION_MINOR * 100 + MPK_VERSION_PATCH)
+#define MPK_VERSION_STRING "0.1.0"
+
+/** The library's version string at run time, e.g. "0.1.0". */
+MPK_API const char *mpk_version(void);
+/** MPK_VERSION_NUMBER of the library at run time. */
+MPK_API int mpk_version_number(void);
+
+/* ============================================================================================
+ * core: errors
+ * ========================================================================================== */
+
+/** The short list of expected failures. Every function returns 0 or one of these. */
+typedef enum mpk_code {
+  MPK_OK = 0,
+  MPK_EMALFORMED = -1,   /**< a document breaks its format or schema */
+  MPK_EVERSION = -2,     /**< a document's version is not supported */
+  MPK_EMISMATCH = -3,    /**< two artifacts, or an artifact and a device, do not agree */
+  MPK_ENOTFOUND = -4,    /**< a file, field or object that must exist does not */
+  MPK_EUNSUPPORTED = -5, /**< valid, but not something this version can do */
+  MPK_EIO = -6,          /**< reading or writing failed */
+  MPK_ENOMEM = -7,       /**< out of memory */
+  MPK_ELIMIT = -8,       /**< a size, count or depth limit was exceeded */
+  MPK_ENOVARIANT = -9,   /**< no package variant fits the device */
+  MPK_ECANCELLED = -10,  /**< a callback asked to stop */
+  MPK_EINVAL = -11       /**< the caller passed an invalid argument */
+} mpk_code;
+
+/**
+ * Where and why something failed. Caller-owned, fixed size: no allocation, nothing to free.
+ * `message` is one line naming the thing and the rule ("channels must be 1"). `file` names the
+ * document (a path, or a logical name such as "_metadata.artifact"); `pointer` is an RFC 6901
+ * JSON pointer into it ("" = the whole document, or not a JSON location); `offset` is a byte
+ * offset into the file, or -1.
+ */
+typedef struct mpk_error {
+  int code;
+  char message[512];
+  char file[512];
+  char pointer[512];
+  int64_t offset;
+} mpk_error;
+
+/** Reset an error to "no error". */
+MPK_API void mpk_error_clear(mpk_error *err);
+/** Short name of a code: "malformed", "mismatch", ... */
+MPK_API const char *mpk_code_name(int code);
+/**
+ * Format an error as one line: "FILE: POINTER: MESSAGE" (parts that are empty are left out;
+ * a byte offset is written as "FILE@OFFSET"). Returns the length it wanted, like snprintf.
+ */
+MPK_API int mpk_error_format(const mpk_error *err, char *buf, size_t size);
+
+/* ============================================================================================
+ * core: canonical JSON and identities
+ * ========================================================================================== */
+
+/**
+ * Canonical JSON of a JSON text: object keys sorted by Unicode code point at every level,
+ * separators "," and ":", no whitespace, non-ASCII written raw, only '"', '\\' and U+0000–U+001F
+ * escaped (\b \f \n \r \t, others as \u00xx). Numbers must be integers in the IEEE-754 safe
+ * range; an integral number such as 16000.0 is written as 16000; anything else is an error.
+ * `*out` is NUL-terminated, malloc'ed, freed with mpk_free(); its length goes to `*out_len`.
+ */
+MPK_API int mpk_canonical_json(const char *json, size_t len, char **out, size_t *out_len,
+                               mpk_error *err);
+
+/** "sha256:" + lowercase hex SHA-256 of `len` bytes, written into `out` (72 bytes with NUL). */
+#define MPK_SHA256_ID_SIZE 72
+MPK_API int mpk_sha256_id(const void *data, size_t len, char out[MPK_SHA256_ID_SIZE]);
+
+/**
+ * Replace `path` with `len` bytes so that a crash at any instant leaves the old file or the new
+ * one, never a mix: a temporary file in the same directory ("<name>.tmp.XXXXXX"), fsync, rename,
+ * fsync the directory. A crash may leave the temporary file behind, never the target half-written.
+ * A symbolic link at `path` is replaced, never followed. An existing FIFO, socket, device or
+ * directory is refused (MPK_EIO) without being opened: a document never goes into one. Data that
+ * may go to a device or standard output uses the CLI's output contract (docs/CLI.md).
+ */
+MPK_API int mpk_write_file_atomic(const char *path, const void *data, size_t len, mpk_error *err);
+
+/** Free memory the library returned as a plain buffer. Accepts NULL. */
+MPK_API void mpk_free(void *p);
+
+/* ============================================================================================
+ * core: dtypes, digests, progress
+ * ========================================================================================== */
+
+/** Bits per element of a dtype name ("float16" 16, "int4" 4, "float8_e4m3fn" 8, ...); -1 unknown. */
+MPK_API int mpk_dtype_bits(const char *dtype);
+
+/**
+ * Progress of a long operation: called with bytes done and bytes in all; return non-zero to
+ * cancel (the operation then fails with MPK_ECANCELLED). Called from worker threads, but never
+ * concurrently.
+ */
+typedef int (*mpk_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+/** A problem found while checking; `problem` is valid during the call only. */
+typedef void (*mpk_problem_fn)(void *ctx, const mpk_error *problem);
+
+typedef enum mpk_digest_algo { MPK_DIGEST_MD5 = 0, MPK_DIGEST_SHA256 } mpk_digest_algo;
+
+/** One file to hash: inputs, then results filled by mpk_digest_files(). */
+typedef struct mpk_digest_job {
+  const char *path;
+  mpk_digest_algo algo;
+  uint64_t expected_size;   /**< progress totals and the order (largest first); the real size is measured */
+  /* results */
+  int code;                 /**< 0 or MPK_E* for this file */
+  uint64_t size;            /**< bytes read */
+  char hex[65];             /**< lowercase hex digest */
+} mpk_digest_job;
+
+/**
+ * Hash files streaming (constant memory per worker) on a bounded pool of `workers` threads
+ * (0: one per online CPU, at most 8). Returns 0 when every job ran (each job has its own `code`),
+ * MPK_ECANCELLED when `progress` asked to stop, or MPK_ENOMEM. `err` gets the first failed job's
+ * error.
+ */
+MPK_API int mpk_digest_files(mpk_digest_job *jobs, size_t n, unsigned workers,
+                             mpk_progress_fn progress, void *progress_ctx, mpk_error *err);
+
+/* ============================================================================================
+ * core: document versions ("MAJOR.MINOR", MobileTransformers' schemaVersion / minReaderVersion)
+ * ========================================================================================== */
+
+typedef struct mpk_doc_version {
+  unsigned major, minor;
+} mpk_doc_version;
+
+/**
+ * Parse a version: exactly two non-negative decimal integers separated by one '.'. "1", "1.x",
+ * " 1.0", "+1.0", "1.0.0" are malformed (MPK_EMALFORMED) — stricter than MobileTransformers'
+ * Python reader, which lets int() strip spaces and signs.
+ */
+MPK_API int mpk_doc_version_parse(const char *s, mpk_doc_version *out);
+
+/**
+ * The shared version gate: a document is readable when its schemaVersion's major is not above the
+ * reader's and its minReaderVersion is not newer than the reader. Unknown fields and minor bumps
+ * are fine. NULL doc/min_reader (a missing field) is malformed. MPK_EVERSION when refused.
+ */
+MPK_API int mpk_doc_version_check(const char *doc, const char *min_reader, const char *reader,
+                                  mpk_error *err);
+
+/** A package-relative download pattern matches a path: equal, or DIR followed by a slash and two
+    stars, matching every file under DIR and its slash (the slash is part of the prefix, so
+    "x/inference" never matches "x/inference_extra/..."). No other glob form matches. */
+MPK_API int mpk_pattern_matches(const char *pattern, const char *path);
+/** 1 when the pattern is a valid package-relative path, or a valid directory + slash + two stars. */
+MPK_API int mpk_pattern_valid(const char *pattern);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MODELPKG_CORE_H */

@@ -1,0 +1,757 @@
+/* Checking a MobileTransformers package directory, fail-closed: the manifest and its version gate,
+   the selected variant's structure (feature paths, the inference/ group, the weight handoff map and
+   the external data files it names, the inference graph against the map), requiredFiles, then
+   integrity — every listed file in scope present, inside the package, of its listed size (all
+   sizes before any hashing, so a truncated file fails fast), and of its listed SHA-256 (hashed
+   streaming on a bounded pool). Every problem is collected; files on disk that the manifest does
+   not list are warnings. Rules: docs/mt.md, docs/mt-graph.md. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mt/graph/graph.h"
+
+#define MAX_UNLISTED_LINES 20 /* warnings naming unlisted files; the rest are counted */
+
+struct mpk_mt_report_priv {
+  mpk_findings found;
+  mpk_mt_manifest *manifest;
+  char *dir;
+  char *manifest_path;
+  const char **variants; /* borrowed from the manifest */
+  char **unlisted;
+  size_t n_unlisted, cap_unlisted;
+  struct known *known; /* SHA-256 the load gate computed: the integrity pass does not hash them again */
+  size_t n_known, cap_known;
+};
+
+struct known {
+  char *path;
+  char hex[65];
+  bool merged; /* merged on device: verified against its sidecar, which differs from the shipped digest */
+};
+
+static int cmp_known(const void *a, const void *b) {
+  return strcmp(((const struct known *)a)->path, ((const struct known *)b)->path);
+}
+
+static void remember_digest(struct mpk_mt_report_priv *p, const char *path, const char *hex, bool merged) {
+  if (p->n_known == p->cap_known) {
+    size_t cap = p->cap_known ? p->cap_known * 2 : 16;
+    struct known *k = realloc(p->known, cap * sizeof *k);
+    if (!k) return; /* only an optimisation: the file is hashed again */
+    p->known = k;
+    p->cap_known = cap;
+  }
+  if (!(p->known[p->n_known].path = strdup(path))) return;
+  memcpy(p->known[p->n_known].hex, hex, 65);
+  p->known[p->n_known].merged = merged;
+  p->n_known++;
+}
+
+typedef struct check {
+  int root_fd; /* the package directory: every listed file is opened beneath it */
+  mpk_mt_report *r;
+  struct mpk_mt_report_priv *p;
+  const mpk_mt_manifest *m; /* NULL until loaded */
+  const mpk_mt_check_options *o;
+} check;
+
+/* ---------------------------------------------------------------- findings */
+
+static void sync_report(mpk_mt_report *r) {
+  mpk_findings *f = &r->priv_->found;
+  r->problems = f->problems;
+  r->n_problems = f->n_problems;
+  r->notes = (const char *const *)f->notes;
+  r->n_notes = f->n_notes;
+}
+
+static void add_error(check *c, const mpk_error *e) {
+  mpk_findings_problem(&c->p->found, e);
+  sync_report(c->r);
+}
+
+#define problem(c, ...) (mpk_findings_fail(&(c)->p->found, __VA_ARGS__), sync_report((c)->r))
+
+#define note(c, ...) (mpk_findings_note(&(c)->p->found, __VA_ARGS__), sync_report((c)->r))
+
+/* JSON pointers: "/k1/k2/k3" (NULL ends the keys), and "/variants/N" + "/key" when given. */
+static const char *keys_ptr(mpk_path *pp, const char *k1, const char *k2, const char *k3) {
+  const char *keys[3] = {k1, k2, k3};
+  mpk_path_init(pp);
+  for (int i = 0; i < 3 && keys[i]; i++) mpk_path_push_key(pp, keys[i]);
+  return pp->buf;
+}
+
+static const char *variant_ptr(mpk_path *pp, size_t vi, const char *key) {
+  mpk_path_init(pp);
+  mpk_path_push_key(pp, "variants");
+  mpk_path_push_index(pp, vi);
+  if (key) mpk_path_push_key(pp, key);
+  return pp->buf;
+}
+
+/* ---------------------------------------------------------------- files on disk */
+
+/* Whether DIR/rel exists inside the package (symbolic links resolved) as a regular file, or a
+   directory when `want_dir`. When not, *e names the path and says why ("<what> is missing"). A file
+   is opened as every reader opens it (mpk_open_read_at beneath the package's handle: no link out,
+   never blocking on a FIFO), so what check accepts is what a reader can open. */
+static bool probe(check *c, const char *rel, bool want_dir, const char *what, struct stat *st, mpk_error *e) {
+  mpk_error_clear(e);
+  char *abs = mpk_path_join(c->r->dir, rel);
+  if (!abs) {
+    mpk_fail(e, MPK_ENOMEM, rel, NULL, "out of memory");
+    return false;
+  }
+  struct stat lst;
+  bool ok = false;
+  int fd = -1, orc = 0;
+  mpk_error oe;
+  mpk_error_clear(&oe);
+  if (!want_dir && c->root_fd >= 0)
+    orc = mpk_open_read_at(c->root_fd, c->r->dir, rel, 0, "the package directory", &fd, st, &oe);
+  if (fd >= 0) close(fd);
+  if (!want_dir && c->root_fd >= 0 && orc != MPK_ENOTFOUND) {
+    if (!orc) ok = true;
+    else if (orc == MPK_EMALFORMED && strstr(oe.message, "resolves outside"))
+      mpk_fail(e, MPK_EMALFORMED, abs, NULL, "%s resolves outside the package directory (through a symbolic link)", what);
+    else if (orc == MPK_EMALFORMED)
+      mpk_fail(e, MPK_EMALFORMED, abs, NULL, "%s %s", what, oe.message); /* "is a FIFO, not a regular file" */
+    else
+      mpk_fail(e, orc, abs, NULL, "%s cannot be opened: %s", what, oe.message);
+  } else if (stat(abs, st) != 0) {
+    int en = errno;
+    if (en == ENOENT && lstat(abs, &lst) == 0 && S_ISLNK(lst.st_mode))
+      mpk_fail(e, MPK_ENOTFOUND, abs, NULL, "%s is missing (a symbolic link to nothing)", what);
+    else if (en == ENOENT || en == ENOTDIR)
+      mpk_fail(e, MPK_ENOTFOUND, abs, NULL, "%s is missing", what);
+    else
+      mpk_fail(e, MPK_EIO, abs, NULL, "%s cannot be examined: %s", what, strerror(en));
+  } else if (!mpk_path_resolves_inside(c->r->dir, abs)) {
+    mpk_fail(e, MPK_EMALFORMED, abs, NULL, "%s resolves outside the package directory (through a symbolic link)", what);
+  } else if (want_dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode)) {
+    mpk_fail(e, MPK_EMALFORMED, abs, NULL, "%s is not a %s", what, want_dir ? "directory" : "regular file");
+  } else {
+    ok = true;
+  }
+  free(abs);
+  return ok;
+}
+
+/* ---------------------------------------------------------------- manifest and variants */
+
+static bool has_feature(const mpk_mt_variant *v, const char *feature) {
+  for (size_t i = 0; i < v->n_features; i++)
+    if (strcmp(v->features[i], feature) == 0) return true;
+  return false;
+}
+
+/* "a, b, c" (cut with "..." when long). */
+static const char *variant_ids(const mpk_mt_manifest *m, char *buf, size_t size) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < m->n_variants; i++) {
+    size_t need = strlen(m->variants[i].id) + (i ? 2 : 0);
+    if (len + need + 4 >= size) {
+      snprintf(buf + len, size - len, "%s...", i ? ", " : "");
+      break;
+    }
+    len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? ", " : "", m->variants[i].id);
+  }
+  return buf;
+}
+
+static bool load_manifest(check *c) {
+  struct mpk_mt_report_priv *p = c->p;
+  p->manifest_path = mpk_path_join(c->r->dir, MPK_MT_MANIFEST_FILENAME);
+  if (!p->manifest_path) return false;
+  struct stat st;
+  mpk_error e;
+  if (!probe(c, MPK_MT_MANIFEST_FILENAME, false, "the MobileTransformers manifest", &st, &e)) {
+    add_error(c, &e);
+    return false;
+  }
+  mpk_error_clear(&e);
+  if (mpk_mt_manifest_load(p->manifest_path, &p->manifest, &e)) {
+    add_error(c, &e);
+    return false;
+  }
+  c->m = c->r->manifest = p->manifest;
+  return true;
+}
+
+/* At least one variant, a defaultVariant among them; then which variants this check covers. */
+static int select_variants(check *c) {
+  const mpk_mt_manifest *m = c->m;
+  const char *mf = c->p->manifest_path;
+  char ids[400];
+  if (m->n_variants == 0)
+    problem(c, MPK_EMALFORMED, mf, "/variants", "the manifest declares no variants: a package needs at least one");
+  else if (!mpk_mt_manifest_variant(m, m->default_variant))
+    problem(c, MPK_EMALFORMED, mf, "/defaultVariant", "defaultVariant \"%s\" is not among the variants (%s)",
+            m->default_variant, variant_ids(m, ids, sizeof ids));
+  c->p->variants = calloc(m->n_variants ? m->n_variants : 1, sizeof *c->p->variants);
+  if (!c->p->variants) return MPK_ENOMEM;
+  size_t n = 0;
+  if (c->o->all_variants) {
+    for (size_t i = 0; i < m->n_variants; i++) c->p->variants[n++] = m->variants[i].id;
+  } else {
+    const char *want = c->o->variant ? c->o->variant : m->default_variant;
+    const mpk_mt_variant *v = mpk_mt_manifest_variant(m, want);
+    if (v) c->p->variants[n++] = v->id;
+    else if (c->o->variant)
+      problem(c, MPK_ENOTFOUND, mf, "/variants", "the requested variant \"%s\" is not among the variants (%s)", want,
+              variant_ids(m, ids, sizeof ids));
+  }
+  c->r->variants = c->p->variants;
+  c->r->n_variants = n;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- the weight handoff map */
+
+/* Every externalDataLocation file of the map is present in the inference directory. The reader
+   (handoff.c) has already refused names that are not plain file names, and files claimed twice. */
+static void check_locations(check *c, const char *map_rel, const mpk_mt_handoff *map, const char *inference_rel) {
+  for (size_t i = 0; i < map->n_entries; i++) {
+    const mpk_mt_handoff_entry *e = &map->entries[i];
+    for (int role = 0; role < MPK_MT_ROLE_COUNT; role++) {
+      const char *name = e->external_data_location[role];
+      if (!name) continue;
+      char *rel = inference_rel[0] ? mpk_path_join(inference_rel, name) : strdup(name);
+      char what[400];
+      snprintf(what, sizeof what, "the external data file of %s entry %zu (%.120s) role \"%s\"", map_rel, i,
+               e->training_base_layer_name, mpk_mt_role_name((mpk_mt_role)role));
+      struct stat st;
+      mpk_error err;
+      if (!rel) c->p->found.oom = true;
+      else if (!probe(c, rel, false, what, &st, &err)) add_error(c, &err);
+      free(rel);
+    }
+  }
+}
+
+/* The load gate over the variant's map (tensor.c), read-only: check never finishes an interrupted
+   merge (a pending one is a problem saying what does), never trusts a merge journal or record the
+   manifest lists, and opens the inference directory as the gate and the merge do (no component a
+   link). Refusals are problems, verified tensors notes naming the authority, and a tensor that
+   cannot be loaded (no declared layout, or a size that breaks it) a problem. */
+static void gate(check *c, const mpk_mt_variant *v, const mpk_mt_handoff *map, const char *inference_rel) {
+  char *inf = mpk_path_join(c->r->dir, inference_rel);
+  mpk_mt_gate_options go = {.presence_only = c->o->no_hash, .workers = c->o->workers};
+  mpk_mt_gate_report *g = NULL;
+  mpk_error e;
+  mpk_error_clear(&e);
+  const char *listed = mpk_mt_listed_txn_file(c->m, inference_rel);
+  if (listed) {
+    mpk_path pp;
+    problem(c, MPK_EMALFORMED, c->p->manifest_path, keys_ptr(&pp, "sha256", listed, NULL),
+            "the manifest lists \"%s\", a file only modelpkg writes on the device (the merge transaction's journal "
+            "or the merge record): a package that ships one is refused; it is never replayed or trusted",
+            listed);
+  }
+  int root = open(c->r->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), dfd = -1;
+  int orc = root < 0 ? mpk_fail(&e, MPK_EIO, c->r->dir, NULL, "cannot open the package directory")
+            : *inference_rel ? mpk_open_dir_at(root, c->r->dir, inference_rel, &dfd, &e)
+                             : ((dfd = dup(root)) < 0 ? mpk_fail(&e, MPK_EIO, c->r->dir, NULL, "cannot open") : 0);
+  if (root >= 0) close(root);
+  char next[700];
+  snprintf(next, sizeof next, "`modelpkg mt tensors %.300s --variant %.200s` (the load gate)", c->r->dir, v->id);
+  mpk_mt_gate_ctx ctx = {.read_only = true, .shipped_txn = listed != NULL, .next_step = next};
+  if (orc && orc != MPK_ENOTFOUND) {
+    /* a link, or not a directory: the gate would refuse to load from it */
+    if (orc == MPK_ENOMEM) c->p->found.oom = true;
+    else
+      problem(c, orc, e.file[0] ? e.file : inf, NULL, "variant \"%s\": the inference directory cannot be opened "
+              "as the load gate opens it: %s", v->id, e.message);
+    free(inf);
+    return;
+  }
+  mpk_error_clear(&e);
+  if (!inf || mpk_mt_load_gate_at(dfd, inf, map, &go, &ctx, &g, &e)) {
+    if (e.code == MPK_ENOMEM || !inf) c->p->found.oom = true;
+    else add_error(c, &e);
+    if (dfd >= 0) close(dfd);
+    free(inf);
+    return;
+  }
+  if (dfd >= 0) close(dfd);
+  if (g->no_merged_weights)
+    note(c, "load gate, variant \"%s\": no merged weights (the map has no entries): use the base weights", v->id);
+  /* A file check_locations() already refused (missing, outside, not regular) is not reported twice. */
+  size_t before = c->p->found.n_problems;
+  for (size_t i = 0; i < g->n_problems; i++) {
+    bool dup = false;
+    for (size_t k = 0; k < before && !dup; k++) dup = strcmp(c->p->found.problems[k].file, g->problems[i].file) == 0;
+    if (!dup) add_error(c, &g->problems[i]);
+  }
+  for (size_t i = 0; i < g->n_tensors; i++) {
+    const mpk_mt_gate_tensor *t = &g->tensors[i];
+    c->r->n_tensors++;
+    /* A tensor merged on device: modelpkg's merge record (written in the merge's transaction) names
+       it with these bytes, and its sidecar agrees; the manifest, like the map, keeps the shipped
+       digests. Nothing else makes bytes that differ from the manifest's acceptable. */
+    bool merged = t->status == MPK_MT_TENSOR_VERIFIED && t->merged;
+    if (t->actual[0]) remember_digest(c->p, t->file, t->actual, merged);
+    if (merged) {
+      char *side = malloc(strlen(t->file) + 8);
+      if (side) {
+        sprintf(side, "%s.sha256", t->file);
+        static const char none[65] = ""; /* a merged sidecar is not hashed: the gate read it */
+        remember_digest(c->p, side, none, true);
+        free(side);
+      }
+      note(c, "load gate, variant \"%s\": %s (layer \"%.150s\") was merged on device: modelpkg's merge record "
+           "(" MPK_MT_MERGE_RECORD "), not the manifest's shipped digest, is its authority", v->id, t->file, t->layer);
+    }
+    if (t->status == MPK_MT_TENSOR_VERIFIED) {
+      c->r->n_tensors_verified++;
+      note(c, "load gate, variant \"%s\": %s (layer \"%.150s\" role \"%s\") verified against the %s", v->id,
+           t->file, t->layer, mpk_mt_role_name(t->role),
+           t->authority == MPK_MT_AUTH_RECORD    ? "merge record"
+           : t->authority == MPK_MT_AUTH_SIDECAR ? "sidecar (the map has no sha256)"
+           : t->sidecar[0]                       ? "map's sha256 and the sidecar"
+                                                 : "map's sha256 (no sidecar)");
+    }
+    if (t->status == MPK_MT_TENSOR_MISSING || t->status == MPK_MT_TENSOR_UNREADABLE) continue;
+    /* A tensor the runtime cannot load fails the package, hashed or not (--no-hash). */
+    if (t->layout_code)
+      problem(c, MPK_EMALFORMED, t->file, NULL,
+              "layer \"%.150s\" role \"%s\": the map declares no dtype/shape for it: it cannot be loaded "
+              "(a .bin has no header; its layout comes from the map)", t->layer, mpk_mt_role_name(t->role));
+    else if (!t->size_ok)
+      problem(c, MPK_EMISMATCH, t->file, NULL,
+              "layer \"%.150s\" role \"%s\": the file is %llu bytes, but %s of %zu dimension%s is %llu bytes: "
+              "it cannot be loaded", t->layer, mpk_mt_role_name(t->role), (unsigned long long)t->size, t->dtype,
+              t->ndim, t->ndim == 1 ? "" : "s", (unsigned long long)t->declared_bytes);
+  }
+  if (g->n_tensors && g->ready && go.presence_only)
+    note(c, "load gate, variant \"%s\": %zu tensor%s present (digests not computed)", v->id, g->n_tensors,
+         g->n_tensors == 1 ? "" : "s");
+  mpk_mt_gate_report_free(g);
+  free(inf);
+}
+
+/* The inference graph, when the variant ships one (graph_report.c): the map checked against its
+   initializers, and its measured precision against inference/optimum_config.json. */
+static void check_graph(check *c, const mpk_mt_variant *v) {
+  mpk_mt_graph_report *g = NULL;
+  mpk_error e;
+  mpk_error_clear(&e);
+  if (mpk_mt_graph_report_variant(c->r->dir, c->m, v, NULL, &g, &e)) {
+    c->p->found.oom = true;
+    return;
+  }
+  for (size_t i = 0; i < g->n_problems; i++) add_error(c, &g->problems[i]);
+  for (size_t i = 0; i < g->n_notes; i++) note(c, "%s", g->notes[i]);
+  mpk_mt_graph_report_free(g);
+}
+
+/* The variant's weight_handoff_map.json: present, read by the handoff-map reader (version gate,
+   typed fields, every invariant: mpk_mt_handoff_parse), and every externalDataLocation file present
+   in inference/. */
+static void check_handoff(check *c, const mpk_mt_variant *v, size_t vi) {
+  const char *mf = c->p->manifest_path;
+  mpk_path pp;
+  if (!v->weight_handoff) {
+    problem(c, MPK_EMALFORMED, mf, variant_ptr(&pp, vi, NULL),
+            "variant \"%s\" has no weightHandoff: its weight_handoff_map.json cannot be found", v->id);
+    return;
+  }
+  char what[300];
+  snprintf(what, sizeof what, "the weight handoff map of variant \"%s\" (weightHandoff)", v->id);
+  struct stat st;
+  mpk_error e;
+  if (!probe(c, v->weight_handoff, false, what, &st, &e)) {
+    add_error(c, &e);
+    return;
+  }
+  char *abs = mpk_path_join(c->r->dir, v->weight_handoff);
+  if (!abs) {
+    c->p->found.oom = true;
+    return;
+  }
+  mpk_mt_handoff *map = NULL;
+  mpk_error_clear(&e);
+  if (mpk_mt_handoff_load(abs, &map, &e)) {
+    add_error(c, &e);
+  } else {
+    char *inf = mpk_mt_inference_rel(v); /* the inference path, else beside the map */
+    if (inf) {
+      check_locations(c, v->weight_handoff, map, inf);
+      gate(c, v, map, inf);
+      if (!c->o->no_graph) check_graph(c, v);
+    } else {
+      c->p->found.oom = true;
+    }
+    free(inf);
+  }
+  mpk_mt_handoff_free(map);
+  free(abs);
+}
+
+/* ---------------------------------------------------------------- one variant's structure */
+
+static void check_variant(check *c, size_t vi) {
+  const mpk_mt_manifest *m = c->m;
+  const mpk_mt_variant *v = &m->variants[vi];
+  const char *mf = c->p->manifest_path;
+  mpk_path pp;
+  /* Every claimed feature that needs a subtree has its path (MobileTransformersManifest.validate);
+     "embedding" is this reader's addition, the subtree "rag" names. */
+  static const struct {
+    const char *feature, *path;
+  } needs[] = {{"inference", "inference"}, {"train", "train"}, {"rag", "embedding"}, {"embedding", "embedding"}};
+  for (size_t i = 0; i < sizeof needs / sizeof needs[0]; i++)
+    if (has_feature(v, needs[i].feature) && !mpk_mt_variant_path(v, needs[i].path))
+      problem(c, MPK_EMALFORMED, mf, variant_ptr(&pp, vi, "paths"),
+              "variant \"%s\" claims feature \"%s\" but has no \"%s\" path", v->id, needs[i].feature, needs[i].path);
+  if (!has_feature(v, "inference") && !mpk_mt_variant_path(v, "inference"))
+    problem(c, MPK_EMALFORMED, mf, variant_ptr(&pp, vi, "paths"),
+            "variant \"%s\" has no \"inference\" path: every variant needs its inference/ group", v->id);
+  for (size_t i = 0; i < v->n_paths; i++) {
+    char what[300];
+    snprintf(what, sizeof what, "the \"%s\" directory of variant \"%s\" (paths)", v->paths[i].key, v->id);
+    struct stat st;
+    mpk_error e;
+    if (!probe(c, v->paths[i].value, true, what, &st, &e)) add_error(c, &e);
+  }
+  /* The plan's inference group: it must exist and select files the manifest lists. */
+  const mpk_mt_plan *plan = mpk_mt_manifest_plan(m, v->id);
+  if (!plan) {
+    problem(c, MPK_EMALFORMED, mf, "/downloadPlan", "variant \"%s\" has no download plan", v->id);
+  } else {
+    const mpk_mt_group *g = mpk_mt_plan_group(plan, "inference");
+    const char *ptr = keys_ptr(&pp, "downloadPlan", v->id, g ? "inference" : NULL);
+    if (!g || g->n_patterns == 0) {
+      problem(c, MPK_EMALFORMED, mf, ptr, "the download plan of variant \"%s\" has %s \"inference\" group", v->id,
+              g ? "an empty" : "no");
+    } else {
+      bool any = false;
+      for (size_t f = 0; f < m->n_files && !any; f++) any = mpk_mt_group_selects(g, m->files[f].path);
+      if (!any)
+        problem(c, MPK_EMALFORMED, mf, ptr,
+                "the \"inference\" group of variant \"%s\" selects no file the manifest lists", v->id);
+    }
+  }
+  check_handoff(c, v, vi);
+}
+
+static void check_required(check *c) {
+  for (size_t i = 0; i < c->m->n_required_files; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "required file (requiredFiles/%zu)", i);
+    struct stat st;
+    mpk_error e;
+    if (!probe(c, c->m->required_files[i], false, what, &st, &e)) add_error(c, &e);
+  }
+}
+
+/* ---------------------------------------------------------------- plans and scope */
+
+static bool checked(const check *c, const char *id) {
+  for (size_t i = 0; i < c->r->n_variants; i++)
+    if (strcmp(c->r->variants[i], id) == 0) return true;
+  return false;
+}
+
+static bool under_variant(const char *path, const char *id) {
+  size_t n = strlen(id);
+  return strncmp(path, "variants/", 9) == 0 && strncmp(path + 9, id, n) == 0 && path[9 + n] == '/';
+}
+
+static bool plan_selects(const mpk_mt_plan *plan, const char *path) {
+  for (size_t g = 0; plan && g < plan->n_groups; g++)
+    if (mpk_mt_group_selects(&plan->groups[g], path)) return true;
+  return false;
+}
+
+/* In scope: what the checked variants' plans select or hold under variants/<id>/, and package-wide
+   files (selected by no plan, under no variant's directory: README, licenses, ...). */
+static bool in_scope(const check *c, const char *path) {
+  const mpk_mt_manifest *m = c->m;
+  if (c->o->all_variants) return true;
+  for (size_t i = 0; i < c->r->n_variants; i++)
+    if (under_variant(path, c->r->variants[i]) || plan_selects(mpk_mt_manifest_plan(m, c->r->variants[i]), path))
+      return true;
+  for (size_t i = 0; i < m->n_plans; i++)
+    if (plan_selects(&m->plans[i], path)) return false;
+  for (size_t i = 0; i < m->n_variants; i++)
+    if (under_variant(path, m->variants[i].id)) return false;
+  return true;
+}
+
+/* Patterns that select nothing are warnings: the exporter writes the core patterns whether or not
+   the model has, e.g., a chat template. */
+static void check_patterns(check *c) {
+  const mpk_mt_manifest *m = c->m;
+  for (size_t i = 0; i < m->n_plans; i++) {
+    const mpk_mt_plan *plan = &m->plans[i];
+    if (!mpk_mt_manifest_variant(m, plan->variant)) {
+      note(c, "warning: downloadPlan has a plan for \"%s\", which is not among the variants", plan->variant);
+      continue;
+    }
+    if (!checked(c, plan->variant)) continue;
+    for (size_t g = 0; g < plan->n_groups; g++)
+      for (size_t k = 0; k < plan->groups[g].n_patterns; k++) {
+        const char *pat = plan->groups[g].patterns[k];
+        size_t n = strlen(pat);
+        bool any = strcmp(pat, MPK_MT_MANIFEST_FILENAME) == 0;
+        for (size_t f = 0; f < m->n_files && !any; f++) any = mpk_pattern_matches(pat, m->files[f].path);
+        if (any) continue;
+        bool glob = n > 3 && strcmp(pat + n - 3, "/**") == 0;
+        note(c, "warning: download pattern \"%s\" (variant \"%s\", group \"%s\") %s", pat, plan->variant,
+             plan->groups[g].name,
+             glob ? "selects no file the manifest lists" : "names a file the manifest does not list");
+      }
+  }
+}
+
+/* ---------------------------------------------------------------- integrity */
+
+static void check_listing(check *c) {
+  const mpk_mt_manifest *m = c->m;
+  mpk_path pp;
+  mpk_tally no_size = {0}, no_digest = {0};
+  for (size_t i = 0; i < m->n_files; i++) {
+    const mpk_mt_file *f = &m->files[i];
+    if (!f->has_size && mpk_tally_keep(&no_size))
+      problem(c, MPK_EMALFORMED, c->p->manifest_path, keys_ptr(&pp, "sha256", f->path, NULL),
+              "file \"%s\" has a sha256 digest but no fileSizes entry", f->path);
+    if (!f->sha256 && mpk_tally_keep(&no_digest))
+      problem(c, MPK_EMALFORMED, c->p->manifest_path, keys_ptr(&pp, "fileSizes", f->path, NULL),
+              "file \"%s\" has a size but no sha256 digest", f->path);
+  }
+  if (mpk_tally_over(&no_size))
+    problem(c, MPK_EMALFORMED, c->p->manifest_path, "/sha256",
+            "%zu of %zu listed files have a sha256 digest but no fileSizes entry (the first %d listed)", no_size.count,
+            m->n_files, MPK_LIST_MAX);
+  if (mpk_tally_over(&no_digest))
+    problem(c, MPK_EMALFORMED, c->p->manifest_path, "/fileSizes",
+            "%zu of %zu listed files have a size but no sha256 digest (the first %d listed)", no_digest.count,
+            m->n_files, MPK_LIST_MAX);
+}
+
+static int check_integrity(check *c) {
+  const mpk_mt_manifest *m = c->m;
+  mpk_mt_report *r = c->r;
+  mpk_digest_job *jobs = calloc(m->n_files ? m->n_files : 1, sizeof *jobs);
+  const mpk_mt_file **of = calloc(m->n_files ? m->n_files : 1, sizeof *of);
+  if (!jobs || !of) {
+    free(jobs);
+    free(of);
+    return MPK_ENOMEM;
+  }
+  size_t nj = 0, skipped = 0;
+  int rc = 0;
+  if (c->p->n_known) qsort(c->p->known, c->p->n_known, sizeof *c->p->known, cmp_known);
+  /* Sizes first, for every file: a truncated file fails before anything is hashed. */
+  mpk_tally missing = {0};
+  for (size_t i = 0; i < m->n_files && !rc; i++) {
+    const mpk_mt_file *f = &m->files[i];
+    if (!in_scope(c, f->path)) {
+      skipped++;
+      continue;
+    }
+    r->n_files++;
+    struct stat st;
+    mpk_error e;
+    if (!probe(c, f->path, false, "listed file", &st, &e)) {
+      if (e.code != MPK_ENOTFOUND || mpk_tally_keep(&missing)) add_error(c, &e);
+      continue;
+    }
+    if (f->has_size && (uint64_t)st.st_size != f->size) {
+      char *abs = mpk_path_join(r->dir, f->path);
+      problem(c, MPK_EMISMATCH, abs ? abs : f->path, NULL, "file is %lld bytes, fileSizes says %llu (%s)",
+              (long long)st.st_size, (unsigned long long)f->size,
+              (uint64_t)st.st_size < f->size ? "truncated" : "longer than listed");
+      free(abs);
+      continue;
+    }
+    if (f->has_size) r->n_files_sized++;
+    if (c->o->no_hash || !f->sha256) continue;
+    char *abs = mpk_path_join(r->dir, f->path);
+    if (!abs) {
+      rc = MPK_ENOMEM;
+      break;
+    }
+    struct known probe_key = {.path = abs};
+    const struct known *k = c->p->n_known ? bsearch(&probe_key, c->p->known, c->p->n_known, sizeof *k, cmp_known) : NULL;
+    if (k && k->merged) { /* merged on device: the gate verified it against its sidecar */
+      r->n_files_merged++;
+      free(abs);
+      continue;
+    }
+    if (k) { /* the load gate hashed it already */
+      if (strcmp(k->hex, f->sha256) != 0)
+        problem(c, MPK_EMISMATCH, abs, NULL, "SHA-256 %s does not equal the manifest's sha256 %s", k->hex, f->sha256);
+      else {
+        r->n_files_hashed++;
+        r->bytes_hashed += (uint64_t)st.st_size;
+      }
+      free(abs);
+      continue;
+    }
+    free(abs);
+    /* hashed beneath the package by path relative to it: a file swapped for a link out after the
+       probe is refused again when it is opened to hash it */
+    char *rel = strdup(f->path);
+    if (!rel) {
+      rc = MPK_ENOMEM;
+      break;
+    }
+    jobs[nj] = (mpk_digest_job){.path = rel, .algo = MPK_DIGEST_SHA256, .expected_size = (uint64_t)st.st_size};
+    of[nj++] = f;
+  }
+  if (mpk_tally_over(&missing))
+    problem(c, MPK_ENOTFOUND, r->dir, NULL, "%zu of %zu listed files in scope are missing (the first %d listed)",
+            missing.count, r->n_files, MPK_LIST_MAX);
+  if (!rc) {
+    mpk_error e;
+    mpk_error_clear(&e);
+    rc = mpk_digest_files_beneath(r->dir, jobs, nj, c->o->workers, c->o->progress, c->o->progress_ctx, &e);
+  }
+  for (size_t j = 0; !rc && j < nj; j++) {
+    char *abs = mpk_path_join(r->dir, jobs[j].path);
+    const char *shown = abs ? abs : jobs[j].path;
+    if (jobs[j].code)
+      problem(c, jobs[j].code, shown, NULL, "listed file could not be read to hash it");
+    else if (jobs[j].size != jobs[j].expected_size)
+      problem(c, MPK_EMISMATCH, shown, NULL, "file changed size while it was hashed");
+    else if (strcmp(jobs[j].hex, of[j]->sha256) != 0)
+      problem(c, MPK_EMISMATCH, shown, NULL, "SHA-256 %s does not equal the manifest's sha256 %s",
+              jobs[j].hex, of[j]->sha256);
+    else {
+      r->n_files_hashed++;
+      r->bytes_hashed += jobs[j].size;
+    }
+    free(abs);
+  }
+  for (size_t j = 0; j < nj; j++) free((char *)jobs[j].path);
+  free(jobs);
+  free(of);
+  if (rc) return rc;
+  if (skipped)
+    note(c, "%zu listed file%s of other variants not checked (check them all with --all-variants)", skipped,
+         skipped == 1 ? "" : "s");
+  if (c->o->no_hash) note(c, "digests not computed (--no-hash): presence, confinement and sizes only");
+  return 0;
+}
+
+/* ---------------------------------------------------------------- files the manifest does not list */
+
+static int unlisted_cb(void *ctx, const char *rel, int type, uint64_t size) {
+  (void)size;
+  check *c = ctx;
+  struct mpk_mt_report_priv *p = c->p;
+  if (strcmp(rel, MPK_MT_MANIFEST_FILENAME) == 0 || mpk_mt_manifest_file(c->m, rel)) return 0;
+  const char *base = strrchr(rel, '/');
+  base = base ? base + 1 : rel;
+  if (type == MPK_WALK_FILE && strcmp(base, MPK_MT_MERGE_RECORD) == 0) {
+    /* Written on the device by mt merge, inside its transaction; the load gate read it above. */
+    note(c, "%s/%s: modelpkg's merge record (written by mt merge on this device): the tensors it names were merged "
+         "on device", c->r->dir, rel);
+    return 0;
+  }
+  if (p->n_unlisted == p->cap_unlisted) {
+    size_t nc = p->cap_unlisted ? p->cap_unlisted * 2 : 16;
+    char **nu = realloc(p->unlisted, nc * sizeof *nu);
+    if (!nu) return MPK_ENOMEM;
+    p->unlisted = nu;
+    p->cap_unlisted = nc;
+  }
+  if (!(p->unlisted[p->n_unlisted] = strdup(rel))) return MPK_ENOMEM;
+  p->n_unlisted++;
+  return 0;
+}
+
+static int check_unlisted(check *c) {
+  struct mpk_mt_report_priv *p = c->p;
+  mpk_error e;
+  mpk_error_clear(&e);
+  int rc = mpk_walk_files(c->r->dir, unlisted_cb, c, &e);
+  c->r->unlisted = (const char *const *)p->unlisted;
+  c->r->n_unlisted = p->n_unlisted;
+  if (rc == MPK_ENOMEM) return rc;
+  if (rc) add_error(c, &e);
+  for (size_t i = 0; i < p->n_unlisted && i < MAX_UNLISTED_LINES; i++) {
+    char *abs = mpk_path_join(c->r->dir, p->unlisted[i]);
+    note(c, "warning: %s is on disk but the manifest does not list it: it is not verified", abs ? abs : p->unlisted[i]);
+    free(abs);
+  }
+  if (p->n_unlisted > MAX_UNLISTED_LINES)
+    note(c, "warning: %zu more files on disk are not listed by the manifest", p->n_unlisted - MAX_UNLISTED_LINES);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- the check */
+
+static int run(check *c) {
+  if (!load_manifest(c)) return c->p->manifest_path ? 0 : MPK_ENOMEM; /* nothing else can be checked */
+  int rc = select_variants(c);
+  if (rc) return rc;
+  for (size_t i = 0; i < c->m->n_variants; i++)
+    if (checked(c, c->m->variants[i].id)) check_variant(c, i);
+  check_required(c);
+  check_patterns(c);
+  check_listing(c);
+  if ((rc = check_integrity(c))) return rc;
+  return check_unlisted(c);
+}
+
+int mpk_mt_check(const char *dir, const mpk_mt_check_options *opts, mpk_mt_report **out, mpk_error *err) {
+  if (!dir || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
+  *out = NULL;
+  static const mpk_mt_check_options defaults = {0};
+  if (!opts) opts = &defaults;
+  if (opts->variant && opts->all_variants)
+    return mpk_fail(err, MPK_EINVAL, dir, NULL, "give one variant or all variants, not both");
+  if (!mpk_is_dir(dir)) return mpk_fail(err, MPK_ENOTFOUND, dir, NULL, "not a directory");
+  mpk_mt_report *r = calloc(1, sizeof *r);
+  struct mpk_mt_report_priv *p = r ? calloc(1, sizeof *p) : NULL;
+  if (!p || !(p->dir = strdup(dir))) {
+    free(p);
+    free(r);
+    return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
+  }
+  r->priv_ = p;
+  r->dir = p->dir;
+  r->all_variants = opts->all_variants ? 1 : 0;
+  check c = {.r = r, .p = p, .o = opts, .root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  int rc = run(&c);
+  if (c.root_fd >= 0) close(c.root_fd);
+  r->hashed = c.m && !opts->no_hash;
+  if (!rc && p->found.oom) rc = MPK_ENOMEM; /* a problem could not be kept: never report "all hold" */
+  if (rc) {
+    mpk_mt_report_free(r);
+    return rc == MPK_ECANCELLED ? mpk_fail(err, rc, dir, NULL, "cancelled")
+                                : mpk_fail(err, rc, dir, NULL, "out of memory");
+  }
+  *out = r;
+  return 0;
+}
+
+void mpk_mt_report_free(mpk_mt_report *r) {
+  if (!r) return;
+  struct mpk_mt_report_priv *p = r->priv_;
+  if (p) {
+    mpk_findings_free(&p->found);
+    mpk_mt_manifest_free(p->manifest);
+    for (size_t i = 0; i < p->n_unlisted; i++) free(p->unlisted[i]);
+    free(p->unlisted);
+    for (size_t i = 0; i < p->n_known; i++) free(p->known[i].path);
+    free(p->known);
+    free((void *)p->variants);
+    free(p->manifest_path);
+    free(p->dir);
+    free(p);
+  }
+  free(r);
+}

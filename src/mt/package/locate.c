@@ -1,0 +1,138 @@
+/* Where a variant's files are: its feature paths, its weight handoff map and its inference
+   directory. One definition for every command that works on a variant (check, tensors, merge). */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mt/mt.h"
+
+const char *mpk_mt_variant_path(const mpk_mt_variant *v, const char *key) {
+  for (size_t i = 0; i < v->n_paths; i++)
+    if (strcmp(v->paths[i].key, key) == 0) return v->paths[i].value;
+  return NULL;
+}
+
+char *mpk_mt_inference_rel(const mpk_mt_variant *v) {
+  const char *inf = mpk_mt_variant_path(v, "inference");
+  if (inf) return strdup(inf);
+  if (!v->weight_handoff) return NULL;
+  /* The files live beside the map when the variant names no inference path (as the reference). */
+  const char *slash = strrchr(v->weight_handoff, '/');
+  return strndup(v->weight_handoff, slash ? (size_t)(slash - v->weight_handoff) : 0);
+}
+
+void mpk_mt_located_free(mpk_mt_located *l) {
+  if (!l) return;
+  mpk_mt_manifest_free(l->manifest);
+  free(l->manifest_file);
+  free(l->map_file);
+  free(l->inference_dir);
+  free(l->train_dir);
+  memset(l, 0, sizeof *l);
+}
+
+int mpk_mt_locate(const char *dir, const char *variant, mpk_mt_located *out, mpk_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!(out->manifest_file = mpk_path_join(dir, MPK_MT_MANIFEST_FILENAME)))
+    return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
+  int rc = mpk_mt_manifest_load(out->manifest_file, &out->manifest, err);
+  if (rc) goto fail;
+  const char *id = variant ? variant : out->manifest->default_variant;
+  const char *mf = out->manifest_file;
+  if (!id) {
+    rc = mpk_fail(err, MPK_ENOTFOUND, mf, "/defaultVariant", "no variant given and the manifest has no defaultVariant");
+    goto fail;
+  }
+  if (!(out->variant = mpk_mt_manifest_variant(out->manifest, id))) {
+    rc = mpk_fail(err, MPK_ENOTFOUND, mf, "/variants", "variant \"%s\" is not among the variants", id);
+    goto fail;
+  }
+  const mpk_mt_variant *v = out->variant;
+  const char *why = NULL;
+  if (v->weight_handoff) {
+    if (!mpk_path_is_confined(v->weight_handoff, &why)) {
+      rc = mpk_fail(err, MPK_EMALFORMED, mf, NULL, "variant \"%s\": weightHandoff \"%s\" %s", id, v->weight_handoff, why);
+      goto fail;
+    }
+    if (!(out->map_file = mpk_path_join(dir, v->weight_handoff))) goto oom;
+  }
+  char *inf = mpk_mt_inference_rel(v);
+  if (inf) {
+    out->inference_dir = mpk_path_join(dir, inf);
+    free(inf);
+    if (!out->inference_dir) goto oom;
+  }
+  const char *train = mpk_mt_variant_path(v, "train");
+  if (train && !(out->train_dir = mpk_path_join(dir, train))) goto oom;
+  return 0;
+oom:
+  rc = mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
+fail:
+  mpk_mt_located_free(out);
+  return rc;
+}
+
+bool mpk_mt_is_device_file(const char *base) {
+  static const char suffix[] = "." MPK_MT_MERGE_TXN "-txn."; /* core/txn.c: <final>.merge-txn.XXXXXX */
+  if (strcmp(base, MPK_MT_MERGE_JOURNAL) == 0 || strcmp(base, MPK_MT_MERGE_JOURNAL ".tmp") == 0 ||
+      strcmp(base, MPK_MT_MERGE_RECORD) == 0)
+    return true;
+  const char *at = strstr(base, suffix);
+  return at && strlen(at) == sizeof suffix - 1 + 6;
+}
+
+const char *mpk_mt_listed_txn_file(const mpk_mt_manifest *m, const char *inference_rel) {
+  size_t n = strlen(inference_rel);
+  for (size_t i = 0; m && i < m->n_files; i++) {
+    const char *p = m->files[i].path;
+    if (n && (strncmp(p, inference_rel, n) != 0 || p[n] != '/')) continue;
+    const char *base = p + (n ? n + 1 : 0);
+    if (!strchr(base, '/') && mpk_mt_is_device_file(base)) return p;
+  }
+  return NULL;
+}
+
+int mpk_mt_open_inference(const char *dir, const mpk_mt_located *loc, int *fd, mpk_error *err) {
+  *fd = -1;
+  char *inf = mpk_mt_inference_rel(loc->variant);
+  if (!inf) return 0;
+  int rc = 0;
+  const char *listed = mpk_mt_listed_txn_file(loc->manifest, inf);
+  if (listed) {
+    rc = mpk_fail(err, MPK_EMALFORMED, loc->manifest_file, NULL,
+                  "the manifest lists \"%s\", a file only modelpkg writes on the device (the merge transaction's "
+                  "journal or the merge record): a package that ships one is refused; it is never replayed or "
+                  "trusted",
+                  listed);
+    goto out;
+  }
+  int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) {
+    rc = mpk_fail(err, MPK_ENOTFOUND, dir, NULL, "cannot open the package directory");
+    goto out;
+  }
+  /* Every component beneath the package root must be a real directory: a merge writes through
+     this handle, and a link (variants/<id>/inference -> elsewhere) would send it out. */
+  if (*inf) rc = mpk_open_dir_at(root, dir, inf, fd, err);
+  else if ((*fd = fcntl(root, F_DUPFD_CLOEXEC, 0)) < 0)
+    rc = mpk_fail(err, MPK_EIO, dir, NULL, "cannot open the package directory");
+  close(root);
+out:
+  free(inf);
+  return rc;
+}
+
+int mpk_mt_load_map(const char *dir, const mpk_mt_located *loc, mpk_mt_handoff **out, mpk_error *err) {
+  *out = NULL;
+  if (!loc->variant->weight_handoff)
+    return mpk_fail(err, MPK_ENOTFOUND, loc->manifest_file, NULL, "variant \"%s\" has no weightHandoff",
+                    loc->variant->id);
+  mpk_mapped m;
+  /* Beneath the package root: a map linked out of the package is refused, a FIFO never waited on. */
+  int rc = mpk_map_beneath(dir, loc->variant->weight_handoff, MPK_JSON_DEFAULT_MAX_BYTES, &m, err);
+  if (rc) return rc;
+  rc = mpk_mt_handoff_parse(m.data, m.size, loc->map_file, out, err);
+  mpk_unmap_file(&m);
+  return rc;
+}

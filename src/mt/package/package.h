@@ -1,0 +1,64 @@
+/* Internal to mt: the package room (manifest, check, build, select, plan, locate) — what other
+   rooms of mt use of a package: its parsed manifest, plan groups, locating a variant, the names of
+   the files only modelpkg writes. */
+#ifndef MPK_MT_PACKAGE_H
+#define MPK_MT_PACKAGE_H
+
+#include "core/core.h"
+
+struct mpk_mt_manifest_priv {
+  mpk_arena *arena;
+  json_t *root; /* the document as read: unknown fields are kept for writing it back */
+};
+
+/* The parsed document (borrowed; valid while the manifest lives). */
+const json_t *mpk_mt_manifest_root(const mpk_mt_manifest *m);
+
+/* plan.c: a plan's group by name (NULL when absent), and whether a group's patterns select a path. */
+const mpk_mt_group *mpk_mt_plan_group(const mpk_mt_plan *plan, const char *name);
+bool mpk_mt_group_selects(const mpk_mt_group *g, const char *path);
+/* The files a download pattern selects are the run m->files[*lo, *hi) (the files are sorted by path;
+   an invalid pattern selects none): whether it selects any file is one binary search, not a pass
+   over the files. */
+void mpk_mt_pattern_range(const mpk_mt_manifest *m, const char *pattern, size_t *lo, size_t *hi);
+
+/* locate.c: a variant's feature path by key (NULL when absent); its inference directory relative to
+   the package (the "inference" path, else the weightHandoff map's directory; malloc'ed, NULL when
+   neither exists or out of memory). */
+const char *mpk_mt_variant_path(const mpk_mt_variant *v, const char *key);
+char *mpk_mt_inference_rel(const mpk_mt_variant *v);
+
+/* The manifest of package `dir`, the variant (NULL: defaultVariant) and its directories as absolute
+   paths (map_file NULL without weightHandoff; train_dir NULL without a "train" path). */
+typedef struct mpk_mt_located {
+  mpk_mt_manifest *manifest;
+  const mpk_mt_variant *variant;
+  char *manifest_file, *map_file, *inference_dir, *train_dir;
+} mpk_mt_located;
+int mpk_mt_locate(const char *dir, const char *variant, mpk_mt_located *out, mpk_error *err);
+void mpk_mt_located_free(mpk_mt_located *l);
+
+/* locate.c: the variant's inference directory opened from the package root with mpk_open_dir_at
+   (no component may be a link), after refusing a merge journal or record that the manifest lists
+   (shipped inside the package: never replayed, never trusted). *fd -1 when the variant has no
+   inference directory. */
+int mpk_mt_open_inference(const char *dir, const mpk_mt_located *loc, int *fd, mpk_error *err);
+/* The variant's weight handoff map, read beneath the package root (MPK_ENOTFOUND when absent). */
+int mpk_mt_load_map(const char *dir, const mpk_mt_located *loc, mpk_mt_handoff **out, mpk_error *err);
+/* The first file the manifest lists that only modelpkg may write into inference directory
+   `inference_rel` (its merge journal, its temporaries, the merge record), or NULL. */
+const char *mpk_mt_listed_txn_file(const mpk_mt_manifest *m, const char *inference_rel);
+
+/* The merge's transaction name in an inference directory (merge.c writes, the load gate holds). */
+#define MPK_MT_MERGE_TXN "merge"
+/* Files only modelpkg itself writes into an inference directory, inside the merge transaction: the
+   transaction's journal (".merge.txn-journal", core/txn.c names it) and the merge record naming each
+   tensor a device merge replaced with its post-merge digest — the one authority for "merged on
+   device" (docs/SECURITY.md). A package or an install source carrying either is refused. */
+#define MPK_MT_MERGE_JOURNAL "." MPK_MT_MERGE_TXN ".txn-journal"
+#define MPK_MT_MERGE_RECORD ".modelpkg-merge-record.json"
+/* A file name (last segment) only modelpkg writes into an inference directory, inside its merge
+   transaction: the journal (and its .tmp), the record, a staged "<final>.merge-txn.XXXXXX" (locate.c). */
+bool mpk_mt_is_device_file(const char *base);
+
+#endif

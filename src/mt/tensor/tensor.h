@@ -1,0 +1,46 @@
+/* Internal to mt: the tensor room (handoff map, tensors and the load gate, safetensors, the merge
+   record) — what check, merge and install use of it. */
+#ifndef MPK_MT_TENSOR_H
+#define MPK_MT_TENSOR_H
+
+#include "mt/package/package.h"
+/* tensor.c: a checksum sidecar's digest — its first line, trimmed, 64 hex digits in any case
+   (lowercased into hex) — read as `name` beneath the inference directory's handle `dfd` (`shown`
+   names it). 1 when valid, 0 when there is no sidecar, -1 when unusable (why says). */
+int mpk_mt_read_sidecar_at(int dfd, const char *shown, const char *name, char hex[65], char *why, size_t why_cap);
+
+/* mpk_mt_tensor_open on the inference directory's handle. */
+int mpk_mt_tensor_open_at(int dfd, const char *inference_dir, const mpk_mt_handoff_entry *e, mpk_mt_role role,
+                          mpk_tensor_view *out, mpk_error *err);
+
+/* Hash files named beneath a directory handle (mpk_open_read_at: no link out, no FIFO), in
+   parallel. Each job's code/err/size/hex; returns non-zero only when the pool could not run. */
+typedef struct mpk_mt_hash_job {
+  const char *name;
+  int code;
+  mpk_error err;
+  uint64_t size;
+  char hex[65];
+} mpk_mt_hash_job;
+int mpk_mt_hash_at(int dfd, const char *shown, mpk_mt_hash_job *jobs, size_t n, unsigned workers);
+
+/* The merge record of an inference directory (MPK_MT_MERGE_RECORD; schema in docs/mt-merge.md),
+   read beneath its handle and checked strictly. *out NULL when there is none. */
+int mpk_mt_record_load(int dfd, const char *shown, json_t **out, mpk_error *err);
+/* The same on bytes in memory (`file` names them in errors; the fuzz target's entry point). */
+int mpk_mt_record_parse(const void *data, size_t len, const char *file, json_t **out, mpk_error *err);
+/* Whether the record names `name` (an externalDataLocation); its shipped digest (NULL: unknown)
+   and post-merge digest. */
+bool mpk_mt_record_find(const json_t *record, const char *name, const char **shipped, const char **merged);
+
+/* How a caller runs the load gate (tensor.c). */
+typedef struct mpk_mt_gate_ctx {
+  bool read_only;        /* check: no recovery and no hold; a pending merge transaction is a problem */
+  bool shipped_txn;      /* the manifest lists a merge journal or record: neither is read or replayed */
+  const char *next_step; /* read_only: the command that finishes a pending transaction */
+} mpk_mt_gate_ctx;
+/* The load gate over the inference directory's handle `dfd` (-1: absent; `inference_dir` names it). */
+int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff *map, const mpk_mt_gate_options *opts,
+                        const mpk_mt_gate_ctx *ctx, mpk_mt_gate_report **out, mpk_error *err);
+
+#endif

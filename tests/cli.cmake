@@ -1,0 +1,17 @@
+# ---- the modelpkg command as a whole
+mpk_script_test(test_cli integration ${MPK_IT}/test_cli.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
+mpk_script_test(test_cli_output integration ${MPK_IT}/test_cli_output.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+# A FIFO given as any input, or planted in a package, is refused at once (never a hang).
+mpk_script_test(test_fifo_inputs integration ${MPK_IT}/test_fifo_inputs.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+# The README's Quick start sample output is what the tool prints.
+mpk_script_test(test_readme integration python3 ${MPK_IT}/test_readme.py ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+# One --json contract: every reporting command, on success, refusal and usage error (docs/CLI.md).
+mpk_script_test(test_json_contract integration ${MPK_IT}/test_json_contract.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+# Crash safety: kill -9 the package writer at random points.
+mpk_script_test(test_crash integration ${MPK_IT}/test_crash.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+
+# The packaging: install into a temporary prefix, build consumers through pkg-config and
+# find_package. An instrumented library cannot be linked by an uninstrumented consumer: plain builds.
+if(NOT MPK_SANITIZE AND NOT MPK_FUZZ)
+  mpk_script_test(test_install integration ${MPK_IT}/test_install.sh ${PROJECT_BINARY_DIR})
+endif()

@@ -1,0 +1,21 @@
+# ---- mlc: WebLLM 0.2.86 conformance vectors
+mpk_test(test_conf_identity conformance conformance/test_conf_identity.c)
+mpk_test(test_conf_package conformance conformance/test_conf_package.c)
+mpk_test(test_conf_program conformance conformance/test_conf_program.c)
+mpk_test(test_conf_resolve conformance conformance/test_conf_resolve.c)
+
+# ---- mlc: a library's metadata, weights (tensor caches, parameters, resources), device fit against
+# WebLLM's figures, the producer
+mpk_test(test_mlc_library unit unit/test_mlc_library.c)
+mpk_test(test_mlc_weights unit unit/test_mlc_weights.c)
+mpk_test(test_mlc_fit unit unit/test_mlc_fit.c)
+mpk_test(test_mlc_build unit unit/test_mlc_build.c)
+
+# ---- mlc: prompt assembly and prefill planning
+mpk_test(test_conf_prefill conformance conformance/test_conf_prefill.c)   # WebLLM's chunks, lengths, errors
+mpk_test(test_mlc_prefill unit unit/test_mlc_prefill.c)                   # properties, context edges, SEGMENTS.json
+mpk_test(test_mlc_prefill_exec unit unit/test_mlc_prefill_exec.c)         # the reference executor
+mpk_script_test(test_cli_plan integration ${MPK_IT}/test_cli_plan.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
+
+# Hostile MLC packages and arguments (links out, FIFOs, non-libraries, mismatched libraries, --json refusals).
+mpk_script_test(test_cli_mlc_hostile integration ${MPK_IT}/test_cli_mlc_hostile.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})

@@ -1,0 +1,48 @@
+# ---- mt: package (manifest, check, build, select), tensor (handoff map, tensors, safetensors),
+# merge, install
+mpk_test(test_mt_manifest unit unit/test_mt_manifest.c)
+mpk_test(test_mt_check unit unit/test_mt_check.c)
+mpk_test(test_mt_build unit unit/test_mt_build.c)
+mpk_test(test_mt_select unit unit/test_mt_select.c)
+mpk_test(test_mt_handoff unit unit/test_mt_handoff.c)
+mpk_test(test_mt_tensor unit unit/test_mt_tensor.c)
+mpk_test(test_mt_safetensors unit unit/test_mt_safetensors.c)
+mpk_test(test_mt_merge_kernel unit unit/test_mt_merge_kernel.c)
+mpk_test(test_mt_merge unit unit/test_mt_merge.c)
+mpk_test(test_mt_merge_crash unit unit/test_mt_merge_crash.c)
+mpk_test(test_mt_install unit unit/test_mt_install.c)
+
+# The trust model: swapped weights, shipped journals and records, linked-out directories and
+# tensors, FIFOs, the merge record (docs/mt.md "Shipped bytes").
+mpk_script_test(test_mt_trust integration ${MPK_IT}/test_mt_trust.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+# Reports and budgets: the manifest's file budget, closed sets, notes, --json.
+mpk_script_test(test_cli_mt_reports "integration;slow" ${MPK_IT}/test_cli_mt_reports.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR}
+  $<IF:$<BOOL:${MPK_SANITIZE}>,sanitize,plain>)
+set_tests_properties(test_cli_mt_reports PROPERTIES TIMEOUT 300)
+
+# mt install against a real server: the test starts its own nginx (and a python3 stdlib server for
+# dropped connections) on 127.0.0.1 and stops them; the same flows from a directory source.
+mpk_script_test(test_install_http "integration;slow" ${MPK_IT}/test_install_http.sh ${MPK_CLI} ${MPK_SHARED_DIR})
+set_tests_properties(test_install_http PROPERTIES TIMEOUT 600)
+# ... against a hostile cache (planted links), hostile source directories (FIFOs, links out, merge
+# journals) and a hostile python3 stdlib server (slow-loris, redirects, header limits).
+mpk_script_test(test_install_hostile "integration;slow" ${MPK_IT}/test_install_hostile.sh ${MPK_CLI} ${MPK_SHARED_DIR})
+set_tests_properties(test_install_hostile PROPERTIES TIMEOUT 300)
+
+# A real client proves the merge: ONNX Runtime (npm onnxruntime-node) runs a model before and after
+# `mt merge` (docs/mt-merge-e2e.md).
+mpk_script_test(test_merge_onnx e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_merge_onnx.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+
+# ---- mt graph: the ONNX inference graph. The graphs are generated at test time by
+# scripts/gen_onnx_graphs.py with Debian's python3-onnx (/usr/bin/python3) into the build tree.
+set(MPK_ONNX_GRAPHS "${CMAKE_CURRENT_BINARY_DIR}/onnx-graphs")
+mpk_script_test(gen_onnx_graphs unit /usr/bin/python3 ${PROJECT_SOURCE_DIR}/scripts/gen_onnx_graphs.py ${MPK_ONNX_GRAPHS})
+set_tests_properties(gen_onnx_graphs PROPERTIES FIXTURES_SETUP onnx_graphs)
+mpk_test(test_mt_onnx unit unit/test_mt_onnx.c)
+mpk_test(test_mt_graph_check unit unit/test_mt_graph_check.c)
+foreach(t test_mt_onnx test_mt_graph_check)
+  target_compile_definitions(${t} PRIVATE MPK_ONNX_GRAPHS="${MPK_ONNX_GRAPHS}")
+  set_tests_properties(${t} PROPERTIES FIXTURES_REQUIRED onnx_graphs)
+endforeach()
+mpk_script_test(test_cli_mt_graph integration ${MPK_IT}/test_cli_mt_graph.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_ONNX_GRAPHS})
+set_tests_properties(test_cli_mt_graph PROPERTIES FIXTURES_REQUIRED onnx_graphs)
