@@ -181,16 +181,6 @@ typedef struct mpk_mapped {
   bool mapped;
 } mpk_mapped;
 
-/* ---- parallel.c: a parallel for-loop */
-/* One task; returns 0 or a negative MPK_E* code (its details go wherever the caller's ctx says). */
-typedef int (*mpk_task_fn)(void *ctx, size_t task);
-/* Online CPUs, at least 1, at most 64. */
-unsigned mpk_online_cpus(void);
-/* Run fn(ctx, i) for i in 0..n-1 on up to `workers` threads (0: online CPUs; the caller's thread is
-   one of them). Tasks are handed out in index order; after a failure no new task starts. Returns 0,
-   or the code of the lowest-numbered failed task (its index in *failed_task when not NULL). */
-int mpk_parallel_for(size_t n, unsigned workers, mpk_task_fn fn, void *ctx, size_t *failed_task);
-
 /* mpk_digest_files with each job's path relative to `root` and opened beneath it by
    mpk_open_read's rules (no link out of root, regular files only); root NULL: paths as given. */
 int mpk_digest_files_beneath(const char *root, mpk_digest_job *jobs, size_t n, unsigned workers,

@@ -1,17 +1,22 @@
-/* Digests through OpenSSL's EVP interface. */
+/* Digests of bytes and of one file, on the one hasher (hash.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "core/core.h"
+#include "core/hash.h"
 
 int mpk_sha256(const void *data, size_t len, uint8_t out[MPK_SHA256_LEN]) {
-  unsigned int n = 0;
-  if (!EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) || n != MPK_SHA256_LEN) return MPK_EIO;
-  return 0;
+  mpk_hasher h;
+  size_t n = 0;
+  int rc = mpk_hasher_init(&h, MPK_DIGEST_SHA256);
+  if (!rc) {
+    mpk_hasher_update(&h, data, len);
+    rc = mpk_hasher_final(&h, out, &n);
+  }
+  mpk_hasher_free(&h);
+  return rc ? rc : n == MPK_SHA256_LEN ? 0 : MPK_EIO;
 }
 
 void mpk_hex(const uint8_t *bytes, size_t n, char *out) {
@@ -33,23 +38,12 @@ int mpk_sha256_id(const void *data, size_t len, char out[MPK_SHA256_ID_SIZE]) {
 }
 
 int mpk_sha256_fd(int fd, char hex[65]) {
-  enum { CHUNK = 1 << 20 };
-  uint8_t *buf = malloc(CHUNK);
-  EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-  int rc = buf && ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) ? 0 : MPK_ENOMEM;
-  for (off_t at = 0; !rc;) {
-    ssize_t got = pread(fd, buf, CHUNK, at);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) rc = MPK_EIO;
-    if (got <= 0) break;
-    EVP_DigestUpdate(ctx, buf, (size_t)got);
-    at += got;
-  }
-  uint8_t d[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (!rc && EVP_DigestFinal_ex(ctx, d, &len) && len == MPK_SHA256_LEN) mpk_hex(d, len, hex);
-  else if (!rc) rc = MPK_EIO;
-  EVP_MD_CTX_free(ctx);
-  free(buf);
+  mpk_hasher h;
+  int rc = mpk_hasher_init(&h, MPK_DIGEST_SHA256);
+  if (!rc) rc = mpk_hasher_update_fd(&h, fd, 0, UINT64_MAX, NULL, 0, NULL, NULL, NULL);
+  int e = errno;
+  if (!rc) rc = mpk_hasher_final_hex(&h, hex);
+  mpk_hasher_free(&h);
+  errno = e;
   return rc;
 }

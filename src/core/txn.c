@@ -12,8 +12,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +21,7 @@
 #include <unistd.h>
 
 #include "core/buf.h"
+#include "core/pool.h"
 #include "core/txn.h"
 
 #define TXN_NAME_MAX 32
@@ -170,7 +169,8 @@ typedef struct hash_pool {
   int *errs;
 } hash_pool;
 
-static int hash_task(void *ctx, size_t i) {
+static int hash_task(mpk_pool *pool, void *ctx, size_t i, void *scratch, mpk_error *err) {
+  (void)pool, (void)scratch, (void)err; /* each file keeps its own result */
   hash_pool *p = ctx;
   p->errs[i] = hash_at(p->dfd, p->names[i], &p->sizes[i], p->hex[i]);
   return 0;
@@ -181,13 +181,12 @@ static const char *hash_error(int e) {
 }
 
 /* Hash n files of the directory in parallel; per-file results in the arrays (errs: 0 or errno). */
-static int hash_files_at(int dfd, const char *dir, const char **files, size_t n, uint64_t *sizes, char (*hex)[65],
+static int hash_files_at(int dfd, const char **files, size_t n, uint64_t *sizes, char (*hex)[65],
                          int *errs, mpk_error *err) {
   hash_pool p = {.dfd = dfd, .names = files, .sizes = sizes, .hex = hex, .errs = errs};
   unsigned w = mpk_online_cpus();
   if (w > 8) w = 8;
-  if (mpk_parallel_for(n, w, hash_task, &p, NULL)) return mpk_fail(err, MPK_ENOMEM, dir, NULL, "cannot hash");
-  return 0;
+  return mpk_pool_run(n, &(mpk_pool_opts){.workers = w, .keep_going = true}, hash_task, &p, NULL, err);
 }
 
 /* flock on the directory itself: no lock file to leave behind in a package (where `check` would
@@ -528,7 +527,7 @@ static int verify_entries(const char *dir, int dfd, entry *es, size_t n, bool *t
     }
     files[i] = f;
   }
-  rc = hash_files_at(dfd, dir, files, n, sizes, hex, errs, err);
+  rc = hash_files_at(dfd, files, n, sizes, hex, errs, err);
   for (size_t i = 0; !rc && i < n; i++) {
     where(buf, sizeof buf, dir, files[i]);
     if (errs[i]) {
@@ -903,19 +902,15 @@ static int finish_entry(mpk_txn *t, entry *e, mpk_error *err) {
   return 0;
 }
 
-typedef struct sync_pool {
+typedef struct sync_run {
   mpk_txn *t;
-  size_t *which, n;
-  atomic_size_t next;
-  int *codes;
-  mpk_error *errs;
-} sync_pool;
+  size_t *which;
+} sync_run;
 
-static void *sync_worker(void *arg) {
-  sync_pool *p = arg;
-  for (size_t k; (k = atomic_fetch_add(&p->next, 1)) < p->n;)
-    p->codes[k] = finish_entry(p->t, &p->t->e[p->which[k]], &p->errs[k]);
-  return NULL;
+static int sync_task(mpk_pool *pool, void *ctx, size_t k, void *scratch, mpk_error *err) {
+  (void)pool, (void)scratch;
+  sync_run *r = ctx;
+  return finish_entry(r->t, &r->t->e[r->which[k]], err);
 }
 
 /* Sync and close every staged file still open that the caller finished (all of them when `all`),
@@ -924,35 +919,15 @@ static int sync_pending(mpk_txn *t, bool all, mpk_error *err) {
   size_t n = 0;
   for (size_t i = 0; i < t->n; i++) n += t->e[i].fd >= 0 && (all || t->e[i].written);
   if (!n) return 0;
-  sync_pool p = {.t = t, .n = n};
-  atomic_init(&p.next, 0);
-  p.which = calloc(n, sizeof *p.which);
-  p.codes = calloc(n, sizeof *p.codes);
-  p.errs = calloc(n, sizeof *p.errs);
-  int rc = 0;
-  if (!p.which || !p.codes || !p.errs) {
-    rc = mpk_fail(err, MPK_ENOMEM, t->dir, NULL, "out of memory");
-    goto out;
-  }
+  sync_run r = {.t = t, .which = calloc(n, sizeof *r.which)};
+  if (!r.which) return mpk_fail(err, MPK_ENOMEM, t->dir, NULL, "out of memory");
   for (size_t i = 0, k = 0; i < t->n; i++)
-    if (t->e[i].fd >= 0 && (all || t->e[i].written)) p.which[k++] = i;
-  pthread_t th[SYNC_WORKERS];
-  size_t started = 0;
-  for (; started < SYNC_WORKERS && started + 1 < n; started++)
-    if (pthread_create(&th[started], NULL, sync_worker, &p) != 0) break;
-  sync_worker(&p); /* this thread works too, and alone when no thread could start */
-  for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
-  for (size_t k = 0; k < n && !rc; k++)
-    if (p.codes[k]) {
-      rc = p.codes[k];
-      if (err) *err = p.errs[k];
-    }
+    if (t->e[i].fd >= 0 && (all || t->e[i].written)) r.which[k++] = i;
+  /* Every file is synced and closed even after one failed: keep_going. */
+  int rc = mpk_pool_run(n, &(mpk_pool_opts){.workers = SYNC_WORKERS + 1, .keep_going = true}, sync_task, &r, NULL, err);
   t->unsynced = 0;
   for (size_t i = 0; i < t->n; i++) t->unsynced += t->e[i].fd >= 0 && t->e[i].written;
-out:
-  free(p.which);
-  free(p.codes);
-  free(p.errs);
+  free(r.which);
   return rc;
 }
 
@@ -1050,7 +1025,7 @@ static int prepare(mpk_txn *t, mpk_error *err) {
     nms[k] = t->e[i].temp;
     which[k++] = i;
   }
-  if ((rc = hash_files_at(t->dfd, t->dir, nms, n_jobs, sizes, hex, errs, err))) goto out;
+  if ((rc = hash_files_at(t->dfd, nms, n_jobs, sizes, hex, errs, err))) goto out;
   for (size_t k = 0; k < n_jobs; k++) {
     entry *e = &t->e[which[k]];
     if (errs[k]) {

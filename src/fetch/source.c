@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
-#include <openssl/evp.h>
 
+#include "core/hash.h"
 #include "fetch/source.h"
 
 struct mpk_src {
@@ -279,7 +279,7 @@ typedef struct xfer {
   CURL *h;
   /* a file fetch (fetch != NULL) or a small read into buf */
   mpk_src_fetch *fetch;
-  EVP_MD_CTX *md;
+  mpk_hasher *md;
   uint64_t pos;   /* bytes of the file kept (and hashed) so far */
   uint64_t start; /* the offset asked for in this attempt */
   uint64_t kicked; /* writeback started for [.., kicked) */
@@ -335,7 +335,7 @@ static bool check_response(xfer *x) {
         x->io_errno = errno;
         return false;
       }
-      EVP_DigestInit_ex(x->md, EVP_sha256(), NULL);
+      mpk_hasher_restart(x->md);
       x->pos = 0;
       x->start = 0;
       x->kicked = 0;
@@ -404,7 +404,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx) {
     x->too_long = true;
     return 0;
   }
-  EVP_DigestUpdate(x->md, data, n);
+  mpk_hasher_update(x->md, data, n);
   for (size_t done = 0; done < n;) { /* libcurl hands over at most 16 KiB a call: gather them */
     size_t k = n - done < WBUF - x->wlen ? n - done : WBUF - x->wlen;
     memcpy(x->wbuf + x->wlen, data + done, k);
@@ -534,34 +534,14 @@ static bool next_try(const mpk_src *s, unsigned attempt, bool retry, double t_en
   return true;
 }
 
-static int rehash_prefix(int fd, uint64_t n, EVP_MD_CTX *md, const char *url, mpk_error *err) {
-  enum { CHUNK = 1 << 20 };
-  uint8_t *buf = malloc(CHUNK);
-  if (!buf) return mpk_fail(err, MPK_ENOMEM, url, NULL, "out of memory");
-  for (uint64_t at = 0; at < n;) {
-    size_t want = n - at < CHUNK ? (size_t)(n - at) : CHUNK;
-    ssize_t r = pread(fd, buf, want, (off_t)at);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      free(buf);
-      return mpk_fail(err, MPK_EIO, url, NULL, "cannot re-read the partial download: %s", r ? strerror(errno) : "short");
-    }
-    EVP_DigestUpdate(md, buf, (size_t)r);
-    at += (uint64_t)r;
-  }
-  free(buf);
+static int rehash_prefix(int fd, uint64_t n, mpk_hasher *md, const char *url, mpk_error *err) {
+  int rc = mpk_hasher_update_fd(md, fd, 0, n, NULL, 0, NULL, NULL, NULL);
+  if (rc == MPK_ENOMEM) return mpk_fail(err, MPK_ENOMEM, url, NULL, "out of memory");
+  if (rc) return mpk_fail(err, MPK_EIO, url, NULL, "cannot re-read the partial download: %s", errno ? strerror(errno) : "short");
   return 0;
 }
 
-static int finish_digest(EVP_MD_CTX *md, char hex[65]) {
-  uint8_t d[EVP_MAX_MD_SIZE];
-  unsigned int dn = 0;
-  if (!EVP_DigestFinal_ex(md, d, &dn) || dn != MPK_SHA256_LEN) return MPK_EIO;
-  mpk_hex(d, dn, hex);
-  return 0;
-}
-
-static int http_fetch(mpk_src *s, mpk_src_fetch *f, EVP_MD_CTX *md, const char *url, mpk_error *err) {
+static int http_fetch(mpk_src *s, mpk_src_fetch *f, mpk_hasher *md, const char *url, mpk_error *err) {
   CURL *h = curl_easy_init();
   if (!h) return mpk_fail(err, MPK_ENOMEM, url, NULL, "cannot create a libcurl handle");
   xfer x = {.fetch = f, .md = md, .pos = f->offset, .wbuf = malloc(WBUF)};
@@ -632,7 +612,7 @@ static int http_fetch(mpk_src *s, mpk_src_fetch *f, EVP_MD_CTX *md, const char *
   return rc;
 }
 
-static int dir_fetch(mpk_src *s, mpk_src_fetch *f, EVP_MD_CTX *md, const char *path, mpk_error *err) {
+static int dir_fetch(mpk_src *s, mpk_src_fetch *f, mpk_hasher *md, const char *path, mpk_error *err) {
   /* Beneath the source directory, never through a link out of it; a regular file (a FIFO cannot
      block the installer), checked before the first read. */
   int in;
@@ -666,7 +646,7 @@ static int dir_fetch(mpk_src *s, mpk_src_fetch *f, EVP_MD_CTX *md, const char *p
                     e == ENOSPC || e == EFBIG || e == EDQUOT ? " (the disk is full)" : "");
       break;
     }
-    EVP_DigestUpdate(md, buf, (size_t)r);
+    mpk_hasher_update(md, buf, (size_t)r);
     at += (uint64_t)r;
     start_writeback(f->fd, &kicked, at, at == f->size);
     if (f->on_bytes && f->on_bytes(f->ctx, at)) rc = mpk_fail(err, MPK_ECANCELLED, path, NULL, "cancelled");
@@ -681,10 +661,10 @@ int mpk_src_fetch_file(mpk_src *s, mpk_src_fetch *f, mpk_error *err) {
   f->restarts = f->retries = 0;
   f->http_status = 0;
   char *url = mpk_src_url(s, f->rel);
-  EVP_MD_CTX *md = EVP_MD_CTX_new();
-  if (!url || !md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
+  mpk_hasher hasher, *md = &hasher;
+  if (mpk_hasher_init(md, MPK_DIGEST_SHA256) || !url) {
     free(url);
-    EVP_MD_CTX_free(md);
+    mpk_hasher_free(md);
     return mpk_fail(err, MPK_ENOMEM, f->rel, NULL, "out of memory");
   }
   /* Keep at most the declared size of what is there, and hash it again: a partial file is only
@@ -703,8 +683,8 @@ int mpk_src_fetch_file(mpk_src *s, mpk_src_fetch *f, mpk_error *err) {
   if (!rc && lseek(f->fd, (off_t)f->offset, SEEK_SET) < 0)
     rc = mpk_fail(err, MPK_EIO, url, NULL, "cannot seek: %s", strerror(errno));
   if (!rc) rc = s->http ? http_fetch(s, f, md, url, err) : dir_fetch(s, f, md, url, err);
-  if (!rc && finish_digest(md, f->hex)) rc = mpk_fail(err, MPK_EIO, url, NULL, "SHA-256 failed");
-  EVP_MD_CTX_free(md);
+  if (!rc && mpk_hasher_final_hex(md, f->hex)) rc = mpk_fail(err, MPK_EIO, url, NULL, "SHA-256 failed");
+  mpk_hasher_free(md);
   free(url);
   return rc;
 }

@@ -18,6 +18,7 @@
 #include <soxr.h>
 
 #include "core/core.h"
+#include "core/pool.h"
 #include "media/wav.h"
 
 #define MIX_BLOCK 16384 /* frames mixed to mono per step: 64 KiB of float */
@@ -353,6 +354,12 @@ static int emit(out_sink *k, const float *x, size_t n, mpk_error *err) {
   return k->fn ? k->fn(k->ctx, x, n, err) : 0;
 }
 
+/* run_segment on the worker pool: its error stays in c->errs[task], which the caller reports. */
+static int segment_task(mpk_pool *pool, void *ctx, size_t task, void *scratch, mpk_error *err) {
+  (void)pool, (void)scratch, (void)err;
+  return run_segment(ctx, task);
+}
+
 static int resample(mono_src *src, double in_rate, double out_rate, float *out, size_t n_out, unsigned threads,
                     out_sink *sink, const char *file, mpk_error *err) {
   uint64_t in = (uint64_t)in_rate, o = (uint64_t)out_rate, g = gcd_u64(in, o);
@@ -382,7 +389,7 @@ static int resample(mono_src *src, double in_rate, double out_rate, float *out, 
     c.seg_first = first;
     c.out_first = out ? 0 : first * c.seg_len;
     if (k == 1) rc = run_segment(&c, 0);
-    else rc = mpk_parallel_for(k, threads, run_segment, &c, &failed);
+    else rc = mpk_pool_run(k, &(mpk_pool_opts){.workers = threads}, segment_task, &c, &failed, NULL);
     if (rc) {
       if (err) *err = c.errs[failed];
       break;

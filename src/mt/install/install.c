@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/pool.h"
 #include "mt/mt.h"
 #include "mt/install/install.h"
 #include "fetch/source.h"
@@ -577,29 +578,28 @@ out:
   return rc;
 }
 
-static void *worker(void *arg) {
-  inst *s = arg;
-  for (;;) {
+/* One file, on core's worker pool. The first failure (in time) is kept in s->rc / s->err with the
+   cancellation an event callback may cause, under s->mu; s->stop ends the other downloads early. */
+static int install_task(mpk_pool *pool, void *ctx, size_t i, void *scratch, mpk_error *err) {
+  (void)pool, (void)scratch, (void)err;
+  inst *s = ctx;
+  pthread_mutex_lock(&s->mu);
+  bool stop = s->stop;
+  pthread_mutex_unlock(&s->mu);
+  if (stop) return 0;
+  mpk_error e;
+  mpk_error_clear(&e);
+  int rc = install_one(s, &s->items[i], &e);
+  if (rc) {
     pthread_mutex_lock(&s->mu);
-    size_t i = s->next++;
-    bool stop = s->stop || i >= s->n;
-    pthread_mutex_unlock(&s->mu);
-    if (stop) break;
-    mpk_error e;
-    mpk_error_clear(&e);
-    int rc = install_one(s, &s->items[i], &e);
-    if (rc) {
-      pthread_mutex_lock(&s->mu);
-      if (!s->rc) {
-        s->rc = rc;
-        s->err = e;
-      }
-      s->stop = true;
-      pthread_mutex_unlock(&s->mu);
-      break;
+    if (!s->rc) {
+      s->rc = rc;
+      s->err = e;
     }
+    s->stop = true;
+    pthread_mutex_unlock(&s->mu);
   }
-  return NULL;
+  return rc;
 }
 
 /* ---------------------------------------------------------------- plan */
@@ -1180,12 +1180,7 @@ int mpk_mt_install_ex(const char *source, const mpk_mt_install_options *given, c
   /* 3. The files, `jobs` at a time. */
   unsigned jobs = o->jobs ? o->jobs : 4;
   if (jobs > s.n) jobs = s.n ? (unsigned)s.n : 1;
-  pthread_t tids[MAX_JOBS];
-  unsigned started = 0;
-  for (; started < jobs; started++)
-    if (pthread_create(&tids[started], NULL, worker, &s) != 0) break;
-  if (!started) worker(&s);
-  for (unsigned i = 0; i < started; i++) pthread_join(tids[i], NULL);
+  mpk_pool_run(s.n, &(mpk_pool_opts){.workers = jobs}, install_task, &s, NULL, NULL); /* s.rc has the result */
   if (s.rc) {
     rc = s.rc;
     if (err) *err = s.err;

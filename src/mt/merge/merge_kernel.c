@@ -6,8 +6,6 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +15,10 @@
 #include <cpuid.h>
 #endif
 
+#include <stdatomic.h>
+
 #include "core/core.h"
+#include "core/pool.h"
 #include "mt/merge/merge_kernel.h"
 
 #define MAX_WORKERS 8
@@ -220,98 +221,32 @@ static void factors_rows(const factors *f, int64_t r0, int64_t n, float *L) {
 /* Bytes of scratch for L of `n` rows, rounded to a cache line. */
 static size_t l_bytes(int64_t n, int64_t rank) { return ((size_t)n * (size_t)rank * sizeof(float) + 63) & ~(size_t)63; }
 
-/* ---------------------------------------------------------------- worker pool */
+/* ---------------------------------------------------------------- blocks on the worker pool */
 
-typedef struct pool pool;
-typedef int (*block_fn)(pool *p, int64_t block, uint8_t *scratch, mpk_error *err);
-
-struct pool {
-  int64_t n_blocks;
-  block_fn run;
-  void *ctx;
+/* How a tensor's row blocks run on core's worker pool: each worker gets its scratch once; progress
+   is reported per block (the callback may cancel). */
+typedef struct blocks {
+  int64_t n;
   size_t scratch_bytes;
-  atomic_int_fast64_t next;
-  atomic_bool stop;
-  pthread_mutex_t lock; /* guards everything below, and the callback */
-  int rc;
-  mpk_error err;
-  uint64_t done, total;
+  uint64_t total;
   mpk_progress_fn progress;
   void *progress_ctx;
-};
+  uint64_t base; /* bytes an earlier run of the same tensor reported (the first of two passes) */
+} blocks;
 
-static void pool_fail(pool *p, int rc, const mpk_error *e) {
-  pthread_mutex_lock(&p->lock);
-  if (!p->rc) {
-    p->rc = rc;
-    p->err = *e;
-  }
-  pthread_mutex_unlock(&p->lock);
-  atomic_store(&p->stop, true);
+static int blocks_progress(void *ctx, uint64_t done, uint64_t total) {
+  const blocks *b = ctx;
+  return b->progress(b->progress_ctx, b->base + done, total);
 }
 
-/* Progress after a block; the callback may cancel. Also used by a block under pool->lock's care. */
-static void pool_report(pool *p, uint64_t bytes, const char *name) {
-  if (!p->progress) return;
-  pthread_mutex_lock(&p->lock);
-  p->done += bytes;
-  bool cancel = !p->rc && p->progress(p->progress_ctx, p->done, p->total);
-  pthread_mutex_unlock(&p->lock);
-  if (cancel) {
-    mpk_error e;
-    mpk_error_clear(&e);
-    mpk_fail(&e, MPK_ECANCELLED, name, NULL, "cancelled");
-    pool_fail(p, MPK_ECANCELLED, &e);
-  }
-}
-
-static void *pool_worker(void *arg) {
-  pool *p = arg;
-  uint8_t *scratch = NULL;
-  mpk_error e;
-  mpk_error_clear(&e);
-  if (p->scratch_bytes && !(scratch = malloc(p->scratch_bytes))) {
-    mpk_fail(&e, MPK_ENOMEM, NULL, NULL, "out of memory for a merge block (%zu bytes)", p->scratch_bytes);
-    pool_fail(p, MPK_ENOMEM, &e);
-    return NULL;
-  }
-  while (!atomic_load(&p->stop)) {
-    int64_t b = atomic_fetch_add(&p->next, 1);
-    if (b >= p->n_blocks) break;
-    int rc = p->run(p, b, scratch, &e);
-    if (rc) {
-      pool_fail(p, rc, &e);
-      break;
-    }
-  }
-  free(scratch);
-  return NULL;
-}
-
-static int pool_run(pool *p, int threads, mpk_error *err) {
-  if (threads <= 0) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    threads = cpus < 1 ? 1 : cpus > MAX_WORKERS ? MAX_WORKERS : (int)cpus;
-  }
+static int run_blocks(const blocks *b, mpk_pool_task fn, void *ctx, int threads, const char *name, mpk_error *err) {
+  if (threads <= 0) threads = (int)mpk_online_cpus();
   if (threads > MAX_WORKERS) threads = MAX_WORKERS;
-  if (threads > p->n_blocks) threads = p->n_blocks > 0 ? (int)p->n_blocks : 1;
-  atomic_init(&p->next, 0);
-  atomic_init(&p->stop, false);
-  pthread_mutex_init(&p->lock, NULL);
-  p->rc = 0;
-  mpk_error_clear(&p->err);
-  pthread_t tid[MAX_WORKERS];
-  int started = 0;
-  /* The calling thread works too. */
-  for (int t = 1; t < threads; t++) {
-    if (pthread_create(&tid[t], NULL, pool_worker, p) != 0) break;
-    started = t;
-  }
-  pool_worker(p);
-  for (int t = 1; t <= started; t++) pthread_join(tid[t], NULL);
-  pthread_mutex_destroy(&p->lock);
-  if (p->rc && err) *err = p->err;
-  return p->rc;
+  mpk_pool_opts o = {.workers = (unsigned)threads, .scratch_bytes = b->scratch_bytes,
+                     .progress = b->progress ? blocks_progress : NULL, .progress_ctx = (void *)b, .total = b->total};
+  int rc = mpk_pool_run((size_t)b->n, &o, fn, ctx, NULL, err);
+  if (rc == MPK_ECANCELLED) mpk_fail(err, MPK_ECANCELLED, name, NULL, "cancelled");
+  return rc;
 }
 
 /* ---------------------------------------------------------------- output */
@@ -370,8 +305,10 @@ typedef struct dense_ctx {
   int stream;
 } dense_ctx;
 
-static int dense_block(pool *p, int64_t b, uint8_t *scratch, mpk_error *err) {
-  dense_ctx *c = p->ctx;
+static int dense_block(mpk_pool *p, void *ctx, size_t block, void *scratch_, mpk_error *err) {
+  dense_ctx *c = ctx;
+  uint8_t *scratch = scratch_;
+  int64_t b = (int64_t)block;
   const mpk_merge_dense *m = c->m;
   int64_t r0 = b * c->br, r1 = r0 + c->br < m->rows ? r0 + c->br : m->rows;
   size_t off = (size_t)r0 * (size_t)m->cols * c->es, len = (size_t)(r1 - r0) * (size_t)m->cols * c->es;
@@ -386,7 +323,7 @@ static int dense_block(pool *p, int64_t b, uint8_t *scratch, mpk_error *err) {
     int rc = sink_write(&c->s, 0, off, out, len, m->name, err);
     if (rc) return rc;
   }
-  pool_report(p, len, m->name);
+  mpk_pool_advance(p, len);
   return 0;
 }
 
@@ -408,10 +345,10 @@ static int dense_run(const mpk_merge_dense *m, int threads, const sink *s, mpk_e
   if ((rc = factors_prepare(m->name, m->A, m->B, m->rank, m->scale, m->transposed, m->rows, m->cols, &c.f, err)))
     return rc;
   c.br = dense_block_rows(m, c.es);
-  pool p = {.n_blocks = (m->rows + c.br - 1) / c.br, .run = dense_block, .ctx = &c,
-            .scratch_bytes = l_bytes(c.br, m->rank) + (s->buf[0] ? 0 : (size_t)c.br * (size_t)m->cols * c.es),
-            .total = m->base_len, .progress = m->progress, .progress_ctx = m->progress_ctx};
-  rc = pool_run(&p, threads, err);
+  blocks p = {.n = (m->rows + c.br - 1) / c.br,
+              .scratch_bytes = l_bytes(c.br, m->rank) + (s->buf[0] ? 0 : (size_t)c.br * (size_t)m->cols * c.es),
+              .total = m->base_len, .progress = m->progress, .progress_ctx = m->progress_ctx};
+  rc = run_blocks(&p, dense_block, &c, threads, m->name, err);
   factors_free(&c.f);
   return rc;
 }
@@ -677,8 +614,10 @@ static size_t qscratch_layout(const quant_ctx *c, qscratch *x, uint8_t *base) {
   return off;
 }
 
-static int quant_block(pool *p, int64_t b, uint8_t *scratch, mpk_error *err) {
-  quant_ctx *c = p->ctx;
+static int quant_block(mpk_pool *p, void *ctx, size_t block, void *scratch_, mpk_error *err) {
+  quant_ctx *c = ctx;
+  uint8_t *scratch = scratch_;
+  int64_t b = (int64_t)block;
   const mpk_merge_quant *m = c->m;
   const int64_t cols = m->cols, r0 = b * c->br, r1 = r0 + c->br < m->rows ? r0 + c->br : m->rows;
   const size_t e0 = (size_t)r0 * (size_t)cols, ne = (size_t)(r1 - r0) * (size_t)cols;
@@ -731,13 +670,13 @@ static int quant_block(pool *p, int64_t b, uint8_t *scratch, mpk_error *err) {
     }
   }
   if (c->pass == 1) { /* fold into the tensor-wide min/max; quantized in pass 2 */
-    pthread_mutex_lock(&p->lock);
+    mpk_pool_lock(p);
     for (int64_t g = 0; g < ng; g++) {
       if (x.mn[g] < c->gmin[g0 + g]) c->gmin[g0 + g] = x.mn[g];
       if (x.mx[g] > c->gmax[g0 + g]) c->gmax[g0 + g] = x.mx[g];
     }
-    pthread_mutex_unlock(&p->lock);
-    pool_report(p, q_bytes(m->q_type, ne), m->name);
+    mpk_pool_unlock(p);
+    mpk_pool_advance(p, q_bytes(m->q_type, ne));
     return 0;
   }
 
@@ -782,7 +721,7 @@ static int quant_block(pool *p, int64_t b, uint8_t *scratch, mpk_error *err) {
       for (int64_t j = 0; j < cols; j++, k++) x.q[k] = (uint8_t)quantize(w[j], sp[colg[j]], zp[colg[j]], qmax);
   }
   if ((rc = sink_write(&c->s, 0, q_bytes(m->q_type, e0), x.q, q_bytes(m->q_type, ne), m->name, err))) return rc;
-  pool_report(p, q_bytes(m->q_type, ne), m->name);
+  mpk_pool_advance(p, q_bytes(m->q_type, ne));
   return 0;
 }
 
@@ -843,12 +782,11 @@ static int quant_run(const mpk_merge_quant *m, int threads, const sink *s, mpk_e
     free(c.colg);
     return rc;
   }
-  pool p = {.n_blocks = (m->rows + c.br - 1) / c.br, .run = quant_block, .ctx = &c,
-            .scratch_bytes = qscratch_layout(&c, NULL, NULL), .total = c.L.q_bytes * (c.two_pass ? 2 : 1),
-            .progress = m->progress, .progress_ctx = m->progress_ctx};
+  blocks p = {.n = (m->rows + c.br - 1) / c.br, .scratch_bytes = qscratch_layout(&c, NULL, NULL),
+              .total = c.L.q_bytes * (c.two_pass ? 2 : 1), .progress = m->progress, .progress_ctx = m->progress_ctx};
   if (!c.two_pass) {
     c.pass = 0;
-    rc = pool_run(&p, threads, err);
+    rc = run_blocks(&p, quant_block, &c, threads, m->name, err);
   } else {
     size_t ng = (size_t)c.L.n_groups;
     c.gmin = calloc(ng, sizeof(float));
@@ -858,12 +796,13 @@ static int quant_run(const mpk_merge_quant *m, int threads, const sink *s, mpk_e
     if (!c.gmin || !c.gmax || !c.gs || !c.gz) rc = mpk_fail(err, MPK_ENOMEM, m->name, NULL, "out of memory");
     if (!rc) {
       c.pass = 1;
-      rc = pool_run(&p, threads, err);
+      rc = run_blocks(&p, quant_block, &c, threads, m->name, err);
     }
     if (!rc) rc = quant_params_all(&c, err);
     if (!rc) {
       c.pass = 2;
-      rc = pool_run(&p, threads, err);
+      p.base = c.L.q_bytes; /* pass 1 reported every block's bytes once */
+      rc = run_blocks(&p, quant_block, &c, threads, m->name, err);
     }
     free(c.gmin);
     free(c.gmax);

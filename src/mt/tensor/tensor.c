@@ -17,6 +17,7 @@
 
 #include <dlpack/dlpack.h>
 
+#include "core/pool.h"
 #include "core/txn.h"
 #include "mt/mt.h"
 
@@ -267,7 +268,8 @@ typedef struct hash_ctx {
   mpk_mt_hash_job *jobs;
 } hash_ctx;
 
-static int hash_task(void *ctx, size_t i) {
+static int hash_task(mpk_pool *pool, void *ctx, size_t i, void *scratch, mpk_error *err) {
+  (void)pool, (void)scratch, (void)err; /* each job keeps its own result */
   hash_ctx *h = ctx;
   mpk_mt_hash_job *j = &h->jobs[i];
   int fd;
@@ -290,7 +292,7 @@ static int hash_task(void *ctx, size_t i) {
 int mpk_mt_hash_at(int dfd, const char *shown, mpk_mt_hash_job *jobs, size_t n, unsigned workers) {
   if (!workers) workers = mpk_online_cpus() > 8 ? 8 : mpk_online_cpus();
   hash_ctx h = {.dfd = dfd, .shown = shown, .jobs = jobs};
-  return n ? mpk_parallel_for(n, workers, hash_task, &h, NULL) : 0;
+  return mpk_pool_run(n, &(mpk_pool_opts){.workers = workers, .keep_going = true}, hash_task, &h, NULL, NULL);
 }
 
 /* ---------------------------------------------------------------- the merge record */

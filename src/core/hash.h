@@ -1,0 +1,42 @@
+/* The one incremental hasher (docs/ARCHITECTURE.md, "Digests"): SHA-256 and MD5 behind one context,
+   through OpenSSL's EVP interface. Every path that hashes — bytes, files, files in parallel, HTTP
+   downloads while they arrive — goes through it; hash.c is the only file that calls OpenSSL. */
+#ifndef MPK_CORE_HASH_H
+#define MPK_CORE_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "modelpkg/core.h"
+
+/* Lowercase hex of the longest digest (SHA-256) and its NUL. */
+#define MPK_HASH_HEX_SIZE 65
+
+typedef struct mpk_hasher {
+  void *md_; /* EVP_MD_CTX */
+  mpk_digest_algo algo;
+} mpk_hasher;
+
+/* Start a digest (MPK_ENOMEM when OpenSSL cannot). Free with mpk_hasher_free, also after a failure. */
+int mpk_hasher_init(mpk_hasher *h, mpk_digest_algo algo);
+/* Start over with the same algorithm (a download restarted from byte 0). */
+int mpk_hasher_restart(mpk_hasher *h);
+void mpk_hasher_update(mpk_hasher *h, const void *data, size_t n);
+/* The digest as lowercase hex (64 digits for SHA-256, 32 for MD5) and NUL; MPK_EIO when OpenSSL
+   fails. The hasher must be restarted before it is fed again. */
+int mpk_hasher_final_hex(mpk_hasher *h, char hex[MPK_HASH_HEX_SIZE]);
+/* The raw digest into out (at least 32 bytes); *len its length. */
+int mpk_hasher_final(mpk_hasher *h, uint8_t *out, size_t *len);
+void mpk_hasher_free(mpk_hasher *h); /* accepts a zeroed or failed hasher */
+
+/* Called as bytes are read (total so far); non-zero stops the read with MPK_ECANCELLED. */
+typedef int (*mpk_hash_bytes_fn)(void *ctx, uint64_t bytes);
+
+/* Feed h `len` bytes of fd from offset `from` (len UINT64_MAX: to the end of the file), read with
+   pread through buf[cap] (buf NULL: a 1 MiB buffer of its own). *got (may be NULL): bytes read.
+   Returns 0; MPK_EIO with errno set on a read error, or errno 0 when the file ended before `len`
+   bytes (a bounded read); MPK_ECANCELLED when on_bytes said stop; MPK_ENOMEM. */
+int mpk_hasher_update_fd(mpk_hasher *h, int fd, uint64_t from, uint64_t len, uint8_t *buf, size_t cap,
+                         uint64_t *got, mpk_hash_bytes_fn on_bytes, void *ctx);
+
+#endif
