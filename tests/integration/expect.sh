@@ -13,8 +13,11 @@ expect() {
   if [ "$rc" -eq "$status" ] && grep -Eq -- "$pattern" <<<"$out"; then
     pass=$((pass + 1))
   else
-    fail=$((fail + 1)); echo "FAIL: $name (exit $rc, wanted $status; pattern '$pattern')"; printf '%s\n' "$out" | head -20
+    fail=$((fail + 1)); echo "FAIL: $name (exit $rc, wanted $status; pattern '$pattern')"; first_lines 20 "$out"
   fi
 }
 ok() { pass=$((pass + 1)); }
+# first_lines N TEXT: the first N lines of TEXT. Not `printf | head`: head exiting early would
+# SIGPIPE the writer, and under pipefail that status is the pipeline's (test_no_pipe_grep.sh).
+first_lines() { local -a l; mapfile -t -n "$1" l <<<"$2"; [ ${#l[@]} -eq 0 ] || printf '%s\n' "${l[@]}"; }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }

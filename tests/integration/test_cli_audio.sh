@@ -19,8 +19,8 @@ PY
 
 out=$("$CLI" audio "$T/st.wav" --package "$SRC/examples/gemma4-audio" -o "$T/out.f32")
 echo "$out"
-echo "$out" | grep -q "WAV PCM integer (1) 16-bit, 44100 Hz, 2 channels, 44100 frames" || fail "source line"
-echo "$out" | grep -q "16000 samples, mono float32 at 16000 Hz" || fail "output line"
+grep -q "WAV PCM integer (1) 16-bit, 44100 Hz, 2 channels, 44100 frames" <<<"$out" || fail "source line"
+grep -q "16000 samples, mono float32 at 16000 Hz" <<<"$out" || fail "output line"
 [ "$(stat -c %s "$T/out.f32")" = 64000 ] || fail "output size"
 # The mean of the two channels: a 440 Hz tone at amplitude 0.25; check it from the file.
 /usr/bin/python3 - "$T/out.f32" <<'PY'
@@ -53,7 +53,8 @@ grep -q "canonical audio must contain 1..100 samples; got 16000" "$T/err" || fai
 
 # The same recording as a data URL.
 { printf 'data:audio/x-wav;base64,'; base64 -w0 "$T/st.wav"; } >"$T/st.txt"
-"$CLI" audio "$T/st.txt" --base64 --rate 16000 --max-samples 480000 | grep -q "16000 samples" || fail "data URL"
+out=$("$CLI" audio "$T/st.txt" --base64 --rate 16000 --max-samples 480000) || fail "data URL: exit $?"
+grep -q "16000 samples" <<<"$out" || fail "data URL"
 
 # ---- the output contract (docs/CLI.md "Output files"), private nodes only.
 A=("$T/st.wav" --rate 16000 --max-samples 480000)
@@ -105,7 +106,7 @@ PY
 for name in ff zero; do
   out=$(timeout 10 "$CLI" audio "$T/$name.wav" "${A[@]:1}" -o "$T/$name.f32")
   cmp "$T/$name.f32" "$T/out.f32" || fail "streaming WAV ($name): samples differ"
-  echo "$out" | grep -q "note:    streaming WAV: the data chunk declares $([ $name = ff ] && echo 0xFFFFFFFF || echo 0) bytes" ||
+  grep -q "note:    streaming WAV: the data chunk declares $([ $name = ff ] && echo 0xFFFFFFFF || echo 0) bytes" <<<"$out" ||
     fail "streaming note ($name): $out"
   "$CLI" audio "$T/$name.wav" "${A[@]:1}" --json | /usr/bin/python3 -c "
 import json,sys; r=json.load(sys.stdin)
@@ -132,7 +133,7 @@ set +e
 "$CLI" audio "$T/nan.wav" "${A[@]:1}" -o "$T/keep.f32" 2>/dev/null; rc=$?
 set -e
 [ $rc = 1 ] && [ "$(cat "$T/keep.f32")" = old ] || fail "refusal replaced the output"
-ls "$T" | grep -q '\.tmp\.' && fail "temporary file left behind"
+left=$(ls "$T"); grep -q '\.tmp\.' <<<"$left" && fail "temporary file left behind"
 
 # ---- memory bounded by the work, not the input: 20 minutes of 22.05 kHz mono (53 MB in, 77 MB out)
 # streamed to a file; the peak resident set stays well below the output (it was 100 MiB, the output

@@ -22,7 +22,7 @@ assert list(r)[:3] == ['modelpkg_version', 'command', 'ok'] and list(r)[-2:] == 
 $check" "$TMP/out.json" 2>"$TMP/py.txt"; then
     pass=$((pass + 1))
   else
-    fail=$((fail + 1)); echo "FAIL: $name (exit $rc, wanted $status)"; head -c 2000 "$TMP/out.json"; cat "$TMP/py.txt" "$TMP/err.txt" | head -20
+    fail=$((fail + 1)); echo "FAIL: $name (exit $rc, wanted $status)"; head -c 2000 "$TMP/out.json"; first_lines 20 "$(cat "$TMP/py.txt" "$TMP/err.txt")"
   fi
 }
 

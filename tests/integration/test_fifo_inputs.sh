@@ -18,7 +18,7 @@ expect_refused() {
   local out rc
   out="$(timeout "$EXPECT_TIMEOUT" "$@" 2>&1 </dev/null)"; rc=$?
   if { [ "$rc" -eq 1 ] || [ "$rc" -eq 2 ]; } && grep -q -- "$FIFO" <<<"$out"; then ok
-  else bad "$name (exit $rc$( [ "$rc" -eq 124 ] && echo ': timed out, it blocked'))"; printf '%s\n' "$out" | head -5; fi
+  else bad "$name (exit $rc$( [ "$rc" -eq 124 ] && echo ': timed out, it blocked'))"; first_lines 5 "$out"; fi
 }
 
 # ---- file arguments
