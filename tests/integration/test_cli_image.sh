@@ -8,7 +8,10 @@ SRC=$2
 PY=/usr/bin/python3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/expect.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# Every input is written, and every tensor read back, with Debian's Pillow and numpy.
+need_py PIL numpy
 PKG="$SRC/examples/llava-image"
 LIB="$PKG/lib/llava-image-webgpu.wasm"
 
@@ -221,13 +224,13 @@ j[k + 5:k + 9] = struct.pack(">HH", 16384, 16384)
 open(f"{d}/bomb.jpg", "wb").write(j)
 PY
 # (AddressSanitizer reserves terabytes of shadow address space: no address-space limit under it.)
-LIMIT="prlimit --as=1073741824"
-grep -q __asan_init "$CLI" && LIMIT=
+LIMIT=()
+if ! grep -q __asan_init "$CLI" && as_limit "$CLI" --version; then LIMIT=("${AS_LIMIT[@]}"); fi
 for f in bomb.webp:"16383x16383 pixels at 3 bytes + 1023.9 MiB of lossless WebP ARGB plane" \
          bomb.jpg:"2048x2048 pixels at 3 bytes + 1536.0 MiB of progressive JPEG coefficients"; do
   set +e
   start=$(date +%s%N)
-  $LIMIT timeout 10 "$CLI" image "$T/${f%%:*}" "${A[@]:1}" -o "$T/bomb.raw" 2>"$T/err"; rc=$?
+  "${LIMIT[@]}" timeout 10 "$CLI" image "$T/${f%%:*}" "${A[@]:1}" -o "$T/bomb.raw" 2>"$T/err"; rc=$?
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
   set -e
   [ $rc = 1 ] || fail "${f%%:*}: exit $rc"

@@ -10,7 +10,11 @@ SRC=$2
 GRAPHS=$3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/expect.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# GRAPHS is scripts/gen_onnx_graphs.py's output (the gen_onnx_graphs fixture), written with Debian's
+# python3-onnx and numpy: without them there is none, and nothing here can run.
+[ -d "$GRAPHS/ref" ] || need_py onnx numpy
 P="$T/pkg"
 INF="$P/variants/cpu-fp16/inference"
 cp -r "$SRC/examples/mt-tiny" "$P"
