@@ -88,8 +88,9 @@ skips image_quality_convert "SKIP: test_image_quality: ImageMagick convert not f
 # ---- cases skipped, the rest run: the audio test without numpy passes, saying which two it skipped.
 out="$(timeout "$EXPECT_TIMEOUT" env PYTHONPATH="$(stubs nonumpy numpy)" "$I/test_cli_audio.sh" "$MPK" "$SRC" 2>&1)"; rc=$?
 n="$(grep -c "^SKIP: test_cli_audio: .*: /usr/bin/python3 module numpy not found $HOW\$" <<<"$out")"
-if [ "$rc" -eq 0 ] && [ "$n" -eq 2 ] && grep -qx ok <<<"$out"; then ok
-else bad "cli_audio_numpy: exit $rc (wanted 0), $n SKIP lines (wanted 2)"; first_lines 20 "$out"; fi
+want=2; grep -q __asan_init "$MPK" && want=1  # (under AddressSanitizer the memory case does not run at all)
+if [ "$rc" -eq 0 ] && [ "$n" -eq "$want" ] && grep -qx ok <<<"$out"; then ok
+else bad "cli_audio_numpy: exit $rc (wanted 0), $n SKIP lines (wanted $want)"; first_lines 20 "$out"; fi
 
 # ---- finish: 77 when every case was skipped, 0 when one ran, 1 when one failed
 cat >"$T/cases.sh" <<'SH'
