@@ -75,7 +75,7 @@ now_ns() { date +%s%N; }
 
 echo "== machine"
 echo "nproc: $(nproc)   cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-echo "kernel: $(uname -r)   openssl: $(openssl version | cut -d' ' -f2)   coreutils: $(md5sum --version | head -1 | awk '{print $NF}')   python: $($PYTHON -c 'import sys;print(sys.version.split()[0])')"
+echo "kernel: $(uname -r)   openssl: $(openssl version | cut -d' ' -f2)   coreutils: $(md5sum --version | awk 'NR == 1 {print $NF}')   python: $($PYTHON -c 'import sys;print(sys.version.split()[0])')"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "files: $NFILES x $SIZE_MIB MiB in $DATA   rounds: $REPEAT (cold: $COLD_REPEAT)   openssl speed: ${SPEED_SECONDS}s"
 

@@ -75,7 +75,7 @@ now_ns() { date +%s%N; }
 
 echo "== machine"
 echo "nproc: $CORES   cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-echo "kernel: $(uname -r)   $(curl --version | head -1 | cut -d' ' -f1-3)   $("$NGINX" -v 2>&1)"
+echo "kernel: $(uname -r)   $(curl --version | awk 'NR == 1 {print $1, $2, $3}')   $("$NGINX" -v 2>&1)"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo "== 1. package: $NBIG x $BIG_MIB MiB + $NSMALL x 1 MiB (bench/mt_package.py), sealed with mt build"

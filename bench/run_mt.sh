@@ -89,8 +89,8 @@ now_ns() { date +%s%N; }
 
 echo "== machine"
 echo "nproc: $(nproc)   cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-echo "kernel: $(uname -r)   openssl: $(openssl version | cut -d' ' -f2)   coreutils: $(sha256sum --version | head -1 | awk '{print $NF}')   python: $($PYTHON -c 'import sys;print(sys.version.split()[0])')"
-echo "modelpkg: $("$MODELPKG" --version 2>&1 | head -1)   ($MODELPKG)"
+echo "kernel: $(uname -r)   openssl: $(openssl version | cut -d' ' -f2)   coreutils: $(sha256sum --version | awk 'NR == 1 {print $NF}')   python: $($PYTHON -c 'import sys;print(sys.version.split()[0])')"
+echo "modelpkg: $("$MODELPKG" --version 2>&1 | awk 'NR == 1')   ($MODELPKG)"
 echo "disk free in $WORK: $avail_mib MiB (needs $need_mib)   memory available: $mem_mib MiB"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -168,7 +168,7 @@ measure() {
 same_sums() {
   [[ -f $WORK/out.$1.sums ]] || return 0
   diff -q "$2" "$WORK/out.$1.sums" >/dev/null || {
-    echo "run_mt.sh: $1 computed other digests than $2:" >&2; diff "$2" "$WORK/out.$1.sums" | head >&2; exit 1; }
+    echo "run_mt.sh: $1 computed other digests than $2:" >&2; diff "$2" "$WORK/out.$1.sums" | awk 'NR <= 10' >&2; exit 1; }
 }
 
 # rounds SECTION N BYTES PEER...: interleaved rounds, the peer order rotated every round.
@@ -280,7 +280,7 @@ PKG_CWD=$PKG
 mapfile -t FILES <"$WORK/files.txt"
 BYTES=$(cd "$PKG" && du -cb --apparent-size "${FILES[@]}" | tail -1 | cut -f1)
 # adverse order: all big files but the last, the rest by path, the last big file at the end
-mapfile -t BIGS < <(cd "$PKG" && ls -S "${FILES[@]}" | head -"$NBIG" | LC_ALL=C sort)
+mapfile -t BIGS < <(cd "$PKG" && ls -S "${FILES[@]}" | awk -v n="$NBIG" 'NR <= n' | LC_ALL=C sort)
 ADVERSE=("${BIGS[@]:0:NBIG-1}")
 mapfile -t -O "${#ADVERSE[@]}" ADVERSE < <(printf '%s\n' "${FILES[@]}" | grep -vxF -f <(printf '%s\n' "${BIGS[@]}"))
 ADVERSE+=("${BIGS[NBIG-1]}")

@@ -25,7 +25,7 @@ for model in Llama-3.2-1B-Instruct-q0f16 Mistral-7B-Instruct-v0.3-q4f16_1 Phi-3-
   lib="$model-ctx4k_cs1k-webgpu"
   web="${WEBLLM[$model]}"
   if [ -n "$INDEX" ]; then
-    web="$(grep -A8 "model_id: \"$model-MLC\"," "$INDEX" | sed -n 's/.*vram_required_MB: \([0-9.]*\),.*/\1/p' | head -1)"
+    web="$(grep -A8 "model_id: \"$model-MLC\"," "$INDEX" | sed -n 's/.*vram_required_MB: \([0-9.]*\),.*/\1/p' | awk 'NR == 1')"
   fi
   # The named dimensions (vocab_size) these libraries use, as their model_config states them.
   sets=()

@@ -22,13 +22,19 @@ import glob
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 
-import numpy as np
-from PIL import Image, ImageOps
+try:
+    import numpy as np
+    from PIL import Image, ImageOps
+except ImportError as e:  # a skip (ctest SKIP_RETURN_CODE 77) naming what is missing, never a pass
+    print(f"SKIP: test_image_quality: {sys.executable} module {e.name or e} not found (scripts/setup.sh --test installs it)")
+    sys.exit(77)
 
+FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"  # the font scripts/gen_images.sh draws with
 PSNR_MIN = 35.0
 MAD_MAX = 2.0
 TARGETS = [("center_crop", 336, 336), ("stretch", 224, 224), ("center_crop", 896, 896), ("stretch", 512, 288)]
@@ -102,6 +108,14 @@ def main():
     tmp = tempfile.TemporaryDirectory(prefix="mpk-image-")
     images_dir = a.images
     if a.generate:
+        # scripts/gen_images.sh draws the set with ImageMagick's convert and the DejaVu font.
+        # MPK_TEST_TOOL_PATH, when set, is where tools are looked for (tests/integration/test_skips.sh).
+        if not shutil.which("convert", path=os.environ.get("MPK_TEST_TOOL_PATH")):
+            print("SKIP: test_image_quality: ImageMagick convert not found (scripts/setup.sh --test installs it)")
+            return 77
+        if not os.path.isfile(FONT):
+            print(f"SKIP: test_image_quality: {FONT} (fonts-dejavu-core) not found (scripts/setup.sh --test installs it)")
+            return 77
         images_dir = os.path.join(tmp.name, "images")
         subprocess.run([os.path.join(ROOT, "scripts", "gen_images.sh"), images_dir], check=True)
     if not images_dir:

@@ -39,9 +39,8 @@ $want_tests && PACKAGES+=("${TEST_PACKAGES[@]}")
 
 missing=()
 for p in "${PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
+  status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
+  case "$status" in *"install ok installed"*) ;; *) missing+=("$p") ;; esac
 done
 # Node.js runs ONNX Runtime in the merge test. Asked for by command, not by package: a machine may
 # have it from another repository (whose nodejs brings npm, and conflicts with Debian's npm).

@@ -10,22 +10,21 @@
 # usage: test_merge_onnx.sh MODELPKG SOURCE_DIR [CASE...]
 # Needs node with onnxruntime-node (scripts/deps_node.sh installs it in SOURCE_DIR/.deps; or set
 # MPK_NODE_MODULES) and Debian's python3-numpy + python3-onnx for /usr/bin/python3. A missing one
-# fails the test, with how to install it: it is never skipped.
+# skips the test (exit 77, ctest's SKIP_RETURN_CODE) with a line naming it and how to install it:
+# a skip, never a pass.
 set -uo pipefail
 MPK="$1"; SRC="$2"; shift 2
 E2E="$SRC/tests/e2e"
 PY=/usr/bin/python3
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-need() { echo "FAIL: $*"; echo "install what the tests need with scripts/setup.sh (as root), then re-run"; echo "0 passed, 1 failed"; exit 1; }
+. "$SRC/tests/integration/expect.sh"
 
-# ---- what the test needs: missing is a failure, never a skip
-command -v node >/dev/null || need "node is not installed (Debian: apt-get install nodejs)"
-"$PY" -c 'import numpy, onnx' 2>/dev/null ||
-  need "$PY cannot import numpy and onnx (Debian: apt-get install python3-numpy python3-onnx)"
-node "$E2E/run_onnx.js" --version || need "onnxruntime-node cannot be loaded (scripts/deps_node.sh installs it into $SRC/.deps)"
+# ---- what the test needs: missing is a skip naming it (scripts/setup.sh --test installs them all)
+need_tool node
+need_py numpy onnx
+have_tool node node "$E2E/run_onnx.js" --version || skip_test "onnxruntime-node (npm, in $SRC/.deps or \$MPK_NODE_MODULES)"
+node "$E2E/run_onnx.js" --version
+need() { echo "FAIL: $*"; echo "0 passed, 1 failed"; exit 1; }
 
 # ---- the packages (each sealed by `modelpkg mt build`) and their expected values
 "$PY" "$E2E/make_onnx_package.py" "$TMP" "$MPK" "$@" >"$TMP/cases.txt" || need "make_onnx_package.py failed"
@@ -99,5 +98,4 @@ while read -r dir; do
 done <"$TMP/cases.txt"
 
 [ "$(wc -l <"$TMP/cases.txt")" -gt 0 ] && ok || bad "no case was made"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -13,8 +13,65 @@ expect() {
   if [ "$rc" -eq "$status" ] && grep -Eq -- "$pattern" <<<"$out"; then
     pass=$((pass + 1))
   else
-    fail=$((fail + 1)); echo "FAIL: $name (exit $rc, wanted $status; pattern '$pattern')"; printf '%s\n' "$out" | head -20
+    fail=$((fail + 1)); echo "FAIL: $name (exit $rc, wanted $status; pattern '$pattern')"; first_lines 20 "$out"
   fi
 }
 ok() { pass=$((pass + 1)); }
+# first_lines N TEXT: the first N lines of TEXT. Not `printf | head`: head exiting early would
+# SIGPIPE the writer, and under pipefail that status is the pipeline's (test_no_pipe_grep.sh).
+first_lines() { local -a l; mapfile -t -n "$1" l <<<"$2"; [ ${#l[@]} -eq 0 ] || printf '%s\n' "${l[@]}"; }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# ---- tools a test needs (issue 17). Absent, the test is skipped, never passed and never failed:
+# it prints "SKIP: <test>: <tool> not found (scripts/setup.sh --test installs it)" and exits 77,
+# which ctest counts as skipped (SKIP_RETURN_CODE 77). A test that needs a tool for some cases only
+# skips those, each with its own SKIP line, and exits 77 only when nothing ran (finish).
+TEST_NAME="${TEST_NAME:-$(basename "$0" .sh)}"
+SKIP_HOW="scripts/setup.sh --test installs it"
+skipped=0
+# tool_path TOOL: TOOL's path, from $PATH and the sbin directories (Debian's nginx is /usr/sbin/nginx,
+# off a user's PATH); MPK_TEST_TOOL_PATH, when set, is the whole search path (test_skips.sh hides a
+# tool with it). An absolute TOOL is itself when executable.
+tool_path() {
+  local d IFS=:
+  case "$1" in /*) [ -x "$1" ] && printf '%s\n' "$1"; return ;; esac
+  for d in ${MPK_TEST_TOOL_PATH:-$PATH:/usr/local/sbin:/usr/sbin:/sbin}; do
+    [ -n "$d" ] && [ -f "$d/$1" ] && [ -x "$d/$1" ] && { printf '%s\n' "$d/$1"; return 0; }
+  done
+  return 1
+}
+# have_tool TOOL [CHECK...]: TOOL is there, and CHECK (a command: a version probe, a module load) succeeds.
+have_tool() { local t="$1"; shift; tool_path "$t" >/dev/null || return 1; [ $# -eq 0 ] || "$@" >/dev/null 2>&1; }
+# have_py MODULE...: /usr/bin/python3 (Debian's, with python3-numpy, -onnx, -pil) imports each MODULE.
+have_py() { local m; for m in "$@"; do have_tool /usr/bin/python3 /usr/bin/python3 -c "import $m" || return 1; done; }
+# skip_test TOOL: the whole test is skipped for want of TOOL.
+skip_test() { echo "SKIP: $TEST_NAME: $1 not found ($SKIP_HOW)"; exit 77; }
+# need_tool TOOL [CHECK...] / need_py MODULE...: skip the whole test without it.
+need_tool() { have_tool "$@" || skip_test "$1"; }
+need_py() { local m; for m in "$@"; do have_py "$m" || skip_test "/usr/bin/python3 module $m"; done; }
+# skip_case CASE TOOL: say that CASE is skipped for want of TOOL (and count it).
+skip_case() { skipped=$((skipped + 1)); echo "SKIP: $TEST_NAME: $1: $2 not found ($SKIP_HOW)"; }
+# case_needs TOOL CASE [CHECK...] / case_needs_py MODULE CASE: true when CASE can run; else says why,
+# false: `case_needs script progress_tty && expect progress_tty ...`.
+case_needs() { local t="$1" c="$2"; shift 2; have_tool "$t" "$@" && return 0; skip_case "$c" "$t"; return 1; }
+case_needs_py() { have_py "$1" && return 0; skip_case "$2" "/usr/bin/python3 module $1"; return 1; }
+# as_limit CMD...: sets AS_LIMIT to the 1 GiB address-space limit (prlimit --as=1073741824 --) that
+# bounded-memory cases run under. Without prlimit they run unbounded, saying so with a SKIP line (the
+# bound is what is skipped); when CMD cannot start under the limit (a sanitizer build reserves
+# terabytes of shadow memory) too, with a note.
+as_limit() {
+  AS_LIMIT=()
+  if ! have_tool prlimit; then skip_case "the 1 GiB address-space limit (cases run without it)" prlimit; return 1; fi
+  if ! prlimit --as=1073741824 -- "$@" >/dev/null 2>&1; then
+    echo "note: $1 cannot start under prlimit --as (a sanitizer build): bounded cases run without the limit"; return 1
+  fi
+  AS_LIMIT=(prlimit --as=1073741824 --)
+}
+# finish [LABEL]: the summary line; exit 1 when a check failed, 77 when every case was skipped, else 0.
+finish() {
+  local s=""; [ "$skipped" -eq 0 ] || s=", $skipped skipped"
+  echo "${1:+$1: }$pass passed, $fail failed$s"
+  [ "$fail" -eq 0 ] || exit 1
+  [ "$pass" -gt 0 ] || [ "$skipped" -eq 0 ] || exit 77
+  exit 0
+}

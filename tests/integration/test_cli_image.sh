@@ -8,7 +8,10 @@ SRC=$2
 PY=/usr/bin/python3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/expect.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# Every input is written, and every tensor read back, with Debian's Pillow and numpy.
+need_py PIL numpy
 PKG="$SRC/examples/llava-image"
 LIB="$PKG/lib/llava-image-webgpu.wasm"
 
@@ -52,18 +55,18 @@ PY
 # ---- ad-hoc size, all three formats, orientation 6 applied
 out=$("$CLI" image "$T/up.png" --mode stretch --width 64 --height 48 -o "$T/a.raw")
 echo "$out"
-echo "$out" | grep -q "source:  $T/up.png: png 64x48, 3 channels, 8-bit" || fail "source line"
-echo "$out" | grep -q "plan:    stretch to 64x48: drawn at 64x48, window at (0, 0)" || fail "plan line"
-echo "$out" | grep -q "output:  \[1, 48, 64, 3\] uint8, 9216 bytes" || fail "output line"
+grep -q "source:  $T/up.png: png 64x48, 3 channels, 8-bit" <<<"$out" || fail "source line"
+grep -q "plan:    stretch to 64x48: drawn at 64x48, window at (0, 0)" <<<"$out" || fail "plan line"
+grep -q "output:  \[1, 48, 64, 3\] uint8, 9216 bytes" <<<"$out" || fail "output line"
 [ "$(stat -c %s "$T/a.raw")" = 9216 ] || fail "output size"
 check_upright "$T/a.raw" 64 48
 for f in rot6.jpg rot6.png rot6.webp; do
   out=$("$CLI" image "$T/$f" --mode stretch --width 64 --height 48 -o "$T/r.raw")
-  echo "$out" | grep -q "orient:  EXIF 6 (rotated 90 CW), applied" || fail "$f: orientation line: $out"
+  grep -q "orient:  EXIF 6 (rotated 90 CW), applied" <<<"$out" || fail "$f: orientation line: $out"
   check_upright "$T/r.raw" 64 48
   # ignored: the stored (sideways) raster, 48 wide and 64 high
   out=$("$CLI" image "$T/$f" --mode stretch --width 48 --height 64 --ignore-orientation -o "$T/s.raw")
-  echo "$out" | grep -q "EXIF 6 (rotated 90 CW), ignored" || fail "$f: ignored line"
+  grep -q "EXIF 6 (rotated 90 CW), ignored" <<<"$out" || fail "$f: ignored line"
   $PY -c "
 import numpy as np; x = np.fromfile('$T/s.raw', dtype=np.uint8).reshape(64, 48, 3).astype(int)
 assert abs(x[60, 24][0] - 220) <= 12 and abs(x[4, 24][2] - 220) <= 12, (x[60, 24], x[4, 24])  # red bottom, blue top
@@ -73,9 +76,9 @@ done
 # ---- the llava-image example: center_crop 336 from the package, uint32 from the library
 out=$("$CLI" image "$T/up.jpg" --package "$PKG" -o "$T/p8.raw" --png "$T/prev.png")
 echo "$out"
-echo "$out" | grep -q "decoded: 64x48 (JPEG DCT scale 8/8)" || fail "decoded line"
-echo "$out" | grep -q "plan:    center_crop to 336x336: drawn at 448x336, window at (56, 0)" || fail "package plan"
-echo "$out" | grep -q "for input image" || fail "input name"
+grep -q "decoded: 64x48 (JPEG DCT scale 8/8)" <<<"$out" || fail "decoded line"
+grep -q "plan:    center_crop to 336x336: drawn at 448x336, window at (56, 0)" <<<"$out" || fail "package plan"
+grep -q "for input image" <<<"$out" || fail "input name"
 [ "$(stat -c %s "$T/p8.raw")" = 338688 ] || fail "uint8 size"
 "$CLI" image "$T/up.jpg" --package "$PKG" --lib "$LIB" -o "$T/p32.raw" --json >"$T/r.json"
 [ "$(stat -c %s "$T/p32.raw")" = 1354752 ] || fail "uint32 size"
@@ -133,7 +136,7 @@ set +e
 "$CLI" image "$T/up.png" --mode stretch --width 8 --height 8 -o "$T/nodir/o.raw" 2>"$T/err"; rc=$?
 set -e
 [ $rc = 1 ] || fail "bad output path: exit $rc"
-ls "$T" | grep -q '\.tmp\.' && fail "temporary file left behind"
+left=$(ls "$T"); grep -q '\.tmp\.' <<<"$left" && fail "temporary file left behind"
 
 # A FIFO (like /dev/null or /dev/stdout) is written into, not replaced by a renamed file.
 mkfifo "$T/fifo"
@@ -160,7 +163,8 @@ grep -q "written: standard output" "$T/rep" || fail "-o - report: $(cat "$T/rep"
 [ ! -e ./- ] && [ ! -e "$T/-" ] || fail "a file named - was created"
 # --png - too
 timeout 10 "$CLI" image "${A[@]}" --png - 2>/dev/null | cat >"$T/dash.png"
-od -An -tx1 -N4 "$T/dash.png" | grep -q "89 50 4e 47" || fail "--png -"
+magic=$(od -An -tx1 -N4 "$T/dash.png")
+grep -q "89 50 4e 47" <<<"$magic" || fail "--png -"
 # A private character device (the null device, c 1 3) stays a device, directly and through a link.
 if mknod "$T/null" c 1 3 2>/dev/null; then
   ln -s "$T/null" "$T/null-link"
@@ -220,13 +224,13 @@ j[k + 5:k + 9] = struct.pack(">HH", 16384, 16384)
 open(f"{d}/bomb.jpg", "wb").write(j)
 PY
 # (AddressSanitizer reserves terabytes of shadow address space: no address-space limit under it.)
-LIMIT="prlimit --as=1073741824"
-grep -q __asan_init "$CLI" && LIMIT=
+LIMIT=()
+if ! grep -q __asan_init "$CLI" && as_limit "$CLI" --version; then LIMIT=("${AS_LIMIT[@]}"); fi
 for f in bomb.webp:"16383x16383 pixels at 3 bytes + 1023.9 MiB of lossless WebP ARGB plane" \
          bomb.jpg:"2048x2048 pixels at 3 bytes + 1536.0 MiB of progressive JPEG coefficients"; do
   set +e
   start=$(date +%s%N)
-  $LIMIT timeout 10 "$CLI" image "$T/${f%%:*}" "${A[@]:1}" -o "$T/bomb.raw" 2>"$T/err"; rc=$?
+  "${LIMIT[@]}" timeout 10 "$CLI" image "$T/${f%%:*}" "${A[@]:1}" -o "$T/bomb.raw" 2>"$T/err"; rc=$?
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
   set -e
   [ $rc = 1 ] || fail "${f%%:*}: exit $rc"
@@ -301,6 +305,8 @@ usage "$T/up.png" "$T/up.jpg" --mode stretch --width 8 --height 8
 usage "$T/up.png" --frobnicate
 usage "$T/up.png" --package
 usage "$T/up.png" --mode stretch --width 8 --height 8 --max-decode-mib 0
-"$CLI" image --help | grep -q "usage: modelpkg image IN" || fail "help"
-"$CLI" --help | grep -q "image IN --package DIR" || fail "top-level help"
+out=$("$CLI" image --help) || fail "help: exit $?"
+grep -q "usage: modelpkg image IN" <<<"$out" || fail "help"
+out=$("$CLI" --help) || fail "top-level help: exit $?"
+grep -q "image IN --package DIR" <<<"$out" || fail "top-level help"
 echo "ok"

@@ -10,7 +10,11 @@ SRC=$2
 GRAPHS=$3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/expect.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# GRAPHS is scripts/gen_onnx_graphs.py's output (the gen_onnx_graphs fixture), written with Debian's
+# python3-onnx and numpy: without them there is none, and nothing here can run.
+[ -d "$GRAPHS/ref" ] || need_py onnx numpy
 P="$T/pkg"
 INF="$P/variants/cpu-fp16/inference"
 cp -r "$SRC/examples/mt-tiny" "$P"
@@ -20,22 +24,24 @@ cp "$GRAPHS"/ref/train/* "$P/variants/cpu-fp16/train/"
 
 # handoff build: the reference codec's bytes; then unchanged; then the package reseals and checks.
 out=$("$CLI" mt handoff build "$P" --variant cpu-fp16)
-echo "$out" | grep -q "(3 entries, transposePolicy already_transposed_for_inference)" || fail "build summary: $out"
-echo "$out" | grep -q "OK: wrote the map; reseal the package" || fail "build wrote: $out"
+grep -q "(3 entries, transposePolicy already_transposed_for_inference)" <<<"$out" || fail "build summary: $out"
+grep -q "OK: wrote the map; reseal the package" <<<"$out" || fail "build wrote: $out"
 cmp "$INF/weight_handoff_map.json" "$GRAPHS/ref/expected_map.json" || fail "built map differs from the reference codec's"
-"$CLI" mt handoff build "$P" --variant cpu-fp16 --peft lora | grep -q "OK: unchanged, nothing written" || fail "rebuild"
+out=$("$CLI" mt handoff build "$P" --variant cpu-fp16 --peft lora) || fail "rebuild: exit $?"
+grep -q "OK: unchanged, nothing written" <<<"$out" || fail "rebuild"
 "$CLI" mt reseal "$P" >/dev/null
-"$CLI" check "$P" --variant cpu-fp16 | grep -q "OK: all checks hold" || fail "check after build"
-"$CLI" check "$P" --variant cpu-fp16 | grep -q 'note: variant "cpu-fp16": model.onnx: 7 initializers (7 external), precision float32' \
+out=$("$CLI" check "$P" --variant cpu-fp16) || fail "check after build: exit $?"
+grep -q "OK: all checks hold" <<<"$out" || fail "check after build"
+grep -q 'note: variant "cpu-fp16": model.onnx: 7 initializers (7 external), precision float32' <<<"$out" \
   || fail "check notes the graph"
 
 # mt graph: one line per initializer with its claim; JSON with the same facts.
 out=$("$CLI" mt graph "$P" --variant cpu-fp16)
-echo "$out" | grep -Eq "model.layers.0.attn.v_proj.MatMul.weight +float32 +\[8, 4\] +external model.layers.0.attn.v_proj.MatMul.weight.bin @0 \+128  \[entry 2 role weight\]" \
+grep -Eq "model.layers.0.attn.v_proj.MatMul.weight +float32 +\[8, 4\] +external model.layers.0.attn.v_proj.MatMul.weight.bin @0 \+128  \[entry 2 role weight\]" <<<"$out" \
   || fail "graph listing: $out"
-echo "$out" | grep -Eq "model.reshape_shape +int64 +\[2\] +external frozen_base.onnx.data @560 \+16  \[frozen\]" || fail "frozen listing"
-echo "$out" | grep -q "precision:  training quantization fp16; inference graph measured float32, declared float32" || fail "precision line"
-echo "$out" | grep -q "^OK: the map and the declared precision agree with the graph" || fail "graph ok"
+grep -Eq "model.reshape_shape +int64 +\[2\] +external frozen_base.onnx.data @560 \+16  \[frozen\]" <<<"$out" || fail "frozen listing"
+grep -q "precision:  training quantization fp16; inference graph measured float32, declared float32" <<<"$out" || fail "precision line"
+grep -q "^OK: the map and the declared precision agree with the graph" <<<"$out" || fail "graph ok"
 "$CLI" mt graph "$P" --variant cpu-fp16 --json >"$T/g.json"
 /usr/bin/python3 - "$T/g.json" <<'PY'
 import json, sys
@@ -59,7 +65,7 @@ err=$("$CLI" mt handoff build "$P" --variant cpu-fp16 2>&1)
 rc=$?
 set -e
 [ $rc = 1 ] || fail "drift exit $rc"
-echo "$err" | grep -q 'peft_mapping/base_model.model.model.layers.0.self_attn.k_proj: layer "base_model.model.model.layers.0.self_attn.k_proj": no initializer of .* matches it (tried seeds "model.layers.0.attn.k_proj.MatMul", "model.layers.0.self_attn.k_proj.MatMul"): inference/training naming drifted' \
+grep -q 'peft_mapping/base_model.model.model.layers.0.self_attn.k_proj: layer "base_model.model.model.layers.0.self_attn.k_proj": no initializer of .* matches it (tried seeds "model.layers.0.attn.k_proj.MatMul", "model.layers.0.self_attn.k_proj.MatMul"): inference/training naming drifted' <<<"$err" \
   || fail "drift message: $err"
 cmp "$INF/weight_handoff_map.json" "$T/map.before" || fail "drift wrote the map"
 cp "$GRAPHS"/ref/train/training_config.json "$P/variants/cpu-fp16/train/"
@@ -75,8 +81,8 @@ out=$("$CLI" mt inspect "$P")
 rc=$?
 set -e
 echo "$out"
-echo "$out" | grep -Eq "^  cpu-fp16 +fp16 +float32 +float32 +ok$" || fail "inspect cpu-fp16"
-echo "$out" | grep -Eq "^  cpu-int4 +int4 +mixed\(float16/float32\) +mixed +PROBLEMS$" || fail "inspect cpu-int4"
+grep -Eq "^  cpu-fp16 +fp16 +float32 +float32 +ok$" <<<"$out" || fail "inspect cpu-fp16"
+grep -Eq "^  cpu-int4 +int4 +mixed\(float16/float32\) +mixed +PROBLEMS$" <<<"$out" || fail "inspect cpu-int4"
 [ $rc = 1 ] || fail "inspect exit $rc"
 "$CLI" mt inspect "$P" --json >"$T/i.json" || true
 /usr/bin/python3 - "$T/i.json" <<'PY'
@@ -95,7 +101,7 @@ out=$("$CLI" mt graph "$P" --variant cpu-fp16)
 rc=$?
 set -e
 [ $rc = 1 ] || fail "dtype exit"
-echo "$out" | grep -q 'weight_handoff_map.json: /entries/1/tensorDtypes/weight: entry "base_model.model.model.layers.0.self_attn.q_proj.base_layer" role "weight": the graph.s initializer "model.layers.0.attn.q_proj.MatMul.weight" is float16 (ONNX data type 10), the map declares float32 \[mismatch\]' \
+grep -q 'weight_handoff_map.json: /entries/1/tensorDtypes/weight: entry "base_model.model.model.layers.0.self_attn.q_proj.base_layer" role "weight": the graph.s initializer "model.layers.0.attn.q_proj.MatMul.weight" is float16 (ONNX data type 10), the map declares float32 \[mismatch\]' <<<"$out" \
   || fail "dtype problem: $out"
 mkfifo "$P/variants/cpu-fp16/outside.bin"
 cp "$GRAPHS/cases/outside.onnx" "$INF/model.onnx"
@@ -104,11 +110,13 @@ out=$(timeout 20 "$CLI" mt graph "$P" --variant cpu-fp16)
 rc=$?
 set -e
 [ $rc = 1 ] || fail "outside exit $rc"
-echo "$out" | grep -q 'external data location "../outside.bin" leaves the package' || fail "outside: $out"
+grep -q 'external data location "../outside.bin" leaves the package' <<<"$out" || fail "outside: $out"
 
 # Usage.
-"$CLI" mt graph --help | grep -q "usage: modelpkg mt graph DIR" || fail help
-"$CLI" mt --help | grep -q "modelpkg mt inspect DIR" || fail "mt help"
+out=$("$CLI" mt graph --help) || fail "help: exit $?"
+grep -q "usage: modelpkg mt graph DIR" <<<"$out" || fail help
+out=$("$CLI" mt --help) || fail "mt help: exit $?"
+grep -q "modelpkg mt inspect DIR" <<<"$out" || fail "mt help"
 set +e
 "$CLI" mt graph 2>"$T/e"; [ $? = 2 ] || fail "no dir"
 "$CLI" mt inspect "$P" --variant x 2>"$T/e"; [ $? = 2 ] || fail "inspect --variant"

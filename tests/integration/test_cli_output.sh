@@ -39,5 +39,5 @@ set +e
 "$CLI" "${B[@]}" -o "$T/d" 2>"$T/err"; rc=$?
 set -e
 [ $rc = 1 ] && grep -q "is a directory" "$T/err" || fail "directory: exit $rc"
-ls "$T" | grep -q '\.tmp\.' && fail "temporary file left behind"
+left=$(ls "$T"); grep -q '\.tmp\.' <<<"$left" && fail "temporary file left behind"
 echo ok

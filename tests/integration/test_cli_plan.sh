@@ -64,13 +64,13 @@ cat >"$T/seg.json" <<'EOF'
 {"segments": [{"text": [3, 4, 5]}, {"audio": {"rows": 1500}}, {"text": [6]}]}
 EOF
 out=$("$CLI" mlc plan --package "$G" --lib "$G/lib/gemma4-audio-webgpu.wasm" --segments "$T/seg.json")
-echo "$out" | head -12
-echo "$out" | grep -q "prefill_chunk_size 1024 (_metadata), context_window_size 4096" || fail "window line"
-echo "$out" | grep -q "1506 positions after 0 in the KV cache, 4 prefill calls, 1 adapter item" || fail "prompt line"
-echo "$out" | grep -q "token ids \[1, 4\], modality ids \[1, 4\]" || fail "tokens pair call shapes"
-echo "$out" | grep -q "embeddings = embed(3 4 5 256000)" || fail "text chunk"
-echo "$out" | grep -q "item 0 (audio_embed) rows 1024..1499, token ids: placeholder 258881 x 476" || fail "second slice"
-echo "$out" | grep -q "decode:   decode_tokens(token ids \[1, 1\], kv, params)" || fail "decode line"
+mapfile -t lines <<<"$out"; printf '%s\n' "${lines[@]:0:12}"
+grep -q "prefill_chunk_size 1024 (_metadata), context_window_size 4096" <<<"$out" || fail "window line"
+grep -q "1506 positions after 0 in the KV cache, 4 prefill calls, 1 adapter item" <<<"$out" || fail "prompt line"
+grep -q "token ids \[1, 4\], modality ids \[1, 4\]" <<<"$out" || fail "tokens pair call shapes"
+grep -q "embeddings = embed(3 4 5 256000)" <<<"$out" || fail "text chunk"
+grep -q "item 0 (audio_embed) rows 1024..1499, token ids: placeholder 258881 x 476" <<<"$out" || fail "second slice"
+grep -q "decode:   decode_tokens(token ids \[1, 1\], kv, params)" <<<"$out" || fail "decode line"
 "$CLI" mlc plan --package "$G" --lib "$G/lib/gemma4-audio-webgpu.wasm" --segments "$T/seg.json" --json >"$T/g.json"
 $PY - "$T/g.json" <<'PY'
 import json, sys
@@ -116,11 +116,11 @@ grep -q "bad.json: /segments/0/audio/rows" "$T/err" || fail "bad segments messag
 L=$SRC/examples/llava-image
 echo '{"segments": [{"text": [1, 2]}, {"image": {}}, {"text": [3]}]}' >"$T/l.json"
 out=$("$CLI" mlc plan --package "$L" --lib "$L/lib/llava-image-webgpu.wasm" --segments "$T/l.json")
-echo "$out" | grep -q "embeds pair: prefill prefill, decode decode, embed_tokens embed" || fail "llava roles"
-echo "$out" | grep -q "579 positions" || fail "llava length"
-echo "$out" | grep -q "prefill(embeddings \[1, 576, hidden\], kv, params)" || fail "llava image call"
-echo "$out" | grep -q "token ids \[1," && fail "the embeds pair takes no token ids"
-echo "$out" | grep -q "decode:   decode(embed(token id) as \[1, 1, hidden\], kv, params)" || fail "llava decode"
+grep -q "embeds pair: prefill prefill, decode decode, embed_tokens embed" <<<"$out" || fail "llava roles"
+grep -q "579 positions" <<<"$out" || fail "llava length"
+grep -q "prefill(embeddings \[1, 576, hidden\], kv, params)" <<<"$out" || fail "llava image call"
+grep -q "token ids \[1," <<<"$out" && fail "the embeds pair takes no token ids"
+grep -q "decode:   decode(embed(token id) as \[1, 1, hidden\], kv, params)" <<<"$out" || fail "llava decode"
 
 # A library bound to another package is refused (the binding's error).
 set +e
@@ -144,6 +144,8 @@ for args in "" "--package $G" "--package $G --lib x" "--case a --package $G" "--
   set -e
   [ $rc = 2 ] || fail "usage '$args': exit $rc"
 done
-"$CLI" mlc plan --help | grep -q "modelpkg mlc plan --case CASE.json" || fail "help"
-"$CLI" mlc --help | grep -q "mlc plan --package DIR --lib LIB --segments SEGMENTS.json" || fail "mlc help lists plan"
+out=$("$CLI" mlc plan --help) || fail "help: exit $?"
+grep -q "modelpkg mlc plan --case CASE.json" <<<"$out" || fail "help"
+out=$("$CLI" mlc --help) || fail "mlc help: exit $?"
+grep -q "mlc plan --package DIR --lib LIB --segments SEGMENTS.json" <<<"$out" || fail "mlc help lists plan"
 echo "ok"

@@ -5,7 +5,8 @@ set -euo pipefail
 BUILD="$1"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
 cmake --install "$BUILD" --prefix "$TMP/prefix" >/dev/null
-LIBDIR="$(dirname "$(find "$TMP/prefix" -name 'libmodelpkg.so' | head -1)")"
+mapfile -t LIBS < <(find "$TMP/prefix" -name 'libmodelpkg.so')
+LIBDIR="$(dirname "${LIBS[0]}")"
 pass=0
 
 cat > "$TMP/consumer.c" <<'C'
@@ -24,7 +25,7 @@ C
 # pkg-config, shared library
 export PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
 cc -o "$TMP/c1" "$TMP/consumer.c" $(pkg-config --cflags --libs modelpkg) -Wl,-rpath,"$LIBDIR"
-"$TMP/c1" | grep -q '^0\.1\.0 sha256:[0-9a-f]\{64\}$' && pass=$((pass + 1))
+out="$("$TMP/c1")" && grep -q '^0\.1\.0 sha256:[0-9a-f]\{64\}$' <<<"$out" && pass=$((pass + 1))
 # pkg-config, static library
 # The archive, with its dependencies as the .pc's Requires.private names them (so that list must be
 # complete), linked as shared libraries: `--static` would ask for libcurl's own static dependencies.
@@ -45,6 +46,6 @@ cmake -S "$TMP/cm" -B "$TMP/cm/b" -DCMAKE_PREFIX_PATH="$TMP/prefix" >/dev/null
 cmake --build "$TMP/cm/b" >/dev/null
 "$TMP/cm/b/consumer" >/dev/null && pass=$((pass + 1))
 # The installed CLI runs.
-"$TMP/prefix/bin/modelpkg" --version | grep -q '^modelpkg 0\.1\.0$' && pass=$((pass + 1))
+out="$("$TMP/prefix/bin/modelpkg" --version)" && grep -q '^modelpkg 0\.1\.0$' <<<"$out" && pass=$((pass + 1))
 echo "$pass passed, $((4 - pass)) failed"
 [ "$pass" -eq 4 ]

@@ -211,7 +211,8 @@ server() {
   /usr/bin/python3 "$HERE/hostile_http.py" "$T/pkg" "$PORT" "$1" "$T/srv.log" 60 &
   SRV_PID=$!
   BASE="http://127.0.0.1:$PORT"
-  for _ in $(seq 50); do curl -s -o /dev/null --max-time 1 "$BASE/real/README.md" 2>/dev/null && break; sleep 0.1; done
+  # listening yet? (a connection opened and closed: bash's /dev/tcp, no client program needed)
+  for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.1; done
 }
 # slow MODE PATTERN: a 2 s deadline; fails in under 5 s naming the URL and the limit; the lock is
 # free right after (an install from the directory source into the same cache takes it and succeeds)

@@ -9,6 +9,11 @@ MPK="$1"
 SHARED="$2"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 TINY="$SHARED/conformance/mobiletransformers/tiny_package"
+. "$HERE/expect.sh"
+# A real HTTP server (nginx), polled with curl until it serves.
+need_tool nginx
+need_tool curl
+NGINX="$(tool_path nginx)"
 T="$(mktemp -d)"
 NGINX_PID=""
 FLAKY_PID=""
@@ -24,9 +29,6 @@ fail=0
 ok() { pass=$((pass + 1)); echo "ok: $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 check() { local what="$1"; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-
-NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
-if [ ! -x "$NGINX" ]; then echo "FAIL: nginx is not installed (scripts/setup.sh installs it)"; echo "0 passed, 1 failed"; exit 1; fi
 
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

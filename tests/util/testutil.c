@@ -1,5 +1,9 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* program_invocation_short_name: the test's name in its SKIP line */
+#endif
 #include "testutil.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,4 +138,51 @@ void tu_sh(const char *fmt, ...) {
   vsnprintf(cmd, sizeof cmd, fmt, ap);
   va_end(ap);
   if (system(cmd) != 0) fail_msg("command failed: %s", cmd);
+}
+
+/* ---- tools a test needs */
+
+bool mpk_test_have_tool(const char *tool) {
+  if (strchr(tool, '/')) return access(tool, X_OK) == 0;
+  const char *given = getenv("MPK_TEST_TOOL_PATH");
+  const char *path = getenv("PATH");
+  char search[8192];
+  if (given)
+    snprintf(search, sizeof search, "%s", given);
+  else
+    snprintf(search, sizeof search, "%s:/usr/local/sbin:/usr/sbin:/sbin", path ? path : "/usr/bin:/bin");
+  for (char *save = NULL, *dir = strtok_r(search, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+    char file[4096];
+    snprintf(file, sizeof file, "%s/%s", dir, tool);
+    if (access(file, X_OK) == 0) return true;
+  }
+  return false;
+}
+
+void mpk_test_skip(const char *what) {
+  printf("SKIP: %s: %s not found (scripts/setup.sh --test installs it)\n", program_invocation_short_name, what);
+  fflush(stdout);
+  exit(77);
+}
+
+void mpk_test_need_tool(const char *tool) {
+  if (!mpk_test_have_tool(tool)) mpk_test_skip(tool);
+}
+
+bool mpk_test_have_python_module(const char *module) {
+  for (const char *c = module; *c; c++)
+    if (!(*c == '_' || *c == '.' || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
+      return false;
+  if (!mpk_test_have_tool("/usr/bin/python3")) return false;
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "/usr/bin/python3 -c 'import %s' >/dev/null 2>&1", module);
+  return system(cmd) == 0;
+}
+
+void mpk_test_need_python_module(const char *module) {
+  if (!mpk_test_have_python_module(module)) {
+    char what[300];
+    snprintf(what, sizeof what, "/usr/bin/python3 module %s", module);
+    mpk_test_skip(what);
+  }
 }

@@ -37,4 +37,17 @@ void tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Make a fresh temporary directory; static buffer. */
 const char *tu_tmpdir(void);
 
+/* Tools a test needs (issue 17). Absent, the test is skipped, never passed and never failed: the
+   need_ functions print "SKIP: <test>: <tool> not found (scripts/setup.sh --test installs it)" on
+   stdout and exit(77), which ctest counts as skipped (SKIP_RETURN_CODE 77). The same line and
+   search as tests/integration/expect.sh's need_tool: TOOL on $PATH or in the sbin directories, or
+   MPK_TEST_TOOL_PATH alone when it is set; a TOOL with a slash is that file. */
+bool mpk_test_have_tool(const char *tool);
+void mpk_test_need_tool(const char *tool);
+/* /usr/bin/python3 (Debian's, where python3-numpy, -onnx and -pil install) imports MODULE. */
+bool mpk_test_have_python_module(const char *module);
+void mpk_test_need_python_module(const char *module);
+/* Print the SKIP line for WHAT ("nginx", "/usr/bin/python3 module onnx") and exit(77). */
+void mpk_test_skip(const char *what) __attribute__((noreturn));
+
 #endif
