@@ -1,12 +1,13 @@
 # ---- the modelpkg command as a whole
-mpk_script_test(test_cli integration ${MPK_IT}/test_cli.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
+mpk_script_test(test_cli "integration;slow" ${MPK_IT}/test_cli.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
 mpk_script_test(test_cli_output integration ${MPK_IT}/test_cli_output.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
 # A FIFO given as any input, or planted in a package, is refused at once (never a hang).
 mpk_script_test(test_fifo_inputs integration ${MPK_IT}/test_fifo_inputs.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
-# The README's Quick start sample output is what the tool prints.
+# The README's Quick start sample output is what the tool prints (scripts/readme-sample.py --check),
+# and its layout table names every module directory.
 mpk_script_test(test_readme integration python3 ${MPK_IT}/test_readme.py ${MPK_CLI} ${PROJECT_SOURCE_DIR})
 # One --json contract: every reporting command, on success, refusal and usage error (docs/CLI.md).
-mpk_script_test(test_json_contract integration ${MPK_IT}/test_json_contract.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+mpk_script_test(test_json_contract "integration;slow" ${MPK_IT}/test_json_contract.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
 # Crash safety: kill -9 the package writer at random points.
 mpk_script_test(test_crash integration ${MPK_IT}/test_crash.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
 
@@ -15,3 +16,9 @@ mpk_script_test(test_crash integration ${MPK_IT}/test_crash.sh ${MPK_CLI} ${PROJ
 if(NOT MPK_SANITIZE AND NOT MPK_FUZZ)
   mpk_script_test(test_install integration ${MPK_IT}/test_install.sh ${PROJECT_BINARY_DIR})
 endif()
+
+# The test suite's own hygiene: no pipe into grep -q / head under pipefail (a rare SIGPIPE false
+# failure); a test whose tool is absent skips (exit 77, a SKIP line naming the tool), proven by
+# running tests with the tool hidden.
+mpk_script_test(test_no_pipe_grep unit ${MPK_IT}/test_no_pipe_grep.sh ${PROJECT_SOURCE_DIR})
+mpk_script_test(test_skips integration ${MPK_IT}/test_skips.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})

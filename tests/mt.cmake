@@ -14,7 +14,7 @@ mpk_test(test_mt_install unit unit/test_mt_install.c)
 
 # The trust model: swapped weights, shipped journals and records, linked-out directories and
 # tensors, FIFOs, the merge record (docs/mt.md "Shipped bytes").
-mpk_script_test(test_mt_trust integration ${MPK_IT}/test_mt_trust.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+mpk_script_test(test_mt_trust "integration;slow" ${MPK_IT}/test_mt_trust.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
 # Reports and budgets: the manifest's file budget, closed sets, notes, --json.
 mpk_script_test(test_cli_mt_reports "integration;slow" ${MPK_IT}/test_cli_mt_reports.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR}
   $<IF:$<BOOL:${MPK_SANITIZE}>,sanitize,plain>)
@@ -30,7 +30,7 @@ mpk_script_test(test_install_hostile "integration;slow" ${MPK_IT}/test_install_h
 set_tests_properties(test_install_hostile PROPERTIES TIMEOUT 300)
 
 # A real client proves the merge: ONNX Runtime (npm onnxruntime-node) runs a model before and after
-# `mt merge` (docs/mt-merge-e2e.md).
+# `mt merge` (docs/mt-merge-e2e.md). Skipped (exit 77) when node, onnxruntime-node or numpy/onnx are absent.
 mpk_script_test(test_merge_onnx e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_merge_onnx.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
 
 # ---- mt graph: the ONNX inference graph. The graphs are generated at test time by
