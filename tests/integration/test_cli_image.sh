@@ -236,7 +236,9 @@ for f in bomb.webp:"16383x16383 pixels at 3 bytes + 1023.9 MiB of lossless WebP 
   [ $rc = 1 ] || fail "${f%%:*}: exit $rc"
   grep -qF "${f#*:}), above the memory budget of 512.0 MiB (max_decode_bytes; modelpkg image --max-decode-mib)" "$T/err" ||
     fail "${f%%:*}: $(cat "$T/err")"
-  [ "$ms" -lt 1000 ] || fail "${f%%:*}: refused after $ms ms"
+  # A bound, not a benchmark: decoding would take tens of seconds; refusing from the header takes
+  # milliseconds. 3 s leaves room for a sanitizer build on a loaded machine.
+  [ "$ms" -lt 3000 ] || fail "${f%%:*}: refused after $ms ms"
   [ ! -e "$T/bomb.raw" ] || fail "${f%%:*}: output written"
 done
 # The budget is an option: a smaller one refuses an ordinary photo, naming it.
