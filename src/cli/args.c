@@ -1,6 +1,7 @@
 /* Numbers on the command line, read one way everywhere. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -17,3 +18,5 @@ int mpk_cli_parse_jobs(const char *cmd, const char *val, long long *jobs) {
   if (mpk_cli_parse_int(val, 1, 256, jobs)) return MPK_EXIT_OK;
   return mpk_cli_usage_error(cmd, "--jobs needs an integer from 1 to 256, not '%s'", val);
 }
+
+bool mpk_cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "modelpkg.h"
+#include <modelpkg.h>
 
 /* Exit statuses, documented in docs/CLI.md. */
 enum { MPK_EXIT_OK = 0, MPK_EXIT_FAIL = 1, MPK_EXIT_USAGE = 2 };
@@ -115,10 +115,25 @@ bool mpk_cli_json_wanted(int argc, char **argv);
 int mpk_cli_usage_json(bool json, const char *cmd, const char *const *keys, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* "modelpkg: FILE: POINTER: MESSAGE" on stderr. */
+/* errors.c: "modelpkg: FILE: POINTER: MESSAGE" on stderr. */
 void mpk_cli_error(const mpk_error *err);
 /* Usage error on stderr; returns MPK_EXIT_USAGE. */
 int mpk_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Problems kept for a report (a growable list of errors; `oom`: one could not be kept). */
+typedef struct mpk_cli_problems {
+  mpk_error *items;
+  size_t n, cap;
+  bool oom;
+} mpk_cli_problems;
+void mpk_cli_problems_add(mpk_cli_problems *p, const mpk_error *e);
+void mpk_cli_problems_free(mpk_cli_problems *p);
+
+/* files.c: plain path helpers (files are read with mpk_map_file / mpk_map_beneath). */
+bool mpk_cli_is_dir(const char *path);  /* a directory (links followed) */
+bool mpk_cli_is_file(const char *path); /* a regular file (links followed) */
+char *mpk_cli_path_join(const char *dir, const char *name); /* malloc'ed dir/name, NULL: no memory */
+
+/* args.c */
 bool mpk_cli_is_help(const char *arg);
 
 #endif

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/core.h"
 
 static const char help[] =
     "usage: modelpkg audio IN.wav (--package DIR | --rate HZ --max-samples N) [options]\n"
@@ -33,7 +32,7 @@ static const char help[] =
 /* The audio_decode processor of the package: chat.completions' audio input, else the first. 0 or an
    MPK_E* code with *err set. */
 static int package_processor(const char *arg, mpk_audio_target *t, char **input_name, mpk_error *err) {
-  char *path = mpk_is_dir(arg) ? mpk_path_join(arg, MPK_MLC_MANIFEST_FILENAME) : strdup(arg);
+  char *path = mpk_cli_is_dir(arg) ? mpk_cli_path_join(arg, MPK_MLC_MANIFEST_FILENAME) : strdup(arg);
   if (!path) return mpk_fail(err, MPK_ENOMEM, arg, NULL, "out of memory");
   mpk_mlc_package *pkg = NULL;
   int rc = mpk_mlc_package_load(path, &pkg, err);
@@ -215,7 +214,7 @@ int mpk_cmd_audio(int argc, char **argv) {
   /* The output is opened before the conversion and the samples stream into it as they are made:
      memory is a fixed working set, not the output (docs/audio.md "Memory"). A refusal found on
      the way removes the temporary file; nothing replaces FILE unless the whole output was made. */
-  mpk_output o = {.fd = -1};
+  mpk_output *o = NULL;
   bool opened = false;
   if (!rc && output) opened = !(rc = mpk_output_open(output, &o, &err));
   mpk_audio *a = NULL;
@@ -223,18 +222,18 @@ int mpk_cmd_audio(int argc, char **argv) {
     mpk_audio_sink_fn sink = output ? sink_f32le : sink_none;
     if (base64) {
       mpk_mapped m;
-      rc = mpk_map_file(in, MPK_JSON_DEFAULT_MAX_BYTES, &m, &err);
+      rc = mpk_map_file(in, MPK_DOCUMENT_MAX_BYTES, &m, &err);
       if (!rc) {
-        rc = mpk_audio_stream_data((const char *)m.data, m.size, &t, sink, &o, &a, &err);
+        rc = mpk_audio_stream_data((const char *)m.data, m.size, &t, sink, o, &a, &err);
         mpk_unmap_file(&m);
       }
     } else {
-      rc = mpk_audio_stream_wav_file(in, &t, sink, &o, &a, &err);
+      rc = mpk_audio_stream_wav_file(in, &t, sink, o, &a, &err);
     }
   }
   if (opened) {
-    if (rc) mpk_output_abort(&o);
-    else rc = mpk_output_commit(&o, &err);
+    if (rc) mpk_output_abort(o);
+    else rc = mpk_output_commit(o, &err);
   }
   int status = MPK_EXIT_OK;
   if (rc) {

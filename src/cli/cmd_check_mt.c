@@ -3,11 +3,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
-
-#define MLC_MANIFEST "mlc-model-manifest.json"
 
 static bool is_value_option(const char *a) {
   return strcmp(a, "--lib") == 0 || strcmp(a, "--device-features") == 0 || strcmp(a, "--max-binding-size") == 0 ||
@@ -22,18 +19,6 @@ static bool is_mt_option(const char *a) {
 static bool is_mlc_option(const char *a) {
   return strcmp(a, "--lib") == 0 || strcmp(a, "--device-features") == 0 || strcmp(a, "--max-binding-size") == 0 ||
          strcmp(a, "--no-weights") == 0;
-}
-
-/* DIR/name exists (a dangling symbolic link counts: the check says what is wrong with it). */
-static bool has_entry(const char *dir, const char *name) {
-  size_t n = strlen(dir) + strlen(name) + 2;
-  char *p = malloc(n);
-  if (!p) return false;
-  snprintf(p, n, "%s/%s", dir, name);
-  struct stat st;
-  bool ok = lstat(p, &st) == 0;
-  free(p);
-  return ok;
 }
 
 /* `dir_hint`: DIR as the dispatcher found it, for messages about options given before it. */
@@ -110,18 +95,16 @@ int mpk_cmd_check_mt_dispatch(int argc, char **argv) {
     else if ((a[0] != '-' || !a[1]) && !dir) dir = a;
   }
   if (!dir) return mt_option ? run(argc, argv, NULL) : -1; /* the usage error names what is missing */
-  bool mt = has_entry(dir, MPK_MT_MANIFEST_FILENAME), mlc = has_entry(dir, MLC_MANIFEST);
-  if (mt && mlc) {
-    fprintf(stderr,
-            "modelpkg: %s: holds both %s and %s: a package directory is one kind or the other, "
-            "so neither is checked\n",
-            dir, MLC_MANIFEST, MPK_MT_MANIFEST_FILENAME);
+  enum mpk_package_kind kind;
+  mpk_error err;
+  mpk_error_clear(&err);
+  if (mpk_package_kind(dir, &kind, &err)) { /* both manifests: neither kind is checked */
+    mpk_cli_error(&err);
     return MPK_EXIT_FAIL;
   }
-  if (mt) return run(argc, argv, dir);
+  if (kind == MPK_PACKAGE_MT) return run(argc, argv, dir);
   if (mt_option) {
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return run(argc, argv, dir); /* "not a directory" */
+    if (!mpk_cli_is_dir(dir)) return run(argc, argv, dir); /* "not a directory" */
     return mpk_cli_usage_error("check", "%s applies to a MobileTransformers package; %s has no %s", mt_option, dir,
                                MPK_MT_MANIFEST_FILENAME);
   }

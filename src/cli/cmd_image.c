@@ -8,7 +8,6 @@
 #include <spng.h>
 
 #include "cli.h"
-#include "core/core.h"
 
 #define IMAGE_MAX_FILE ((size_t)1 << 30) /* larger inputs are not mapped */
 
@@ -53,7 +52,7 @@ static mpk_image_resize_mode mode_of(mpk_mlc_resize_mode m) {
    gives the image adapter, else chat.completions' image input, else the first. 0 or an MPK_E* code
    with *err set. */
 static int package_processor(const char *arg, const char *lib, processor *p, mpk_error *err) {
-  char *path = mpk_is_dir(arg) ? mpk_path_join(arg, MPK_MLC_MANIFEST_FILENAME) : strdup(arg);
+  char *path = mpk_cli_is_dir(arg) ? mpk_cli_path_join(arg, MPK_MLC_MANIFEST_FILENAME) : strdup(arg);
   if (!path) return mpk_fail(err, MPK_ENOMEM, arg, NULL, "out of memory");
   mpk_mlc_package *pkg = NULL;
   mpk_mlc_metadata *md = NULL;

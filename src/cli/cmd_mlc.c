@@ -2,11 +2,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "core/core.h"
 
 static const char help[] =
     "usage: modelpkg mlc <subcommand>\n"
@@ -23,14 +21,14 @@ static const char help[] =
     "  mlc plan --package DIR --lib LIB --segments SEGMENTS.json [--json]\n"
     "                        plan a prompt's prefill calls: text and adapter rows in chunks, context\n"
     "                        checks, which rows come from embed_tokens and which from an adapter\n"
-    "                        (see modelpkg mlc plan --help; --case runs a conformance case)\n"
+    "                        (see modelpkg mlc plan --help)\n"
     "  -h, --help            show this help\n";
 
 static const char *const id_keys[] = {"manifest", "interface_id", "declared_interface_id", NULL};
 
 static int cmd_id(const char *arg, bool json) {
-  bool dir = mpk_is_dir(arg);
-  char *path = dir ? mpk_path_join(arg, MPK_MLC_MANIFEST_FILENAME) : strdup(arg);
+  bool dir = mpk_cli_is_dir(arg);
+  char *path = dir ? mpk_cli_path_join(arg, MPK_MLC_MANIFEST_FILENAME) : strdup(arg);
   if (!path) return MPK_EXIT_FAIL;
   mpk_error err;
   mpk_error_clear(&err);
@@ -38,15 +36,16 @@ static int cmd_id(const char *arg, bool json) {
   mpk_mlc_package *pkg = NULL;
   char id[MPK_SHA256_ID_SIZE];
   int rc;
-  struct stat st;
-  if (dir && lstat(path, &st) != 0 && errno == ENOENT) /* absent, not merely unreadable: a legacy package */
+  enum mpk_package_kind kind = MPK_PACKAGE_MLC;
+  if (dir && mpk_package_kind(arg, &kind, NULL)) kind = MPK_PACKAGE_MLC; /* both manifests: the MLC one is read */
+  if (kind != MPK_PACKAGE_MLC) /* absent, not merely unreadable: a legacy package */
     rc = mpk_fail(&err, MPK_ENOTFOUND, arg, NULL,
                   "has no mlc-model-manifest.json (a legacy package: it declares no tasks, so there is no "
                   "interface_id): write one with `modelpkg mlc build %s --tasks TASKS.json --lib LIB`",
                   arg);
   else /* a package's manifest is read beneath the package; a file named directly, as given */
-    rc = dir ? mpk_map_beneath(arg, MPK_MLC_MANIFEST_FILENAME, MPK_JSON_DEFAULT_MAX_BYTES, &m, &err)
-             : mpk_map_file(path, MPK_JSON_DEFAULT_MAX_BYTES, &m, &err);
+    rc = dir ? mpk_map_beneath(arg, MPK_MLC_MANIFEST_FILENAME, MPK_DOCUMENT_MAX_BYTES, &m, &err)
+             : mpk_map_file(path, MPK_DOCUMENT_MAX_BYTES, &m, &err);
   if (!rc) {
     rc = mpk_mlc_package_parse(m.data, m.size, path, 1, &pkg, &err);
     mpk_unmap_file(&m);

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/core.h"
 
 static const char help[] =
     "usage: modelpkg mlc build DIR --tasks TASKS.json [--lib FILE | --params PARAMS.json]\n"
@@ -34,7 +33,7 @@ typedef struct args {
 
 static int read_all(const char *path, uint8_t **data, size_t *len, mpk_error *err) {
   mpk_mapped m;
-  int rc = mpk_map_file(path, MPK_JSON_DEFAULT_MAX_BYTES, &m, err);
+  int rc = mpk_map_file(path, MPK_DOCUMENT_MAX_BYTES, &m, err);
   if (rc) return rc;
   *data = malloc(m.size ? m.size : 1);
   if (*data) memcpy(*data, m.data, m.size);
@@ -87,7 +86,7 @@ static int load_params(const args *a, mpk_mlc_metadata **md, mpk_mlc_params **pa
     free(data);
     return rc;
   }
-  char *path = mpk_path_join(a->dir, MPK_MLC_TENSOR_CACHE_FILENAME);
+  char *path = mpk_cli_path_join(a->dir, MPK_MLC_TENSOR_CACHE_FILENAME);
   mpk_mlc_tensor_cache *tc = NULL;
   int rc = path ? mpk_mlc_tensor_cache_load(path, &tc, err) : MPK_ENOMEM;
   if (!rc) rc = mpk_mlc_params_from_tensor_cache(tc, params, err);
@@ -105,7 +104,7 @@ int mpk_cmd_mlc_build(int argc, char **argv) {
   args a = {0};
   int rc = parse_args(argc, argv, &a);
   if (rc) return rc;
-  if (!mpk_is_dir(a.dir)) return mpk_cli_usage_error("mlc build", "'%s' is not a directory", a.dir);
+  if (!mpk_cli_is_dir(a.dir)) return mpk_cli_usage_error("mlc build", "'%s' is not a directory", a.dir);
 
   mpk_error err;
   mpk_error_clear(&err);
@@ -119,14 +118,14 @@ int mpk_cmd_mlc_build(int argc, char **argv) {
   const char *feat[64];
   size_t n_feat = 0;
   mpk_mlc_build_output out = {0};
-  char *manifest_path = mpk_path_join(a.dir, MPK_MLC_MANIFEST_FILENAME);
+  char *manifest_path = mpk_cli_path_join(a.dir, MPK_MLC_MANIFEST_FILENAME);
   int status = MPK_EXIT_FAIL;
 
   if ((rc = read_all(a.tasks, &tasks, &tasks_len, &err))) goto fail;
   if (a.programs && (rc = read_all(a.programs, &programs, &programs_len, &err))) goto fail;
   if ((rc = load_params(&a, &md, &params, &err))) goto fail;
-  char *chat = mpk_path_join(a.dir, MPK_MLC_CHAT_CONFIG_FILENAME);
-  if (chat && mpk_file_exists(chat) && (rc = mpk_mlc_named_dims_from_chat_config(chat, &dims, &n_dims, &err))) {
+  char *chat = mpk_cli_path_join(a.dir, MPK_MLC_CHAT_CONFIG_FILENAME);
+  if (chat && mpk_cli_is_file(chat) && (rc = mpk_mlc_named_dims_from_chat_config(chat, &dims, &n_dims, &err))) {
     free(chat);
     goto fail;
   }

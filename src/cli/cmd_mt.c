@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/core.h"
 
 static const char help[] =
     "usage: modelpkg mt build DIR --describe BUILD.json [--jobs N] [--dry-run]\n"
@@ -72,11 +71,11 @@ static const char help[] =
 static void added_fields_note(const char *file, const char *text, size_t len) {
   mpk_mapped old = {0};
   json_t *before = NULL, *after = NULL;
-  if (mpk_map_file(file, MPK_JSON_DEFAULT_MAX_BYTES, &old, NULL) == 0) {
-    mpk_json_parse(old.data, old.size, NULL, file, &before, NULL);
+  if (mpk_map_file(file, MPK_DOCUMENT_MAX_BYTES, &old, NULL) == 0) {
+    before = json_loadb((const char *)old.data, old.size, JSON_REJECT_DUPLICATES, NULL);
     mpk_unmap_file(&old);
   }
-  mpk_json_parse(text, len, NULL, file, &after, NULL);
+  after = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
   if (json_is_object(before) && json_is_object(after)) {
     char keys[512] = "";
     size_t n = 0, at = 0;
@@ -139,7 +138,7 @@ static int handoff_fmt(int argc, char **argv) {
     }
   }
   if (!file) return mpk_cli_usage_error("mt handoff fmt", "missing the map FILE");
-  if (mpk_is_dir(file)) return mpk_cli_usage_error("mt handoff fmt", "'%s' is a directory, not a map file", file);
+  if (mpk_cli_is_dir(file)) return mpk_cli_usage_error("mt handoff fmt", "'%s' is a directory, not a map file", file);
   mpk_error err;
   mpk_error_clear(&err);
   mpk_mt_handoff *map = NULL;
@@ -149,7 +148,7 @@ static int handoff_fmt(int argc, char **argv) {
   int rc = mpk_mt_handoff_load(file, &map, &err);
   if (!rc) rc = mpk_mt_handoff_json(map, &text, &len, &err);
   bool same = false;
-  if (!rc && mpk_map_file(file, MPK_JSON_DEFAULT_MAX_BYTES, &old, NULL) == 0) {
+  if (!rc && mpk_map_file(file, MPK_DOCUMENT_MAX_BYTES, &old, NULL) == 0) {
     same = old.size == len && memcmp(old.data, text, len) == 0;
     mpk_unmap_file(&old);
   }
@@ -169,7 +168,7 @@ static int run(const char *verb, const char *dir, const char *describe, long lon
   mpk_error err;
   mpk_error_clear(&err);
   mpk_mapped desc = {0};
-  int rc = describe ? mpk_map_file(describe, MPK_JSON_DEFAULT_MAX_BYTES, &desc, &err) : 0;
+  int rc = describe ? mpk_map_file(describe, MPK_DOCUMENT_MAX_BYTES, &desc, &err) : 0;
   if (rc) {
     mpk_cli_error(&err);
     return MPK_EXIT_FAIL;
@@ -256,6 +255,6 @@ int mpk_cmd_mt(int argc, char **argv) {
   }
   if (!dir) return mpk_cli_usage_error(cmd, "missing the package directory");
   if (build && !describe) return mpk_cli_usage_error(cmd, "missing --describe BUILD.json");
-  if (!mpk_is_dir(dir)) return mpk_cli_usage_error(cmd, "'%s' is not a directory", dir);
+  if (!mpk_cli_is_dir(dir)) return mpk_cli_usage_error(cmd, "'%s' is not a directory", dir);
   return run(verb, dir, describe, jobs, dry_run);
 }

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/core.h"
 
 static const char help[] =
     "usage: modelpkg mt graph DIR [--variant ID] [--json]\n"
@@ -263,7 +262,7 @@ static int cmd_inspect(int argc, char **argv) {
   int st = parse("mt inspect", argc, argv, 2, "--json", &a, &shown);
   if (st && json) refuse_json("mt inspect", keys, NULL);
   if (st || shown) return st;
-  mpk_findings found = {0}; /* every variant's problems, for the --json envelope */
+  mpk_cli_problems found = {0}; /* every variant's problems, for the --json envelope */
   mpk_error err;
   mpk_error_clear(&err);
   mpk_mt_manifest *m = NULL;
@@ -288,12 +287,12 @@ static int cmd_inspect(int argc, char **argv) {
     mpk_error_clear(&err);
     if (mpk_mt_graph_report_open(a.dir, m->variants[i].id, NULL, &r, &err)) {
       mpk_cli_error(&err);
-      mpk_findings_problem(&found, &err);
+      mpk_cli_problems_add(&found, &err);
       problems++;
       continue;
     }
     problems += r->n_problems;
-    for (size_t k = 0; k < r->n_problems; k++) mpk_findings_problem(&found, &r->problems[k]);
+    for (size_t k = 0; k < r->n_problems; k++) mpk_cli_problems_add(&found, &r->problems[k]);
     if (a.json) {
       json_array_append_new(rows, report_json(r, false));
     } else {
@@ -309,13 +308,13 @@ static int cmd_inspect(int argc, char **argv) {
     json_object_set_new(root, "dir", json_string(a.dir));
     json_object_set_new(root, "variants", rows);
     if (found.oom) json_object_set_new(root, "ok", json_false());
-    mpk_cli_json_end(root, found.problems, found.n_problems, NULL, 0);
+    mpk_cli_json_end(root, found.items, found.n, NULL, 0);
   } else {
     json_decref(rows);
     printf("%s\n", problems ? "FAILED: a variant's graph does not agree with its package (errors above)"
                             : "OK: precision is read from each graph, never from the variant id");
   }
-  mpk_findings_free(&found);
+  mpk_cli_problems_free(&found);
   mpk_mt_manifest_free(m);
   return problems ? MPK_EXIT_FAIL : MPK_EXIT_OK;
 }

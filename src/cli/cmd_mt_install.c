@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "core/core.h"
 
 static const char help[] =
     "usage: modelpkg mt install SOURCE --repo-id ORG/NAME --cache DIR\n"

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/core.h"
 
 static const char help[] =
     "usage: modelpkg mt merge DIR --adapter ADAPTER.safetensors [--variant ID] [--scale S]\n"
@@ -164,7 +163,7 @@ int mpk_cmd_mt_merge(int argc, char **argv) {
   }
   if (!dir) return usage(json, "missing the package directory%s", NULL);
   if (!o.adapter) return usage(json, "missing --adapter ADAPTER.safetensors%s", NULL);
-  if (!mpk_is_dir(dir)) return usage(json, "'%s' is not a directory", dir);
+  if (!mpk_cli_is_dir(dir)) return usage(json, "'%s' is not a directory", dir);
   o.workers = (unsigned)jobs;
   mpk_error err;
   mpk_error_clear(&err);

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/core.h"
 
 static const char select_help[] =
     "usage: modelpkg mt select DIR|URL [--abi A[,B...]] [--ep E] [--quant Q] [--engine E]\n"

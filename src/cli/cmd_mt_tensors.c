@@ -4,11 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
-#include "core/core.h"
-#include "mt/mt.h"
 
 static const char help[] =
     "usage: modelpkg mt tensors DIR [--variant ID] [--jobs N]\n"
@@ -27,34 +24,19 @@ static const char help[] =
 static int list(const char *dir, const char *variant, unsigned jobs) {
   mpk_error err;
   mpk_error_clear(&err);
-  mpk_mt_located loc;
-  mpk_mt_handoff *map = NULL;
-  mpk_mt_gate_report *g = NULL;
-  int status = MPK_EXIT_FAIL, inf_fd = -1;
-  if (mpk_mt_locate(dir, variant, &loc, &err)) {
-    mpk_cli_error(&err);
-    return status;
-  }
-  const char *id = loc.variant->id;
-  if (!loc.map_file) {
-    mpk_fail(&err, MPK_EMALFORMED, loc.manifest_file, NULL, "variant \"%s\" has no weightHandoff", id);
-    goto out;
-  }
-  printf("modelpkg mt tensors %s (variant %s)\n", dir, id);
-  /* The map, the tensors and their sidecars are read beneath the package: the inference directory
-     is opened with no link in its path, and a package shipping a merge journal or record is
-     refused before the gate would replay or trust it. */
-  int rc = mpk_mt_load_map(dir, &loc, &map, &err);
-  if (rc == MPK_ENOTFOUND && map == NULL && err.code == MPK_ENOTFOUND && strstr(err.message, "not found")) {
-    printf("  no merged weights: %s is absent: use the base weights\n", loc.variant->weight_handoff);
-    mpk_error_clear(&err);
+  mpk_mt_gate_options go = {.workers = jobs};
+  mpk_mt_variant_gate *vg = NULL;
+  const mpk_mt_gate_report *g = NULL;
+  int status = MPK_EXIT_FAIL;
+  /* The map, the tensors and their sidecars are read beneath the package (the library's rules). */
+  if (mpk_mt_variant_gate_open(dir, variant, &go, &vg, &err)) goto out;
+  printf("modelpkg mt tensors %s (variant %s)\n", dir, vg->variant);
+  if (vg->map_absent) {
+    printf("  no merged weights: %s is absent: use the base weights\n", vg->weight_handoff);
     status = MPK_EXIT_OK;
     goto out;
   }
-  if (rc) goto out;
-  if (mpk_mt_open_inference(dir, &loc, &inf_fd, &err)) goto out;
-  mpk_mt_gate_options go = {.workers = jobs};
-  if (mpk_mt_load_gate_at(inf_fd, loc.inference_dir, map, &go, NULL, &g, &err)) goto out;
+  g = vg->report;
   if (g->no_merged_weights) {
     printf("  no merged weights: the map has no entries: use the base weights\n");
     status = MPK_EXIT_OK;
@@ -95,10 +77,7 @@ static int list(const char *dir, const char *variant, unsigned jobs) {
   status = ok ? MPK_EXIT_OK : MPK_EXIT_FAIL;
 out:
   if (err.code) mpk_cli_error(&err);
-  mpk_mt_gate_report_free(g);
-  if (inf_fd >= 0) close(inf_fd);
-  mpk_mt_handoff_free(map);
-  mpk_mt_located_free(&loc);
+  mpk_mt_variant_gate_free(vg);
   return status;
 }
 
@@ -128,6 +107,6 @@ int mpk_cmd_mt_tensors(int argc, char **argv) {
     }
   }
   if (!dir) return mpk_cli_usage_error(cmd, "missing the package directory");
-  if (!mpk_is_dir(dir)) return mpk_cli_usage_error(cmd, "'%s' is not a directory", dir);
+  if (!mpk_cli_is_dir(dir)) return mpk_cli_usage_error(cmd, "'%s' is not a directory", dir);
   return list(dir, variant, (unsigned)jobs);
 }

@@ -1,5 +1,4 @@
 /* modelpkg: dispatch to a verb. */
-#include <stdarg.h>
 #include <string.h>
 
 #include "cli.h"
@@ -23,7 +22,7 @@ static const char usage[] =
     "                 print the _metadata JSON embedded in a compiled model library\n"
     "  mlc build DIR --tasks TASKS.json [--lib FILE | --params FILE]\n"
     "                 write the package sidecar and print the artifact for the library\n"
-    "  mlc plan --package DIR --lib LIB --segments FILE | mlc plan --case CASE.json\n"
+    "  mlc plan --package DIR --lib LIB --segments FILE\n"
     "                 plan a prompt's prefill calls: text and adapter rows in chunks, context checks\n"
     "  mt build DIR --describe BUILD.json | mt reseal DIR\n"
     "                 seal a MobileTransformers package: its manifest and checksums files\n"
@@ -48,24 +47,6 @@ static const char usage[] =
     "  --version      print the version\n"
     "\n"
     "exit status: 0 all checks hold, 1 a check failed or the input is invalid, 2 usage error\n";
-
-bool mpk_cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
-
-void mpk_cli_error(const mpk_error *err) {
-  char line[2048];
-  mpk_error_format(err, line, sizeof line);
-  fprintf(stderr, "modelpkg: %s\n", line);
-}
-
-int mpk_cli_usage_error(const char *cmd, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "modelpkg %s: ", cmd);
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\nTry 'modelpkg %s --help'.\n", cmd);
-  va_end(ap);
-  return MPK_EXIT_USAGE;
-}
 
 int main(int argc, char **argv) {
   if (argc < 2) {
