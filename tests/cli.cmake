@@ -1,6 +1,8 @@
 # ---- the modelpkg command as a whole
 # The CLI includes only the public header and its own (names FILE:LINE of any other include).
 mpk_script_test(test_cli_public_api unit ${MPK_IT}/test_cli_public_api.sh ${PROJECT_SOURCE_DIR})
+# Every command and subcommand: its own --help from its option table, every option documented.
+mpk_script_test(test_cli_help integration ${MPK_IT}/test_cli_help.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
 mpk_script_test(test_cli integration ${MPK_IT}/test_cli.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
 mpk_script_test(test_cli_output integration ${MPK_IT}/test_cli_output.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
 # A FIFO given as any input, or planted in a package, is refused at once (never a hang).

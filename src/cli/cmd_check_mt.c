@@ -1,74 +1,21 @@
 /* modelpkg check DIR [--variant ID | --all-variants] [--no-hash] [--no-graph] [--jobs N] [--json], when DIR holds
-   a MobileTransformers package (mobiletransformers_manifest.json). */
-#include <errno.h>
+   a MobileTransformers package (mobiletransformers_manifest.json); cmd_check.c parses and dispatches. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
-static bool is_value_option(const char *a) {
-  return strcmp(a, "--lib") == 0 || strcmp(a, "--device-features") == 0 || strcmp(a, "--max-binding-size") == 0 ||
-         strcmp(a, "--jobs") == 0 || strcmp(a, "--variant") == 0;
-}
+/* The MT check report's own keys (docs/check-report.md), null on a refusal. */
+const char *const mpk_cli_check_mt_keys[] = {"format", "dir", "manifest", "checked", "files", "tensors", "unlisted",
+                                             NULL};
 
-static bool is_mt_option(const char *a) {
-  return strcmp(a, "--variant") == 0 || strcmp(a, "--all-variants") == 0 || strcmp(a, "--no-hash") == 0 ||
-         strcmp(a, "--no-graph") == 0;
-}
-
-static bool is_mlc_option(const char *a) {
-  return strcmp(a, "--lib") == 0 || strcmp(a, "--device-features") == 0 || strcmp(a, "--max-binding-size") == 0 ||
-         strcmp(a, "--no-weights") == 0;
-}
-
-/* `dir_hint`: DIR as the dispatcher found it, for messages about options given before it. */
-static int run(int argc, char **argv, const char *dir_hint) {
-  const char *dir = NULL, *variant = NULL;
-  bool json = false, all = false, no_hash = false, no_graph = false;
-  long long jobs = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--json") == 0) {
-      json = true;
-    } else if (strcmp(a, "--all-variants") == 0) {
-      all = true;
-    } else if (strcmp(a, "--no-hash") == 0) {
-      no_hash = true;
-    } else if (strcmp(a, "--no-graph") == 0) {
-      no_graph = true;
-    } else if (strcmp(a, "--variant") == 0 || strcmp(a, "--jobs") == 0) {
-      if (i + 1 >= argc) return mpk_cli_usage_error("check", "%s needs a value", a);
-      const char *val = argv[++i];
-      if (strcmp(a, "--variant") == 0) {
-        if (variant) return mpk_cli_usage_error("check", "--variant is given twice");
-        variant = val;
-        continue;
-      }
-      int st = mpk_cli_parse_jobs("check", val, &jobs);
-      if (st) return st;
-    } else if (is_mlc_option(a)) {
-      return mpk_cli_usage_error("check", "%s applies to an MLC package; %s is a MobileTransformers package", a,
-                                 dir_hint ? dir_hint : "DIR");
-    } else if (a[0] == '-' && a[1]) {
-      return mpk_cli_usage_error("check", "unknown option '%s'", a);
-    } else if (!dir) {
-      dir = a;
-    } else {
-      return mpk_cli_usage_error("check", "unexpected argument '%s'", a);
-    }
-  }
-  if (!dir) return mpk_cli_usage_error("check", "missing the package directory");
-  if (variant && all) return mpk_cli_usage_error("check", "give --variant ID or --all-variants, not both");
-
+/* The MT check of `dir` (the options parsed by cmd_check.c); the exit status. */
+int mpk_cli_check_mt(const char *dir, const mpk_mt_check_options *given, bool json) {
   mpk_cli_bar bar;
   mpk_cli_bar_init(&bar, "hashing files");
-  mpk_mt_check_options opts = {.variant = variant,
-                               .all_variants = all,
-                               .no_hash = no_hash,
-                               .no_graph = no_graph,
-                               .workers = (unsigned)jobs,
-                               .progress = bar.enabled ? mpk_cli_progress : NULL,
-                               .progress_ctx = &bar};
+  mpk_mt_check_options opts = *given;
+  opts.progress = bar.enabled ? mpk_cli_progress : NULL;
+  opts.progress_ctx = &bar;
   mpk_mt_report *r = NULL;
   mpk_error err;
   mpk_error_clear(&err);
@@ -76,6 +23,7 @@ static int run(int argc, char **argv, const char *dir_hint) {
   mpk_cli_bar_done(&bar);
   if (rc) {
     mpk_cli_error(&err);
+    if (json) mpk_cli_json_refuse("check", mpk_cli_check_mt_keys, &err);
     return MPK_EXIT_FAIL;
   }
   if (json) mpk_cli_mt_report_json(stdout, r);
@@ -85,28 +33,3 @@ static int run(int argc, char **argv, const char *dir_hint) {
   return status;
 }
 
-int mpk_cmd_check_mt_dispatch(int argc, char **argv) {
-  const char *dir = NULL, *mt_option = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (mpk_cli_is_help(a)) return -1; /* one help text covers both kinds */
-    if (is_mt_option(a) && !mt_option) mt_option = a;
-    if (is_value_option(a)) i++;
-    else if ((a[0] != '-' || !a[1]) && !dir) dir = a;
-  }
-  if (!dir) return mt_option ? run(argc, argv, NULL) : -1; /* the usage error names what is missing */
-  enum mpk_package_kind kind;
-  mpk_error err;
-  mpk_error_clear(&err);
-  if (mpk_package_kind(dir, &kind, &err)) { /* both manifests: neither kind is checked */
-    mpk_cli_error(&err);
-    return MPK_EXIT_FAIL;
-  }
-  if (kind == MPK_PACKAGE_MT) return run(argc, argv, dir);
-  if (mt_option) {
-    if (!mpk_cli_is_dir(dir)) return run(argc, argv, dir); /* "not a directory" */
-    return mpk_cli_usage_error("check", "%s applies to a MobileTransformers package; %s has no %s", mt_option, dir,
-                               MPK_MT_MANIFEST_FILENAME);
-  }
-  return -1;
-}

@@ -7,24 +7,13 @@
 
 #include "cli.h"
 
-static const char help[] =
-    "usage: modelpkg mlc plan --package DIR --lib LIB --segments SEGMENTS.json [--json]\n"
-    "\n"
+static const char about[] =
     "Plan the prefill of a prompt as WebLLM 0.2.86 does for a manifest model: the system prefix\n"
     "(first round only), text tokens, and per audio or image item its prefix tokens, one placeholder\n"
     "per adapter output row and its suffix tokens; cut into prefill chunks that never mix text and\n"
     "adapter rows; checked against the context window. Each chunk is one prefill call: the plan says\n"
-    "which rows come from embed_tokens over which token ids, and which from which adapter output.\n"
-    "\n"
-    "  --package DIR         the package (its mlc-model-manifest.json and chat config)\n"
-    "  --lib LIB             its compiled library (or _metadata JSON): roles, adapters,\n"
-    "                        prefill_chunk_size\n"
-    "  --segments FILE       the prompt: {\"filled_kv_cache_length\"?: N, \"segments\": [{\"text\": [ids]},\n"
-    "                        {\"audio\": {\"rows\": N}}, {\"image\": {}}, ...]} (docs/prefill.md)\n"
-    "  --json                print one JSON document (also for a refused prompt, then under \"error\")\n"
-    "  -h, --help            show this help\n"
-    "\n"
-    "exit status: 0 planned, 1 refused (the reason on stderr), 2 usage error\n";
+    "which rows come from embed_tokens over which token ids, and which from which adapter output.\n";
+static const char more[] = "exit status: 0 planned, 1 refused (the reason on stderr), 2 usage error\n";
 
 /* ---------------------------------------------------------------- output pieces */
 
@@ -181,27 +170,24 @@ static int run_package(const char *dir, const char *lib, const char *segments, b
 
 int mpk_cmd_mlc_plan(int argc, char **argv) {
   const char *package = NULL, *lib = NULL, *segments = NULL;
-  bool json = mpk_cli_json_wanted(argc, argv);
-  const char *const *keys = package_keys;
-  for (int i = 2; i < argc; i++) { /* argv[0] "mlc", argv[1] "plan" */
-    const char *a = argv[i];
-    if (mpk_cli_is_help(a)) {
-      fputs(help, stdout);
-      return MPK_EXIT_OK;
-    } else if (strcmp(a, "--json") == 0) {
-      json = true;
-    } else if (strcmp(a, "--package") == 0 || strcmp(a, "--lib") == 0 || strcmp(a, "--segments") == 0) {
-      if (i + 1 >= argc) return mpk_cli_usage_json(json, "mlc plan", keys, "%s needs a value", a);
-      const char **dst = a[2] == 'p' ? &package : a[2] == 'l' ? &lib : &segments;
-      if (*dst) return mpk_cli_usage_json(json, "mlc plan", keys, "%s given twice", a);
-      *dst = argv[++i];
-    } else if (a[0] == '-' && a[1]) {
-      return mpk_cli_usage_json(json, "mlc plan", keys, "unknown option '%s'", a);
-    } else {
-      return mpk_cli_usage_json(json, "mlc plan", keys, "unexpected argument '%s'", a);
-    }
-  }
+  bool json = false;
+  const mpk_cli_opt opts[] = {
+      {"--package", 0, "DIR", "the package (its mlc-model-manifest.json and chat config)", .str = &package,
+       .once = true},
+      {"--lib", 0, "LIB", "its compiled library (or _metadata JSON): roles, adapters,\nprefill_chunk_size",
+       .str = &lib, .once = true},
+      {"--segments", 0, "FILE", "the prompt: {\"filled_kv_cache_length\"?: N, \"segments\": [{\"text\": [ids]},\n"
+                                "{\"audio\": {\"rows\": N}}, {\"image\": {}}, ...]} (docs/prefill.md)",
+       .str = &segments, .once = true},
+      {"--json", 0, NULL, "print one JSON document (also for a refused prompt)", .flag = &json},
+      {0}};
+  const mpk_cli_spec spec = {.name = "mlc plan", .usage = "--package DIR --lib LIB --segments SEGMENTS.json [--json]",
+                             .about = about, .opts = opts, .more = more, .json_keys = package_keys, .max_args = 0};
+  mpk_cli_args a;
+  int st = mpk_cli_parse(&spec, argc, argv, &a);
+  if (st != MPK_CLI_GO_ON) return st;
+  json = a.json;
   if (!package || !lib || !segments)
-    return mpk_cli_usage_json(json, "mlc plan", keys, "needs --package DIR, --lib LIB and --segments FILE");
+    return mpk_cli_usage(&spec, json, "needs --package DIR, --lib LIB and --segments FILE");
   return run_package(package, lib, segments, json);
 }
