@@ -64,7 +64,7 @@ for g in "mlc" "mt" "mt handoff"; do
   grep -q "^usage: modelpkg $g <subcommand>" "$T/err" && ok || bad "$g alone does not list its subcommands"
 done
 # mt --help is not mt build's help any more.
-"$MPK" mt --help | grep -q "^usage: modelpkg mt build" && bad "mt --help prints mt build's help" || ok
+mth=$("$MPK" mt --help); case $mth in "usage: modelpkg mt build"*) bad "mt --help prints mt build's help" ;; *) ok ;; esac
 
 echo "test_cli_help: $pass passed, $failed failed"
 [ $failed = 0 ]
