@@ -1,4 +1,9 @@
 # ---- the modelpkg command as a whole
+# Which module may include which (docs/ARCHITECTURE.md), and the CLI only the public headers and
+# its own (names FILE:LINE of any other include).
+mpk_script_test(test_module_deps unit ${MPK_IT}/test_module_deps.sh ${PROJECT_SOURCE_DIR})
+# Every command and subcommand: its own --help from its option table, every option documented.
+mpk_script_test(test_cli_help integration ${MPK_IT}/test_cli_help.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
 mpk_script_test(test_cli "integration;slow" ${MPK_IT}/test_cli.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
 mpk_script_test(test_cli_output integration ${MPK_IT}/test_cli_output.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
 # A FIFO given as any input, or planted in a package, is refused at once (never a hang).
@@ -15,6 +20,9 @@ mpk_script_test(test_crash integration ${MPK_IT}/test_crash.sh ${MPK_CLI} ${PROJ
 # find_package. An instrumented library cannot be linked by an uninstrumented consumer: plain builds.
 if(NOT MPK_SANITIZE AND NOT MPK_FUZZ)
   mpk_script_test(test_install integration ${MPK_IT}/test_install.sh ${PROJECT_BINARY_DIR})
+  # src/cli configured alone, through find_package(modelpkg) from that prefix, built and run.
+  mpk_script_test(test_cli_standalone integration ${MPK_IT}/test_cli_standalone.sh ${PROJECT_BINARY_DIR}
+    ${PROJECT_SOURCE_DIR})
 endif()
 
 # The test suite's own hygiene: no pipe into grep -q / head under pipefail (a rare SIGPIPE false

@@ -15,7 +15,11 @@ mpk_test(test_mlc_build unit unit/test_mlc_build.c)
 mpk_test(test_conf_prefill conformance conformance/test_conf_prefill.c)   # WebLLM's chunks, lengths, errors
 mpk_test(test_mlc_prefill unit unit/test_mlc_prefill.c)                   # properties, context edges, SEGMENTS.json
 mpk_test(test_mlc_prefill_exec unit unit/test_mlc_prefill_exec.c)         # the reference executor
-mpk_script_test(test_cli_plan integration ${MPK_IT}/test_cli_plan.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
+# The WebLLM prefill conformance cases, one per run (was `modelpkg mlc plan --case`).
+add_executable(mpk_prefill_case util/prefill_case.c)
+target_link_libraries(mpk_prefill_case PRIVATE mpk_testutil)
+mpk_script_test(test_cli_plan integration ${MPK_IT}/test_cli_plan.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR}
+  $<TARGET_FILE:mpk_prefill_case>)
 
 # Hostile MLC packages and arguments (links out, FIFOs, non-libraries, mismatched libraries, --json refusals).
 mpk_script_test(test_cli_mlc_hostile "integration;slow" ${MPK_IT}/test_cli_mlc_hostile.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})

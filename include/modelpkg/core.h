@@ -80,6 +80,18 @@ MPK_API const char *mpk_code_name(int code);
  * a byte offset is written as "FILE@OFFSET"). Returns the length it wanted, like snprintf.
  */
 MPK_API int mpk_error_format(const mpk_error *err, char *buf, size_t size);
+/**
+ * Fill `err` (may be NULL: nothing is written) with `code`, a one-line message (printf `fmt`; a
+ * newline in it becomes a space), `file` and `pointer` (either may be NULL: empty) and offset -1,
+ * and return `code` — so that `return mpk_fail(err, MPK_EINVAL, path, NULL, "...")` reports and
+ * fails in one statement, the way the library does. For callers building their own errors (a
+ * command line, an mpk_problem_fn).
+ */
+MPK_API int mpk_fail(mpk_error *err, int code, const char *file, const char *pointer, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
 
 /* ============================================================================================
  * core: canonical JSON and identities
@@ -179,6 +191,83 @@ MPK_API int mpk_doc_version_check(const char *doc, const char *min_reader, const
 MPK_API int mpk_pattern_matches(const char *pattern, const char *path);
 /** 1 when the pattern is a valid package-relative path, or a valid directory + slash + two stars. */
 MPK_API int mpk_pattern_valid(const char *pattern);
+
+/* ============================================================================================
+ * core: files — reading a file, writing an output, telling a package's kind
+ * ========================================================================================== */
+
+/** The default size limit of a document (a JSON file) read whole: 64 MiB. */
+#define MPK_DOCUMENT_MAX_BYTES ((size_t)64 * 1024 * 1024)
+
+/** A read-only view of a whole file: memory-mapped (a multi-gigabyte file is never copied).
+    Caller-owned (on the stack is fine); release with mpk_unmap_file(). `data` is never NULL after a
+    successful map, also for an empty file. */
+typedef struct mpk_mapped {
+  const uint8_t *data;
+  size_t size;
+  void *priv_;
+  int mapped;
+} mpk_mapped;
+
+/**
+ * Map a whole file to read it, the safe way (docs/SECURITY.md "Opening files"). With `root`, `rel`
+ * is resolved beneath that directory and never through a symbolic link or ".." that leaves it;
+ * with `root` NULL, `rel` is a path the user named, opened as given (links followed). Either way
+ * the open never blocks (a FIFO without a writer is refused, not waited on), the file must be a
+ * regular file (a FIFO, socket, device or directory is MPK_EMALFORMED naming its type) of at most
+ * `max_size` bytes (0: unbounded; larger is MPK_ELIMIT). A missing file or dangling link is
+ * MPK_ENOTFOUND. On failure `*out` is zeroed (safe to unmap). `root` may be NULL; `rel` and `out`
+ * may not.
+ */
+MPK_API int mpk_map_beneath(const char *root, const char *rel, size_t max_size, mpk_mapped *out, mpk_error *err);
+/** mpk_map_beneath(NULL, path, ...): a file the user named. */
+MPK_API int mpk_map_file(const char *path, size_t max_size, mpk_mapped *out, mpk_error *err);
+/** Release a view (accepts NULL and a zeroed or already released view; leaves it zeroed). */
+MPK_API void mpk_unmap_file(mpk_mapped *m);
+
+/**
+ * The output contract of data a caller was told to write to a path (docs/CLI.md "Output files"):
+ * "-", and a path that is standard output already (`-o /dev/stdout > f`, through any link), write
+ * to descriptor 1; an existing character device, FIFO or socket is opened and written through,
+ * never replaced; a directory or block device is refused (MPK_EIO) before anything is written;
+ * anything else is written atomically (a temporary file beside it, fsync, rename, fsync of the
+ * directory; a symbolic link to a regular file stays a link, its target replaced), so that a
+ * failure or mpk_output_abort() leaves the old file. Opaque; one thread at a time.
+ */
+typedef struct mpk_output mpk_output;
+/** 1 when `path` would be written to standard output ("-", or the file descriptor 1 is), else 0
+    (NULL: 0). Ask before opening, to know where a human report must go instead. */
+MPK_API int mpk_output_is_stdout(const char *path);
+/** Open an output for `path` (not NULL, not empty: MPK_EINVAL). `*out` belongs to the caller
+    until mpk_output_commit() or mpk_output_abort(), which free it; NULL on failure. */
+MPK_API int mpk_output_open(const char *path, mpk_output **out, mpk_error *err);
+/** 1 when the open output writes to standard output (a human report then goes to standard error). */
+MPK_API int mpk_output_to_stdout(const mpk_output *o);
+/** Append `len` bytes (MPK_EIO naming the path when writing fails). */
+MPK_API int mpk_output_write(mpk_output *o, const void *data, size_t len, mpk_error *err);
+/** Make the bytes written the output (the rename into place) and free `o`, whatever the result. */
+MPK_API int mpk_output_commit(mpk_output *o, mpk_error *err);
+/** Drop what was written (the temporary file removed; through a device nothing can be undone) and
+    free `o`. Accepts NULL. */
+MPK_API void mpk_output_abort(mpk_output *o);
+/** open + write + commit of one buffer. */
+MPK_API int mpk_output_file(const char *path, const void *data, size_t len, mpk_error *err);
+
+/** What a package directory holds, told by its manifest's name. The type is spelled
+    `enum mpk_package_kind` (like `struct stat` beside stat()): the name is also the probe's. */
+enum mpk_package_kind {
+  MPK_PACKAGE_NONE = 0, /**< neither manifest (or `dir` is not a directory) */
+  MPK_PACKAGE_MLC = 1,  /**< mlc-model-manifest.json (MPK_MLC_MANIFEST_FILENAME) */
+  MPK_PACKAGE_MT = 2    /**< mobiletransformers_manifest.json (MPK_MT_MANIFEST_FILENAME) */
+};
+/**
+ * The kind of the package in directory `dir`, from the entries present in it (a dangling symbolic
+ * link counts as present: the check then says what is wrong with it; nothing is opened or read).
+ * A directory holding both manifests is MPK_EMALFORMED ("holds both ...: a package directory is one
+ * kind or the other") with `*out` MPK_PACKAGE_NONE. `dir` that is not a directory (or does not
+ * exist) is 0 with MPK_PACKAGE_NONE: the caller's own open says why. NULL `dir` or `out`: MPK_EINVAL.
+ */
+MPK_API int mpk_package_kind(const char *dir, enum mpk_package_kind *out, mpk_error *err);
 
 #ifdef __cplusplus
 }

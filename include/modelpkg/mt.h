@@ -1198,6 +1198,35 @@ MPK_API int mpk_mt_handoff_build(const char *dir, const mpk_mt_handoff_build_opt
 /** Release what a result holds (accepts NULL and a zeroed result). */
 MPK_API void mpk_mt_handoff_build_result_free(mpk_mt_handoff_build_result *r);
 
+/* ============================================================================================
+ * mt: the load gate of a package variant (what `modelpkg mt tensors` lists)
+ * ========================================================================================== */
+
+/** A variant's merged weights under the load gate. Read-only; freed with mpk_mt_variant_gate_free(). */
+typedef struct mpk_mt_variant_gate {
+  const char *variant;               /**< the variant's id */
+  const char *weight_handoff;        /**< its weightHandoff, package-relative */
+  int map_absent;                    /**< 1: the map file is absent — no merged weights (`report` NULL) */
+  const mpk_mt_gate_report *report;  /**< the gate's report (NULL when map_absent) */
+  struct mpk_mt_variant_gate_priv *priv_;
+} mpk_mt_variant_gate;
+
+/**
+ * Read package `dir`'s manifest, find `variant` (NULL: the defaultVariant), and run the load gate
+ * (mpk_mt_load_gate()'s rules) over its weight handoff map's tensors — all read beneath `dir`: the
+ * map with no symbolic link out of the package, the inference directory opened with no link in its
+ * path, and a package whose manifest lists a merge journal or record (files only modelpkg may
+ * write) refused before the gate would replay or trust it. A variant without weightHandoff is
+ * MPK_EMALFORMED; an absent map file is not an error (map_absent). Returns 0 when the gate ran
+ * (`report->ready` is the verdict), else the code of the step that failed. `*out` belongs to the
+ * caller (NULL on failure) and holds the directory against merges like the gate's report does.
+ * `opts` may be NULL (defaults); `dir` and `out` may not (MPK_EINVAL).
+ */
+MPK_API int mpk_mt_variant_gate_open(const char *dir, const char *variant, const mpk_mt_gate_options *opts,
+                                     mpk_mt_variant_gate **out, mpk_error *err);
+/** Accepts NULL. */
+MPK_API void mpk_mt_variant_gate_free(mpk_mt_variant_gate *g);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,33 +7,17 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/core.h"
 
-static const char help[] =
-    "usage: modelpkg audio IN.wav (--package DIR | --rate HZ --max-samples N) [options]\n"
-    "\n"
+static const char about[] =
     "Turn a recording into the canonical audio an audio_decode adapter expects: mono float32 PCM at\n"
     "the processor's rate, exactly as many samples as WebLLM 0.2.86 computes, refused where WebLLM\n"
-    "refuses (same messages), resampled with libsoxr at very high quality.\n"
-    "\n"
-    "  --package DIR        read the processor (sample_rate_hz, min_samples, max_samples) from DIR's\n"
-    "                       mlc-model-manifest.json (or the manifest file itself)\n"
-    "  --rate HZ            output rate (overrides the package's; needed without --package)\n"
-    "  --min-samples N      fewest output samples accepted (default: the package's, else 1)\n"
-    "  --max-samples N      most output samples accepted (default: the package's; needed without it)\n"
-    "  --base64             IN holds input_audio.data text: base64, or a data:audio/wav;base64, URL\n"
-    "  -o, --output FILE    write the samples as raw little-endian float32, streamed (atomically; - is\n"
-    "                       standard output, a device or FIFO is written through; the report then\n"
-    "                       goes to stderr)\n"
-    "  --json               print the report as one JSON document (not with -o -)\n"
-    "  -h, --help           show this help\n"
-    "\n"
-    "exit status: 0 converted, 1 refused (the reason on stderr), 2 usage error\n";
+    "refuses (same messages), resampled with libsoxr at very high quality.\n";
+static const char more[] = "exit status: 0 converted, 1 refused (the reason on stderr), 2 usage error\n";
 
 /* The audio_decode processor of the package: chat.completions' audio input, else the first. 0 or an
    MPK_E* code with *err set. */
 static int package_processor(const char *arg, mpk_audio_target *t, char **input_name, mpk_error *err) {
-  char *path = mpk_is_dir(arg) ? mpk_path_join(arg, MPK_MLC_MANIFEST_FILENAME) : strdup(arg);
+  char *path = mpk_cli_is_dir(arg) ? mpk_cli_path_join(arg, MPK_MLC_MANIFEST_FILENAME) : strdup(arg);
   if (!path) return mpk_fail(err, MPK_ENOMEM, arg, NULL, "out of memory");
   mpk_mlc_package *pkg = NULL;
   int rc = mpk_mlc_package_load(path, &pkg, err);
@@ -156,36 +140,42 @@ static int sink_none(void *ctx, const float *x, size_t n, mpk_error *err) {
   return 0;
 }
 
-/* A usage error: the message on stderr and, once --json was seen, a refusal document on stdout. */
-#define usage(json, ...) mpk_cli_usage_json((json), "audio", json_keys, __VA_ARGS__)
+#define usage(json, ...) mpk_cli_usage(&spec, (json), __VA_ARGS__)
+
+/* A positive integer option (an mpk_cli_opt fn). */
+static int count_option(void *ctx, const mpk_cli_spec *s, bool json, const char *opt, const char *v) {
+  if (!mpk_cli_parse_int(v, 1, MPK_CLI_SAFE_INT_MAX, ctx))
+    return mpk_cli_usage(s, json, "%s: expected a positive integer, got '%s'", opt, v);
+  return MPK_EXIT_OK;
+}
 
 int mpk_cmd_audio(int argc, char **argv) {
-  const char *in = NULL, *package = NULL, *output = NULL;
+  const char *package = NULL, *output = NULL;
   bool json = false, base64 = false;
   long long rate = 0, min_samples = 0, max_samples = 0;
-  json = mpk_cli_json_wanted(argc, argv); /* usage errors are documents too */
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (mpk_cli_is_help(a)) {
-      fputs(help, stdout);
-      return MPK_EXIT_OK;
-    } else if (strcmp(a, "--json") == 0) json = true;
-    else if (strcmp(a, "--base64") == 0) base64 = true;
-    else if (strcmp(a, "--package") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 ||
-             strcmp(a, "--rate") == 0 || strcmp(a, "--min-samples") == 0 || strcmp(a, "--max-samples") == 0) {
-      if (i + 1 >= argc) return usage(json, "%s needs a value", a);
-      const char *v = argv[++i];
-      if (strcmp(a, "--package") == 0) package = v;
-      else if (a[1] == 'o' || strcmp(a, "--output") == 0) output = v;
-      else {
-        long long *dst = strcmp(a, "--rate") == 0 ? &rate : strcmp(a, "--min-samples") == 0 ? &min_samples : &max_samples;
-        if (!mpk_cli_parse_int(v, 1, MPK_CLI_SAFE_INT_MAX, dst))
-          return usage(json, "%s: expected a positive integer, got '%s'", a, v);
-      }
-    } else if (a[0] == '-' && a[1] != '\0') return usage(json, "unknown option '%s'", a);
-    else if (in) return usage(json, "one input file, got '%s' and '%s'", in, a);
-    else in = a;
-  }
+  const mpk_cli_opt opts[] = {
+      {"--package", 0, "DIR", "read the processor (sample_rate_hz, min_samples, max_samples) from DIR's\n"
+                              "mlc-model-manifest.json (or the manifest file itself)", .str = &package},
+      {"--rate", 0, "HZ", "output rate (overrides the package's; needed without --package)", .fn = count_option,
+       .ctx = &rate},
+      {"--min-samples", 0, "N", "fewest output samples accepted (default: the package's, else 1)",
+       .fn = count_option, .ctx = &min_samples},
+      {"--max-samples", 0, "N", "most output samples accepted (default: the package's; needed without it)",
+       .fn = count_option, .ctx = &max_samples},
+      {"--base64", 0, NULL, "IN holds input_audio.data text: base64, or a data:audio/wav;base64, URL", .flag = &base64},
+      {"--output", 'o', "FILE", "write the samples as raw little-endian float32, streamed (atomically; - is\n"
+                                "standard output, a device or FIFO is written through; the report then\n"
+                                "goes to stderr)", .str = &output},
+      {"--json", 0, NULL, "print the report as one JSON document (not with -o -)", .flag = &json},
+      {0}};
+  const mpk_cli_spec spec = {.name = "audio", .usage = "IN.wav (--package DIR | --rate HZ --max-samples N) [options]",
+                             .about = about, .opts = opts, .more = more, .json_keys = json_keys, .max_args = 1,
+                             .extra = "one input file, got '%s' and '%s'"};
+  mpk_cli_args args;
+  int st = mpk_cli_parse(&spec, argc, argv, &args);
+  if (st != MPK_CLI_GO_ON) return st;
+  json = args.json;
+  const char *in = args.arg[0];
   if (!in) return usage(json, "no input file");
   if (!package && (!rate || !max_samples)) return usage(json, "give --package DIR, or --rate and --max-samples");
   if (min_samples && max_samples && min_samples > max_samples)
@@ -215,7 +205,7 @@ int mpk_cmd_audio(int argc, char **argv) {
   /* The output is opened before the conversion and the samples stream into it as they are made:
      memory is a fixed working set, not the output (docs/audio.md "Memory"). A refusal found on
      the way removes the temporary file; nothing replaces FILE unless the whole output was made. */
-  mpk_output o = {.fd = -1};
+  mpk_output *o = NULL;
   bool opened = false;
   if (!rc && output) opened = !(rc = mpk_output_open(output, &o, &err));
   mpk_audio *a = NULL;
@@ -223,18 +213,18 @@ int mpk_cmd_audio(int argc, char **argv) {
     mpk_audio_sink_fn sink = output ? sink_f32le : sink_none;
     if (base64) {
       mpk_mapped m;
-      rc = mpk_map_file(in, MPK_JSON_DEFAULT_MAX_BYTES, &m, &err);
+      rc = mpk_map_file(in, MPK_DOCUMENT_MAX_BYTES, &m, &err);
       if (!rc) {
-        rc = mpk_audio_stream_data((const char *)m.data, m.size, &t, sink, &o, &a, &err);
+        rc = mpk_audio_stream_data((const char *)m.data, m.size, &t, sink, o, &a, &err);
         mpk_unmap_file(&m);
       }
     } else {
-      rc = mpk_audio_stream_wav_file(in, &t, sink, &o, &a, &err);
+      rc = mpk_audio_stream_wav_file(in, &t, sink, o, &a, &err);
     }
   }
   if (opened) {
-    if (rc) mpk_output_abort(&o);
-    else rc = mpk_output_commit(&o, &err);
+    if (rc) mpk_output_abort(o);
+    else rc = mpk_output_commit(o, &err);
   }
   int status = MPK_EXIT_OK;
   if (rc) {

@@ -8,11 +8,7 @@
 
 #include "cli.h"
 
-static const char help[] =
-    "usage: modelpkg fit DIR [--lib FILE] [--context N] [--device-memory BYTES]\n"
-    "                    [--max-binding-size N] [--device-features F,...] [--set NAME=VALUE ...]\n"
-    "                    [--json]\n"
-    "\n"
+static const char about[] =
     "Report what an MLC model needs of a device next to what the device has, and fail when it does\n"
     "not fit. Needed memory = parameters + KV cache + the largest temporary workspace:\n"
     "  parameters  the library's _metadata.params (named dimensions such as vocab_size take their\n"
@@ -27,26 +23,8 @@ static const char help[] =
     "an error naming the field, except an embedding model (no kv_cache and no decode function):\n"
     "parameters + workspace, no KV cache. A library that is not the package's (model_type,\n"
     "quantization or parameters differ from the chat config's and the tensor cache's, as `check`\n"
-    "finds) is refused with every difference. Details and WebLLM's figures: docs/fit.md.\n"
-    "\n"
-    "options:\n"
-    "  --lib FILE               compiled model library (.wasm, .so, .dylib, .dll, .tar) or a JSON file\n"
-    "                           with its whole _metadata\n"
-    "  --context N              tokens the KV cache holds (default: the library's\n"
-    "                           context_window_size, else its sliding_window_size, else the chat\n"
-    "                           config's)\n"
-    "  --set NAME=VALUE         value (a positive integer) of a named dimension used by the\n"
-    "                           library's parameters; wins over model_config (repeatable)\n"
-    "  --device-memory BYTES    memory the device can give the model, in bytes; a KiB, MiB, GiB or\n"
-    "                           TiB suffix multiplies by 2^10, 2^20, 2^30, 2^40\n"
-    "  --max-binding-size N     the device's maxStorageBufferBindingSize in bytes: the largest\n"
-    "                           parameter must not exceed it\n"
-    "  --device-features F,...  the WebGPU features the device offers ('f16' = shader-f16; \"\" means\n"
-    "                           none): the artifact's required_features must be offered; without an\n"
-    "                           artifact, a float16 model needs shader-f16\n"
-    "  --json                   print one JSON document (schema: docs/CLI.md)\n"
-    "  -h, --help               show this help\n"
-    "\n"
+    "finds) is refused with every difference. Details and WebLLM's figures: docs/fit.md.\n";
+static const char more[] =
     "Without --device-memory, --max-binding-size or --device-features only the needs are reported.\n"
     "exit status: 0 it fits (or no device was given), 1 it does not fit or an input is invalid,\n"
     "2 usage error\n";
@@ -214,103 +192,103 @@ static void print_json(const mpk_mlc_fit_report *r, const mpk_mlc_fit_options *o
   mpk_cli_json_end(root, r->problems, r->n_problems, r->notes, r->n_notes);
 }
 
+/* --set NAME=VALUE, repeatable (an mpk_cli_opt fn). */
+typedef struct sets {
+  mpk_mlc_named_dim dims[MAX_SETS];
+  char *names[MAX_SETS];
+  size_t n;
+} sets;
+static int set_option(void *ctx, const mpk_cli_spec *s, bool json, const char *opt, const char *val) {
+  (void)opt;
+  sets *ss = ctx;
+  long long n;
+  const char *eq = strchr(val, '=');
+  if (!eq || eq == val || !parse_int(eq + 1, &n) || n < 1)
+    return mpk_cli_usage(s, json,
+                         "--set needs NAME=VALUE with a positive integer VALUE (a dimension of 0 sizes nothing), not '%s'",
+                         val);
+  if (ss->n == MAX_SETS) return mpk_cli_usage(s, json, "more than %d --set values", MAX_SETS);
+  char *name = strndup(val, (size_t)(eq - val));
+  if (!name) return MPK_EXIT_FAIL;
+  for (size_t k = 0; k < ss->n; k++)
+    if (strcmp(ss->names[k], name) == 0) {
+      int st = mpk_cli_usage(s, json, "--set %s is given twice", name);
+      free(name);
+      return st;
+    }
+  ss->names[ss->n] = name;
+  ss->dims[ss->n++] = (mpk_mlc_named_dim){name, n};
+  return MPK_EXIT_OK;
+}
+
 int mpk_cmd_fit(int argc, char **argv) {
-  const char *dir = NULL, *features = NULL;
-  bool json = mpk_cli_json_wanted(argc, argv);
-  long long binding = -1;
+  const char *features = NULL, *context_s = NULL, *memory_s = NULL, *binding_s = NULL;
+  bool json = false;
+  long long binding = -1, n;
   mpk_mlc_fit_options opts = {0};
-  mpk_mlc_named_dim sets[MAX_SETS];
-  char *set_names[MAX_SETS];
-  size_t n_sets = 0;
+  sets ss = {0};
   int status = MPK_EXIT_USAGE;
   mpk_cli_device dev = {0};
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (mpk_cli_is_help(a)) {
-      fputs(help, stdout);
-      status = MPK_EXIT_OK;
-      goto done;
-    } else if (strcmp(a, "--json") == 0) {
-      json = true;
-    } else if (strcmp(a, "--lib") == 0 || strcmp(a, "--context") == 0 || strcmp(a, "--device-memory") == 0 ||
-               strcmp(a, "--max-binding-size") == 0 || strcmp(a, "--device-features") == 0 ||
-               strcmp(a, "--set") == 0) {
-      if (i + 1 >= argc) {
-        mpk_cli_usage_json(json, "fit", fit_keys, "%s needs a value", a);
-        goto done;
-      }
-      const char *val = argv[++i];
-      long long n;
-      if (strcmp(a, "--lib") == 0) {
-        opts.lib_path = val;
-      } else if (strcmp(a, "--device-features") == 0) {
-        features = val;
-      } else if (strcmp(a, "--context") == 0) {
-        if (!parse_int(val, &n) || n < 1 || n > INT64_C(9007199254740991)) {
-          mpk_cli_usage_json(json, "fit", fit_keys, "--context needs a positive integer, not '%s'", val);
-          goto done;
-        }
-        opts.context = n;
-      } else if (strcmp(a, "--device-memory") == 0) {
-        if (!parse_bytes(val, &n)) {
-          mpk_cli_usage_json(json, "fit", fit_keys, "--device-memory needs a number of bytes (optionally with KiB, MiB, GiB "
-                                     "or TiB), not '%s'", val);
-          goto done;
-        }
-        opts.has_device_memory = 1;
-        opts.device_memory_bytes = n;
-      } else if (strcmp(a, "--max-binding-size") == 0) {
-        if (!parse_int(val, &n)) {
-          mpk_cli_usage_json(json, "fit", fit_keys, "--max-binding-size needs a non-negative integer, not '%s'", val);
-          goto done;
-        }
-        binding = n;
-      } else { /* --set NAME=VALUE */
-        const char *eq = strchr(val, '=');
-        if (!eq || eq == val || !parse_int(eq + 1, &n) || n < 1) {
-          mpk_cli_usage_json(json, "fit", fit_keys,
-                             "--set needs NAME=VALUE with a positive integer VALUE (a dimension of 0 sizes "
-                             "nothing), not '%s'", val);
-          goto done;
-        }
-        if (n_sets == MAX_SETS) {
-          mpk_cli_usage_json(json, "fit", fit_keys, "more than %d --set values", MAX_SETS);
-          goto done;
-        }
-        char *name = strndup(val, (size_t)(eq - val));
-        if (!name) {
-          status = MPK_EXIT_FAIL;
-          goto done;
-        }
-        for (size_t k = 0; k < n_sets; k++)
-          if (strcmp(set_names[k], name) == 0) {
-            mpk_cli_usage_json(json, "fit", fit_keys, "--set %s is given twice", name);
-            free(name);
-            goto done;
-          }
-        set_names[n_sets] = name;
-        sets[n_sets++] = (mpk_mlc_named_dim){name, n};
-      }
-    } else if (a[0] == '-' && a[1]) {
-      mpk_cli_usage_json(json, "fit", fit_keys, "unknown option '%s'", a);
-      goto done;
-    } else if (!dir) {
-      dir = a;
-    } else {
-      mpk_cli_usage_json(json, "fit", fit_keys, "unexpected argument '%s'", a);
+  const mpk_cli_opt table[] = {
+      {"--lib", 0, "FILE", "compiled model library (.wasm, .so, .dylib, .dll, .tar) or a JSON file\n"
+                           "with its whole _metadata", .str = &opts.lib_path},
+      {"--context", 0, "N", "tokens the KV cache holds (default: the library's context_window_size, else\n"
+                            "its sliding_window_size, else the chat config's)", .str = &context_s},
+      {"--set", 0, "NAME=VALUE", "value (a positive integer) of a named dimension used by the\n"
+                                 "library's parameters; wins over model_config (repeatable)",
+       .fn = set_option, .ctx = &ss},
+      {"--device-memory", 0, "BYTES", "memory the device can give the model, in bytes; a KiB, MiB, GiB or\n"
+                                      "TiB suffix multiplies by 2^10, 2^20, 2^30, 2^40", .str = &memory_s},
+      {"--max-binding-size", 0, "N", "the device's maxStorageBufferBindingSize in bytes: the largest\n"
+                                     "parameter must not exceed it", .str = &binding_s},
+      {"--device-features", 0, "F,...", "the WebGPU features the device offers ('f16' = shader-f16; \"\" means\n"
+                                        "none): the artifact's required_features must be offered; without an\n"
+                                        "artifact, a float16 model needs shader-f16", .str = &features},
+      {"--json", 0, NULL, "print one JSON document (schema: docs/CLI.md)", .flag = &json},
+      {0}};
+  const mpk_cli_spec spec = {.name = "fit",
+                             .usage = "DIR [--lib FILE] [--context N] [--device-memory BYTES] [--max-binding-size N]\n"
+                                      "DIR [--device-features F,...] [--set NAME=VALUE ...] [--json]",
+                             .about = about, .opts = table, .more = more, .json_keys = fit_keys, .max_args = 1};
+  mpk_cli_args a;
+  status = mpk_cli_parse(&spec, argc, argv, &a);
+  if (status != MPK_CLI_GO_ON) goto done;
+  status = MPK_EXIT_USAGE;
+  json = a.json;
+  const char *dir = a.arg[0];
+  if (!a.n) {
+    mpk_cli_usage(&spec, json, "missing the package directory");
+    goto done;
+  }
+  if (context_s) {
+    if (!parse_int(context_s, &n) || n < 1 || n > INT64_C(9007199254740991)) {
+      mpk_cli_usage(&spec, json, "--context needs a positive integer, not '%s'", context_s);
       goto done;
     }
+    opts.context = n;
   }
-  if (!dir) {
-    mpk_cli_usage_json(json, "fit", fit_keys, "missing the package directory");
-    goto done;
+  if (memory_s) {
+    if (!parse_bytes(memory_s, &n)) {
+      mpk_cli_usage(&spec, json, "--device-memory needs a number of bytes (optionally with KiB, MiB, GiB or TiB), not '%s'",
+                    memory_s);
+      goto done;
+    }
+    opts.has_device_memory = 1;
+    opts.device_memory_bytes = n;
+  }
+  if (binding_s) {
+    if (!parse_int(binding_s, &n)) {
+      mpk_cli_usage(&spec, json, "--max-binding-size needs a non-negative integer, not '%s'", binding_s);
+      goto done;
+    }
+    binding = n;
   }
 
   if ((status = mpk_cli_device_init(&dev, "fit", features, binding, json, fit_keys)) != MPK_EXIT_OK) goto done;
   status = MPK_EXIT_FAIL;
   if (dev.given) opts.device = &dev.dev;
-  opts.dims = sets;
-  opts.n_dims = n_sets;
+  opts.dims = ss.dims;
+  opts.n_dims = ss.n;
 
   mpk_mlc_fit_report *r = NULL;
   mpk_error err;
@@ -334,7 +312,7 @@ int mpk_cmd_fit(int argc, char **argv) {
   status = r->n_problems ? MPK_EXIT_FAIL : MPK_EXIT_OK;
   mpk_mlc_fit_report_free(r);
 done:
-  for (size_t k = 0; k < n_sets; k++) free(set_names[k]);
+  for (size_t k = 0; k < ss.n; k++) free(ss.names[k]);
   mpk_cli_device_free(&dev);
   return status;
 }

@@ -8,36 +8,14 @@
 #include <spng.h>
 
 #include "cli.h"
-#include "core/core.h"
 
 #define IMAGE_MAX_FILE ((size_t)1 << 30) /* larger inputs are not mapped */
 
-static const char help[] =
-    "usage: modelpkg image IN (--package DIR | --mode MODE --width W --height H) [options]\n"
-    "\n"
+static const char about[] =
     "Turn a JPEG, PNG or WebP file into the pixel tensor an image_decode adapter expects: [1, H, W, 3]\n"
     "RGB, resized with WebLLM 0.2.86's plan (stretch, or center_crop: scale to cover, keep the centre)\n"
-    "and an antialiased filter, the EXIF orientation applied. Other formats are refused by name.\n"
-    "\n"
-    "  --package DIR          read the processor (resize mode, width, height) from DIR's\n"
-    "                         mlc-model-manifest.json (or the manifest file itself)\n"
-    "  --mode stretch|center_crop, --width W, --height H\n"
-    "                         the resize (override the package's; all three needed without --package)\n"
-    "  --lib FILE             the compiled model library: take the tensor's dtype from its\n"
-    "                         adapter_dtypes, for the input the package binds to it (needs --package)\n"
-    "  --dtype uint8|uint32   element type of the output (default uint8; uint32 zero-extends each\n"
-    "                         value, little-endian); with --lib it must agree with the library\n"
-    "  --ignore-orientation   keep the pixels as stored (a frontend that does not read EXIF)\n"
-    "  --max-pixels N         largest source width x height accepted (default 268435456)\n"
-    "  --max-decode-mib N     memory budget for decoding, in MiB (default 512): the decoded pixels\n"
-    "                         (3 bytes each) and a progressive JPEG's coefficients, from the header\n"
-    "  -o, --output FILE      write the tensor as raw bytes (atomically; - is standard output, a\n"
-    "                         device or FIFO is written through; the report then goes to stderr)\n"
-    "  --png FILE             write the tensor as an 8-bit RGB PNG preview (the same rules)\n"
-    "  --json                 print the report as one JSON document (not with data on stdout)\n"
-    "  -h, --help             show this help\n"
-    "\n"
-    "exit status: 0 converted, 1 refused (the reason on stderr), 2 usage error\n";
+    "and an antialiased filter, the EXIF orientation applied. Other formats are refused by name.\n";
+static const char more[] = "exit status: 0 converted, 1 refused (the reason on stderr), 2 usage error\n";
 
 typedef struct processor {
   mpk_image_target target;
@@ -53,7 +31,7 @@ static mpk_image_resize_mode mode_of(mpk_mlc_resize_mode m) {
    gives the image adapter, else chat.completions' image input, else the first. 0 or an MPK_E* code
    with *err set. */
 static int package_processor(const char *arg, const char *lib, processor *p, mpk_error *err) {
-  char *path = mpk_is_dir(arg) ? mpk_path_join(arg, MPK_MLC_MANIFEST_FILENAME) : strdup(arg);
+  char *path = mpk_cli_is_dir(arg) ? mpk_cli_path_join(arg, MPK_MLC_MANIFEST_FILENAME) : strdup(arg);
   if (!path) return mpk_fail(err, MPK_ENOMEM, arg, NULL, "out of memory");
   mpk_mlc_package *pkg = NULL;
   mpk_mlc_metadata *md = NULL;
@@ -198,52 +176,64 @@ static int write_tensor(const char *path, const mpk_image *img, int elem, size_t
   return rc;
 }
 
-/* A usage error: the message on stderr and, once --json was seen, a refusal document on stdout. */
-#define usage(json, ...) mpk_cli_usage_json((json), "image", json_keys, __VA_ARGS__)
+/* An integer option in 1..max (an mpk_cli_opt fn). */
+#define usage(json, ...) mpk_cli_usage(&spec, (json), __VA_ARGS__)
+
+typedef struct int_opt {
+  long long max, *out;
+} int_opt;
+static int int_option(void *ctx, const mpk_cli_spec *s, bool json, const char *opt, const char *v) {
+  const int_opt *o = ctx;
+  if (!mpk_cli_parse_int(v, 1, o->max, o->out))
+    return mpk_cli_usage(s, json, "%s: expected an integer in 1..%lld, got '%s'", opt, o->max, v);
+  return MPK_EXIT_OK;
+}
 
 int mpk_cmd_image(int argc, char **argv) {
-  const char *in = NULL, *package = NULL, *output = NULL, *png = NULL, *lib = NULL, *mode = NULL, *dtype_opt = NULL;
+  const char *package = NULL, *output = NULL, *png = NULL, *lib = NULL, *mode = NULL, *dtype_opt = NULL;
   bool json = false, ignore_orientation = false;
   long long width = 0, height = 0, max_pixels = 0, max_mib = 0;
-  json = mpk_cli_json_wanted(argc, argv); /* usage errors are documents too */
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (mpk_cli_is_help(a)) {
-      fputs(help, stdout);
-      return MPK_EXIT_OK;
-    } else if (strcmp(a, "--json") == 0) json = true;
-    else if (strcmp(a, "--ignore-orientation") == 0) ignore_orientation = true;
-    else if (strcmp(a, "--package") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 ||
-             strcmp(a, "--png") == 0 || strcmp(a, "--lib") == 0 || strcmp(a, "--mode") == 0 ||
-             strcmp(a, "--dtype") == 0 || strcmp(a, "--width") == 0 || strcmp(a, "--height") == 0 ||
-             strcmp(a, "--max-pixels") == 0 || strcmp(a, "--max-decode-mib") == 0) {
-      if (i + 1 >= argc) return usage(json, "%s needs a value", a);
-      const char *v = argv[++i];
-      if (strcmp(a, "--package") == 0) package = v;
-      else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) output = v;
-      else if (strcmp(a, "--png") == 0) png = v;
-      else if (strcmp(a, "--lib") == 0) lib = v;
-      else if (strcmp(a, "--mode") == 0) {
-        if (strcmp(v, "stretch") != 0 && strcmp(v, "center_crop") != 0)
-          return usage(json, "--mode: expected stretch or center_crop, got '%s'", v);
-        mode = v;
-      } else if (strcmp(a, "--dtype") == 0) {
-        if (strcmp(v, "uint8") != 0 && strcmp(v, "uint32") != 0)
-          return usage(json, "--dtype: expected uint8 or uint32, got '%s'", v);
-        dtype_opt = v;
-      } else {
-        long long *dst = strcmp(a, "--width") == 0       ? &width
-                         : strcmp(a, "--height") == 0    ? &height
-                         : strcmp(a, "--max-pixels") == 0 ? &max_pixels
-                                                          : &max_mib;
-        long long max = dst == &max_pixels ? MPK_CLI_SAFE_INT_MAX : dst == &max_mib ? (1LL << 24) : MPK_IMAGE_MAX_DIM;
-        if (!mpk_cli_parse_int(v, 1, max, dst))
-          return usage(json, "%s: expected an integer in 1..%lld, got '%s'", a, max, v);
-      }
-    } else if (a[0] == '-' && a[1] != '\0') return usage(json, "unknown option '%s'", a);
-    else if (in) return usage(json, "one input file, got '%s' and '%s'", in, a);
-    else in = a;
-  }
+  int_opt w = {MPK_IMAGE_MAX_DIM, &width}, h = {MPK_IMAGE_MAX_DIM, &height}, px = {MPK_CLI_SAFE_INT_MAX, &max_pixels},
+          mib = {1LL << 24, &max_mib};
+  const mpk_cli_opt opts[] = {
+      {"--package", 0, "DIR", "read the processor (resize mode, width, height) from DIR's\n"
+                              "mlc-model-manifest.json (or the manifest file itself)", .str = &package},
+      {"--mode", 0, "MODE", "stretch or center_crop (overrides the package's; needed without --package)",
+       .str = &mode},
+      {"--width", 0, "W", "the output width (overrides the package's; needed without --package)", .fn = int_option,
+       .ctx = &w},
+      {"--height", 0, "H", "the output height (overrides the package's; needed without --package)", .fn = int_option,
+       .ctx = &h},
+      {"--lib", 0, "FILE", "the compiled model library: take the tensor's dtype from its\n"
+                           "adapter_dtypes, for the input the package binds to it (needs --package)", .str = &lib},
+      {"--dtype", 0, "uint8|uint32", "element type of the output (default uint8; uint32 zero-extends each\n"
+                                     "value, little-endian); with --lib it must agree with the library",
+       .str = &dtype_opt},
+      {"--ignore-orientation", 0, NULL, "keep the pixels as stored (a frontend that does not read EXIF)",
+       .flag = &ignore_orientation},
+      {"--max-pixels", 0, "N", "largest source width x height accepted (default 268435456)", .fn = int_option,
+       .ctx = &px},
+      {"--max-decode-mib", 0, "N", "memory budget for decoding, in MiB (default 512): the decoded pixels\n"
+                                   "(3 bytes each) and a progressive JPEG's coefficients, from the header",
+       .fn = int_option, .ctx = &mib},
+      {"--output", 'o', "FILE", "write the tensor as raw bytes (atomically; - is standard output, a\n"
+                                "device or FIFO is written through; the report then goes to stderr)",
+       .str = &output},
+      {"--png", 0, "FILE", "write the tensor as an 8-bit RGB PNG preview (the same rules)", .str = &png},
+      {"--json", 0, NULL, "print the report as one JSON document (not with data on stdout)", .flag = &json},
+      {0}};
+  const mpk_cli_spec spec = {.name = "image", .usage = "IN (--package DIR | --mode MODE --width W --height H) [options]",
+                             .about = about, .opts = opts, .more = more, .json_keys = json_keys, .max_args = 1,
+                             .extra = "one input file, got '%s' and '%s'"};
+  mpk_cli_args args;
+  int st = mpk_cli_parse(&spec, argc, argv, &args);
+  if (st != MPK_CLI_GO_ON) return st;
+  json = args.json;
+  const char *in = args.arg[0];
+  if (mode && strcmp(mode, "stretch") != 0 && strcmp(mode, "center_crop") != 0)
+    return usage(json, "--mode: expected stretch or center_crop, got '%s'", mode);
+  if (dtype_opt && strcmp(dtype_opt, "uint8") != 0 && strcmp(dtype_opt, "uint32") != 0)
+    return usage(json, "--dtype: expected uint8 or uint32, got '%s'", dtype_opt);
   if (!in) return usage(json, "no input file");
   if (lib && !package) return usage(json, "--lib needs --package (the binding names the input)");
   if (!package && (!mode || !width || !height)) return usage(json, "give --package DIR, or --mode, --width and --height");

@@ -4,29 +4,15 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/core.h"
 
-static const char help[] =
-    "usage: modelpkg mlc build DIR --tasks TASKS.json [--lib FILE | --params PARAMS.json]\n"
-    "                          [--programs PROGRAMS.json] [--required-features F,...] [-o ARTIFACT.json]\n"
-    "\n"
+static const char about[] =
     "Produce the manifest pair: write DIR/mlc-model-manifest.json (atomically; byte-identical to MLC's\n"
     "Python writer) and print the `artifact` object to embed in the compiled library's _metadata\n"
-    "(or write it with -o).\n"
-    "\n"
-    "  --tasks FILE              the task description: the `tasks` object, or {\"tasks\": ..., \"programs\": ...}\n"
-    "  --lib FILE                take the parameters (and, if it has an artifact, the programs) from a\n"
-    "                            compiled library or its _metadata JSON\n"
-    "  --params FILE             take the parameters from a JSON list of {name, shape, dtype}\n"
-    "                            (default, without --lib or --params: DIR's tensor cache)\n"
-    "  --programs FILE           the `programs` object (default: beside the tasks, else the library's)\n"
-    "  --required-features F,... WebGPU features the library needs (sorted, de-duplicated)\n"
-    "  -o FILE                   write the artifact there (atomically; - is standard output, a device\n"
-    "                            or FIFO is written through) instead of stdout\n"
-    "  -h, --help                show this help\n"
-    "\n"
+    "(or write it with -o).\n";
+static const char more[] =
     "Named dimensions (e.g. vocab_size) take their values from DIR's mlc-chat-config.json model_config.\n"
-    "Refused when a task names an executor or adapter the programs do not declare.\n";
+    "Refused when a task names an executor or adapter the programs do not declare.\n"
+    "exit status: 0 written, 1 refused (the reason on stderr), 2 usage error\n";
 
 typedef struct args {
   const char *dir, *tasks, *lib, *params, *programs, *features, *output;
@@ -34,7 +20,7 @@ typedef struct args {
 
 static int read_all(const char *path, uint8_t **data, size_t *len, mpk_error *err) {
   mpk_mapped m;
-  int rc = mpk_map_file(path, MPK_JSON_DEFAULT_MAX_BYTES, &m, err);
+  int rc = mpk_map_file(path, MPK_DOCUMENT_MAX_BYTES, &m, err);
   if (rc) return rc;
   *data = malloc(m.size ? m.size : 1);
   if (*data) memcpy(*data, m.data, m.size);
@@ -43,31 +29,43 @@ static int read_all(const char *path, uint8_t **data, size_t *len, mpk_error *er
   return *data ? 0 : mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
 }
 
-static int parse_args(int argc, char **argv, args *a) {
-  for (int i = 2; i < argc; i++) {
-    const char *s = argv[i];
-    const char **slot = strcmp(s, "--tasks") == 0 ? &a->tasks
-                        : strcmp(s, "--lib") == 0 ? &a->lib
-                        : strcmp(s, "--params") == 0 ? &a->params
-                        : strcmp(s, "--programs") == 0 ? &a->programs
-                        : strcmp(s, "--required-features") == 0 ? &a->features
-                        : strcmp(s, "-o") == 0 ? &a->output
-                                                : NULL;
-    if (slot) {
-      if (i + 1 >= argc) return mpk_cli_usage_error("mlc build", "%s needs a value", s);
-      *slot = argv[++i];
-    } else if (s[0] == '-' && s[1]) {
-      return mpk_cli_usage_error("mlc build", "unknown option '%s'", s);
-    } else if (!a->dir) {
-      a->dir = s;
-    } else {
-      return mpk_cli_usage_error("mlc build", "unexpected argument '%s'", s);
-    }
-  }
-  if (!a->dir) return mpk_cli_usage_error("mlc build", "missing the package directory");
-  if (!a->tasks) return mpk_cli_usage_error("mlc build", "missing --tasks");
-  if (a->lib && a->params) return mpk_cli_usage_error("mlc build", "give --lib or --params, not both");
-  return 0;
+static const char *const build_keys[] = {"manifest", "interface_id", "parameter_schema_id", "artifact", NULL};
+
+static int parse_args(int argc, char **argv, args *a, bool *json) {
+  const mpk_cli_opt opts[] = {
+      {"--tasks", 0, "FILE", "the task description: the `tasks` object, or {\"tasks\": ..., \"programs\": ...}",
+       .str = &a->tasks},
+      {"--lib", 0, "FILE", "take the parameters (and, if it has an artifact, the programs) from a\n"
+                           "compiled library or its _metadata JSON", .str = &a->lib},
+      {"--params", 0, "FILE", "take the parameters from a JSON list of {name, shape, dtype}\n"
+                              "(default, without --lib or --params: DIR's tensor cache)", .str = &a->params},
+      {"--programs", 0, "FILE", "the `programs` object (default: beside the tasks, else the library's)",
+       .str = &a->programs},
+      {"--required-features", 0, "F,...", "WebGPU features the library needs (sorted, de-duplicated)",
+       .str = &a->features},
+      {"-o", 0, "FILE", "write the artifact there (atomically; - is standard output, a device\n"
+                        "or FIFO is written through) instead of stdout", .str = &a->output},
+      {"--json", 0, NULL, "print one JSON document (docs/CLI.md): the manifest written, its ids and\n"
+                          "the artifact (not with -o -)", .flag = json},
+      {0}};
+  const mpk_cli_spec spec = {.name = "mlc build",
+                             .usage = "DIR --tasks TASKS.json [--lib FILE | --params PARAMS.json]\n"
+                                      "DIR --tasks TASKS.json [--programs PROGRAMS.json] [--required-features F,...]\n"
+                                      "DIR --tasks TASKS.json [-o ARTIFACT.json] [--json]",
+                             .about = about, .opts = opts, .more = more, .json_keys = build_keys, .max_args = 1};
+  mpk_cli_args p;
+  int st = mpk_cli_parse(&spec, argc, argv, &p);
+  if (st != MPK_CLI_GO_ON) return st;
+  *json = p.json;
+  a->dir = p.arg[0];
+  if (!a->dir) return mpk_cli_usage(&spec, *json, "missing the package directory");
+  if (!a->tasks) return mpk_cli_usage(&spec, *json, "missing --tasks");
+  if (a->lib && a->params) return mpk_cli_usage(&spec, *json, "give --lib or --params, not both");
+  if (!mpk_cli_is_dir(a->dir)) return mpk_cli_usage(&spec, *json, "'%s' is not a directory", a->dir);
+  if (*json && a->output && mpk_output_is_stdout(a->output))
+    return mpk_cli_usage(&spec, *json, "--json prints its document on standard output, which -o writes the artifact "
+                                       "to; write the artifact to a file, or drop --json");
+  return MPK_CLI_GO_ON;
 }
 
 /* The parameters: from the library, a params file, or the package's tensor cache. */
@@ -87,7 +85,7 @@ static int load_params(const args *a, mpk_mlc_metadata **md, mpk_mlc_params **pa
     free(data);
     return rc;
   }
-  char *path = mpk_path_join(a->dir, MPK_MLC_TENSOR_CACHE_FILENAME);
+  char *path = mpk_cli_path_join(a->dir, MPK_MLC_TENSOR_CACHE_FILENAME);
   mpk_mlc_tensor_cache *tc = NULL;
   int rc = path ? mpk_mlc_tensor_cache_load(path, &tc, err) : MPK_ENOMEM;
   if (!rc) rc = mpk_mlc_params_from_tensor_cache(tc, params, err);
@@ -97,15 +95,10 @@ static int load_params(const args *a, mpk_mlc_metadata **md, mpk_mlc_params **pa
 }
 
 int mpk_cmd_mlc_build(int argc, char **argv) {
-  for (int i = 2; i < argc; i++)
-    if (mpk_cli_is_help(argv[i])) {
-      fputs(help, stdout);
-      return MPK_EXIT_OK;
-    }
   args a = {0};
-  int rc = parse_args(argc, argv, &a);
-  if (rc) return rc;
-  if (!mpk_is_dir(a.dir)) return mpk_cli_usage_error("mlc build", "'%s' is not a directory", a.dir);
+  bool json = false;
+  int rc = parse_args(argc, argv, &a, &json);
+  if (rc != MPK_CLI_GO_ON) return rc;
 
   mpk_error err;
   mpk_error_clear(&err);
@@ -119,14 +112,14 @@ int mpk_cmd_mlc_build(int argc, char **argv) {
   const char *feat[64];
   size_t n_feat = 0;
   mpk_mlc_build_output out = {0};
-  char *manifest_path = mpk_path_join(a.dir, MPK_MLC_MANIFEST_FILENAME);
+  char *manifest_path = mpk_cli_path_join(a.dir, MPK_MLC_MANIFEST_FILENAME);
   int status = MPK_EXIT_FAIL;
 
   if ((rc = read_all(a.tasks, &tasks, &tasks_len, &err))) goto fail;
   if (a.programs && (rc = read_all(a.programs, &programs, &programs_len, &err))) goto fail;
   if ((rc = load_params(&a, &md, &params, &err))) goto fail;
-  char *chat = mpk_path_join(a.dir, MPK_MLC_CHAT_CONFIG_FILENAME);
-  if (chat && mpk_file_exists(chat) && (rc = mpk_mlc_named_dims_from_chat_config(chat, &dims, &n_dims, &err))) {
+  char *chat = mpk_cli_path_join(a.dir, MPK_MLC_CHAT_CONFIG_FILENAME);
+  if (chat && mpk_cli_is_file(chat) && (rc = mpk_mlc_named_dims_from_chat_config(chat, &dims, &n_dims, &err))) {
     free(chat);
     goto fail;
   }
@@ -134,7 +127,7 @@ int mpk_cmd_mlc_build(int argc, char **argv) {
   for (char *save = NULL, *tok = features ? strtok_r(features, ",", &save) : NULL; tok;
        tok = strtok_r(NULL, ",", &save)) {
     if (n_feat == 64) {
-      status = mpk_cli_usage_error("mlc build", "more than 64 required features");
+      status = mpk_cli_usage_json(json, "mlc build", build_keys, "more than 64 required features");
       goto done;
     }
     feat[n_feat++] = tok;
@@ -150,7 +143,18 @@ int mpk_cmd_mlc_build(int argc, char **argv) {
   if ((rc = mpk_write_file_atomic(manifest_path, out.manifest, out.manifest_len, &err))) goto fail;
   /* The artifact goes to -o (the output contract, docs/CLI.md "Output files"; - is standard output)
      or, without -o, to standard output; the summary always goes to standard error. */
-  if ((rc = mpk_output_file(a.output ? a.output : "-", out.artifact, out.artifact_len, &err))) goto fail;
+  if (json) {
+    if (a.output && (rc = mpk_output_file(a.output, out.artifact, out.artifact_len, &err))) goto fail;
+    json_t *root = mpk_cli_json_begin("mlc build", true);
+    json_object_set_new(root, "manifest", json_string(manifest_path));
+    json_object_set_new(root, "interface_id", json_string(out.interface_id));
+    json_object_set_new(root, "parameter_schema_id", json_string(out.parameter_schema_id));
+    json_t *artifact = json_loadb(out.artifact, out.artifact_len, 0, NULL);
+    json_object_set_new(root, "artifact", artifact ? artifact : json_null());
+    mpk_cli_json_end(root, NULL, 0, NULL, 0);
+  } else if ((rc = mpk_output_file(a.output ? a.output : "-", out.artifact, out.artifact_len, &err))) {
+    goto fail;
+  }
   bool f16 = false, f16_required = false;
   for (size_t i = 0; i < params->n; i++) f16 |= strcmp(params->items[i].dtype, "float16") == 0;
   for (size_t i = 0; i < n_feat; i++) f16_required |= strcmp(feat[i], "shader-f16") == 0;
@@ -163,6 +167,7 @@ int mpk_cmd_mlc_build(int argc, char **argv) {
   goto done;
 fail:
   mpk_cli_error(&err);
+  if (json) mpk_cli_json_refuse("mlc build", build_keys, &err);
 done:
   mpk_mlc_build_output_free(&out);
   free(manifest_path);

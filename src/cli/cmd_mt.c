@@ -8,21 +8,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/core.h"
 
-static const char help[] =
-    "usage: modelpkg mt build DIR --describe BUILD.json [--jobs N] [--dry-run]\n"
-    "       modelpkg mt reseal DIR [--jobs N] [--dry-run]\n"
-    "       modelpkg mt handoff fmt FILE\n"
-    "       modelpkg mt handoff build DIR [--variant ID] [--peft METHOD] [--dry-run]\n"
-    "       modelpkg mt graph DIR [--variant ID] [--json]\n"
-    "       modelpkg mt inspect DIR [--json]\n"
-    "       modelpkg mt tensors DIR [--variant ID] [--jobs N]\n"
-    "       modelpkg mt merge DIR --adapter ADAPTER.safetensors [options]\n"
-    "       modelpkg mt select DIR [device options] [--json]\n"
-    "       modelpkg mt plan DIR --variant ID [--features F,...] [--json]\n"
-    "       modelpkg mt install SOURCE --repo-id ORG/NAME --cache DIR [options]\n"
-    "\n"
+static const char build_about[] =
     "Seal a MobileTransformers package: write DIR/mobiletransformers_manifest.json and each\n"
     "variants/<id>/checksums.json, byte-identical to the reference exporter for the same tree and\n"
     "the same descriptive inputs (docs/mt-build.md).\n"
@@ -37,34 +24,14 @@ static const char help[] =
     "variant's paths, weightHandoff and download plan; requiredFiles; the checksums files. Each\n"
     "document is replaced atomically, and only when its bytes change: checksums first, the manifest\n"
     "last. Refused: a symbolic link or special file in the tree, a variant without its\n"
-    "variants/<id>/ directory, a missing required file, invalid BUILD.json fields.\n"
-    "\n"
-    "options:\n"
-    "  --describe FILE   BUILD.json (build only)\n"
-    "  --jobs N          threads hashing files (default: one per CPU, at most 8)\n"
-    "  --dry-run         compute everything and tell what would change; write nothing\n"
-    "  -h, --help        show this help\n"
-    "\n"
-    "  handoff fmt FILE  read a weight_handoff_map.json (version gate, every invariant) and\n"
-    "           rewrite it atomically in canonical form: the reference to_json() bytes (sorted keys\n"
-    "           and entries, indent 2, ASCII escapes); unchanged bytes are not rewritten\n"
-    "  handoff build DIR  write a variant's inference/weight_handoff_map.json from its\n"
-    "           train/training_config.json and the initializers of inference/model.onnx, as the\n"
-    "           reference codec does (modelpkg mt graph --help)\n"
-    "  graph DIR    list a variant's inference graph initializers and check the handoff map and the\n"
-    "           declared inferenceGraphPrecision against them (modelpkg mt graph --help)\n"
-    "  inspect DIR  per variant: training quantization beside the measured inference precision\n"
-    "  tensors DIR  list each merged-weight tensor of a variant: dtype, shape, bytes, file, size\n"
-    "           and checksum status under the load gate (modelpkg mt tensors --help)\n"
-    "  merge DIR    merge a trained LoRA adapter into a variant's weights, as one crash-safe\n"
-    "           transaction (modelpkg mt merge --help)\n"
-    "  select DIR   choose the variant for a device (ABI, memory, API level, storage, ...) and\n"
-    "           explain the choice (modelpkg mt select --help)\n"
-    "  plan DIR     the exact files and bytes to download for a variant (modelpkg mt plan --help)\n"
-    "  install SOURCE  install a variant from a directory or an http(s) base URL into a device\n"
-    "           cache: verified, resumable, atomic (modelpkg mt install --help)\n"
-    "\n"
-    "exit status: 0 sealed (or nothing to change), 1 refused or failed, 2 usage error\n";
+    "variants/<id>/ directory, a missing required file, invalid BUILD.json fields.\n";
+static const char build_more[] = "exit status: 0 sealed (or nothing to change), 1 refused or failed, 2 usage error\n";
+static const char fmt_about[] =
+    "Read a weight_handoff_map.json (version gate, every invariant) and rewrite it atomically in\n"
+    "canonical form: the reference to_json() bytes (sorted keys and entries, indent 2, ASCII\n"
+    "escapes); unchanged bytes are not rewritten. Fields the map lacked are added with the reference\n"
+    "reader's defaults, and said on stderr.\n";
+static const char fmt_more[] = "exit status: 0 canonical (rewritten or already), 1 refused, 2 usage error\n";
 
 /* The document-level fields the canonical form holds that FILE (before rewriting) did not: an older
    map leaves them to HandoffMap.from_dict()'s defaults, which to_json() writes out. Said on stderr,
@@ -72,11 +39,11 @@ static const char help[] =
 static void added_fields_note(const char *file, const char *text, size_t len) {
   mpk_mapped old = {0};
   json_t *before = NULL, *after = NULL;
-  if (mpk_map_file(file, MPK_JSON_DEFAULT_MAX_BYTES, &old, NULL) == 0) {
-    mpk_json_parse(old.data, old.size, NULL, file, &before, NULL);
+  if (mpk_map_file(file, MPK_DOCUMENT_MAX_BYTES, &old, NULL) == 0) {
+    before = json_loadb((const char *)old.data, old.size, JSON_REJECT_DUPLICATES, NULL);
     mpk_unmap_file(&old);
   }
-  mpk_json_parse(text, len, NULL, file, &after, NULL);
+  after = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
   if (json_is_object(before) && json_is_object(after)) {
     char keys[512] = "";
     size_t n = 0, at = 0;
@@ -114,32 +81,21 @@ static void added_fields_note(const char *file, const char *text, size_t len) {
   json_decref(after);
 }
 
-/* modelpkg mt handoff fmt FILE */
-static int handoff_fmt(int argc, char **argv) {
-  if (argc >= 3 && strcmp(argv[2], "build") == 0) return mpk_cmd_mt_graph(argc, argv);
-  if (argc < 3 || strcmp(argv[2], "fmt") != 0) {
-    if (argc >= 3 && mpk_cli_is_help(argv[2])) {
-      fputs(help, stdout);
-      return MPK_EXIT_OK;
-    }
-    if (argc < 3) return mpk_cli_usage_error("mt handoff", "missing the subcommand (fmt or build)");
-    return mpk_cli_usage_error("mt handoff", "unknown subcommand '%s'", argv[2]);
-  }
-  const char *file = NULL;
-  for (int i = 3; i < argc; i++) {
-    if (mpk_cli_is_help(argv[i])) {
-      fputs(help, stdout);
-      return MPK_EXIT_OK;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      return mpk_cli_usage_error("mt handoff fmt", "unknown option '%s'", argv[i]);
-    } else if (!file) {
-      file = argv[i];
-    } else {
-      return mpk_cli_usage_error("mt handoff fmt", "unexpected argument '%s'", argv[i]);
-    }
-  }
-  if (!file) return mpk_cli_usage_error("mt handoff fmt", "missing the map FILE");
-  if (mpk_is_dir(file)) return mpk_cli_usage_error("mt handoff fmt", "'%s' is a directory, not a map file", file);
+static const char *const fmt_keys[] = {"file", "entries", "rewritten", NULL};
+
+/* modelpkg mt handoff fmt FILE [--json] */
+int mpk_cmd_mt_handoff_fmt(int argc, char **argv) {
+  bool json = false;
+  const mpk_cli_opt opts[] = {{"--json", 0, NULL, "print one JSON document (docs/CLI.md)", .flag = &json}, {0}};
+  const mpk_cli_spec spec = {.name = "mt handoff fmt", .usage = "FILE [--json]", .about = fmt_about, .opts = opts,
+                             .more = fmt_more, .json_keys = fmt_keys, .max_args = 1};
+  mpk_cli_args a;
+  int st = mpk_cli_parse(&spec, argc, argv, &a);
+  if (st != MPK_CLI_GO_ON) return st;
+  json = a.json;
+  if (!a.n) return mpk_cli_usage(&spec, json, "missing the map FILE");
+  const char *file = a.arg[0];
+  if (mpk_cli_is_dir(file)) return mpk_cli_usage(&spec, json, "'%s' is a directory, not a map file", file);
   mpk_error err;
   mpk_error_clear(&err);
   mpk_mt_handoff *map = NULL;
@@ -149,14 +105,22 @@ static int handoff_fmt(int argc, char **argv) {
   int rc = mpk_mt_handoff_load(file, &map, &err);
   if (!rc) rc = mpk_mt_handoff_json(map, &text, &len, &err);
   bool same = false;
-  if (!rc && mpk_map_file(file, MPK_JSON_DEFAULT_MAX_BYTES, &old, NULL) == 0) {
+  if (!rc && mpk_map_file(file, MPK_DOCUMENT_MAX_BYTES, &old, NULL) == 0) {
     same = old.size == len && memcmp(old.data, text, len) == 0;
     mpk_unmap_file(&old);
   }
   if (!rc && !same) added_fields_note(file, text, len); /* read FILE before it is replaced */
   if (!rc && !same) rc = mpk_write_file_atomic(file, text, len, &err);
-  if (rc) mpk_cli_error(&err);
-  else if (same) printf("OK: %s is already canonical (%zu entries)\n", file, map->n_entries);
+  if (rc) {
+    mpk_cli_error(&err);
+    if (json) mpk_cli_json_refuse("mt handoff fmt", fmt_keys, &err);
+  } else if (json) {
+    json_t *root = mpk_cli_json_begin("mt handoff fmt", true);
+    json_object_set_new(root, "file", json_string(file));
+    json_object_set_new(root, "entries", json_integer((json_int_t)map->n_entries));
+    json_object_set_new(root, "rewritten", json_boolean(!same));
+    mpk_cli_json_end(root, NULL, 0, NULL, 0);
+  } else if (same) printf("OK: %s is already canonical (%zu entries)\n", file, map->n_entries);
   else printf("OK: rewrote %s in canonical form (%zu entries)\n", file, map->n_entries);
   mpk_free(text);
   mpk_mt_handoff_free(map);
@@ -165,13 +129,18 @@ static int handoff_fmt(int argc, char **argv) {
 
 static const char *const kind_names[] = {"added", "removed", "changed"};
 
-static int run(const char *verb, const char *dir, const char *describe, long long jobs, bool dry_run) {
+static const char *const build_keys[] = {"dir", "dry_run", "files", "bytes", "had_manifest", "changes", "written", NULL};
+
+static int run(const char *verb, const char *dir, const char *describe, long long jobs, bool dry_run, bool json) {
+  char cmd[32];
+  snprintf(cmd, sizeof cmd, "mt %s", verb);
   mpk_error err;
   mpk_error_clear(&err);
   mpk_mapped desc = {0};
-  int rc = describe ? mpk_map_file(describe, MPK_JSON_DEFAULT_MAX_BYTES, &desc, &err) : 0;
+  int rc = describe ? mpk_map_file(describe, MPK_DOCUMENT_MAX_BYTES, &desc, &err) : 0;
   if (rc) {
     mpk_cli_error(&err);
+    if (json) mpk_cli_json_refuse(cmd, build_keys, &err);
     return MPK_EXIT_FAIL;
   }
   mpk_cli_bar bar;
@@ -189,7 +158,24 @@ static int run(const char *verb, const char *dir, const char *describe, long lon
   mpk_unmap_file(&desc);
   if (rc) {
     mpk_cli_error(&err);
+    if (json) mpk_cli_json_refuse(cmd, build_keys, &err);
     return MPK_EXIT_FAIL;
+  }
+  if (json) {
+    json_t *root = mpk_cli_json_begin(cmd, true), *changes = json_array();
+    json_object_set_new(root, "dir", json_string(dir));
+    json_object_set_new(root, "dry_run", json_boolean(dry_run));
+    json_object_set_new(root, "files", json_integer((json_int_t)res.n_files));
+    json_object_set_new(root, "bytes", json_integer((json_int_t)res.total_bytes));
+    json_object_set_new(root, "had_manifest", json_boolean(res.had_manifest));
+    for (size_t i = 0; i < res.n_changes; i++)
+      json_array_append_new(changes, json_pack("{s:s, s:s}", "kind", kind_names[res.changes[i].kind], "path",
+                                               res.changes[i].path));
+    json_object_set_new(root, "changes", res.had_manifest ? changes : (json_decref(changes), json_null()));
+    json_object_set_new(root, "written", mpk_cli_json_strings((const char *const *)res.written, res.n_written));
+    mpk_cli_json_end(root, NULL, 0, NULL, 0);
+    mpk_mt_build_result_free(&res);
+    return MPK_EXIT_OK;
   }
   printf("modelpkg mt %s %s\n", verb, dir);
   printf("  files:   %zu listed, %llu bytes\n", res.n_files, (unsigned long long)res.total_bytes);
@@ -209,53 +195,30 @@ static int run(const char *verb, const char *dir, const char *describe, long lon
   return MPK_EXIT_OK;
 }
 
-int mpk_cmd_mt(int argc, char **argv) {
-  if (argc < 2 || mpk_cli_is_help(argv[1])) {
-    fputs(help, argc < 2 ? stderr : stdout);
-    return argc < 2 ? MPK_EXIT_USAGE : MPK_EXIT_OK;
-  }
-  const char *verb = argv[1];
-  if (strcmp(verb, "handoff") == 0) return handoff_fmt(argc, argv);
-  if (strcmp(verb, "tensors") == 0) return mpk_cmd_mt_tensors(argc, argv);
-  if (strcmp(verb, "graph") == 0 || strcmp(verb, "inspect") == 0) return mpk_cmd_mt_graph(argc, argv);
-  if (strcmp(verb, "merge") == 0) return mpk_cmd_mt_merge(argc, argv);
-  if (strcmp(verb, "select") == 0) return mpk_cmd_mt_select(argc, argv);
-  if (strcmp(verb, "plan") == 0) return mpk_cmd_mt_plan(argc, argv);
-  if (strcmp(verb, "install") == 0) return mpk_cmd_mt_install(argc, argv);
-  bool build = strcmp(verb, "build") == 0;
-  if (!build && strcmp(verb, "reseal") != 0) return mpk_cli_usage_error("mt", "unknown subcommand '%s'", verb);
-  char cmd[32];
-  snprintf(cmd, sizeof cmd, "mt %s", verb);
-  const char *dir = NULL, *describe = NULL;
+/* modelpkg mt build DIR --describe BUILD.json | mt reseal DIR (argv[0] says which) */
+int mpk_cmd_mt_build(int argc, char **argv) {
+  const char *verb = argv[0], *describe = NULL, *jobs_s = NULL;
+  bool build = strcmp(verb, "build") == 0, dry_run = false, json = false;
+  const mpk_cli_opt opts[] = {
+      {"--describe", 0, "FILE", "BUILD.json: the descriptive inputs (build only)", .str = &describe, .once = true},
+      {"--jobs", 0, "N", "threads hashing files (default: one per CPU, at most 8)", .str = &jobs_s},
+      {"--dry-run", 0, NULL, "compute everything and tell what would change; write nothing", .flag = &dry_run},
+      {"--json", 0, NULL, "print one JSON document (docs/CLI.md)", .flag = &json},
+      {0}};
+  const mpk_cli_spec spec = {.name = build ? "mt build" : "mt reseal",
+                             .usage = build ? "DIR --describe BUILD.json [--jobs N] [--dry-run] [--json]"
+                                            : "DIR [--jobs N] [--dry-run] [--json]",
+                             .about = build_about, .opts = opts, .more = build_more,
+                             .json_keys = build_keys, .max_args = 1};
+  mpk_cli_args a;
+  int st = mpk_cli_parse(&spec, argc, argv, &a);
+  if (st != MPK_CLI_GO_ON) return st;
+  json = a.json;
   long long jobs = 0;
-  bool dry_run = false;
-  for (int i = 2; i < argc; i++) {
-    const char *a = argv[i];
-    if (mpk_cli_is_help(a)) {
-      fputs(help, stdout);
-      return MPK_EXIT_OK;
-    } else if (strcmp(a, "--dry-run") == 0) {
-      dry_run = true;
-    } else if (strcmp(a, "--describe") == 0 || strcmp(a, "--jobs") == 0) {
-      if (i + 1 >= argc) return mpk_cli_usage_error(cmd, "%s needs a value", a);
-      const char *val = argv[++i];
-      if (strcmp(a, "--describe") == 0) {
-        if (!build) return mpk_cli_usage_error(cmd, "--describe is for mt build: reseal reads the manifest");
-        describe = val;
-        continue;
-      }
-      int st = mpk_cli_parse_jobs(cmd, val, &jobs);
-      if (st) return st;
-    } else if (a[0] == '-' && a[1]) {
-      return mpk_cli_usage_error(cmd, "unknown option '%s'", a);
-    } else if (!dir) {
-      dir = a;
-    } else {
-      return mpk_cli_usage_error(cmd, "unexpected argument '%s'", a);
-    }
-  }
-  if (!dir) return mpk_cli_usage_error(cmd, "missing the package directory");
-  if (build && !describe) return mpk_cli_usage_error(cmd, "missing --describe BUILD.json");
-  if (!mpk_is_dir(dir)) return mpk_cli_usage_error(cmd, "'%s' is not a directory", dir);
-  return run(verb, dir, describe, jobs, dry_run);
+  if (!a.n) return mpk_cli_usage(&spec, json, "missing the package directory");
+  if (build && !describe) return mpk_cli_usage(&spec, json, "missing --describe BUILD.json");
+  if (!build && describe) return mpk_cli_usage(&spec, json, "--describe is for mt build: reseal reads the manifest");
+  if ((st = mpk_cli_parse_jobs(&spec, json, jobs_s, &jobs))) return st;
+  if (!mpk_cli_is_dir(a.arg[0])) return mpk_cli_usage(&spec, json, "'%s' is not a directory", a.arg[0]);
+  return run(verb, a.arg[0], describe, jobs, dry_run, json);
 }

@@ -10,36 +10,25 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/core.h"
 
-static const char help[] =
-    "usage: modelpkg mt graph DIR [--variant ID] [--json]\n"
-    "       modelpkg mt inspect DIR [--json]\n"
-    "       modelpkg mt handoff build DIR [--variant ID] [--peft METHOD] [--attention-module NAME] [--dry-run]\n"
-    "\n"
-    "  graph    read a variant's inference/model.onnx (default: the manifest's defaultVariant) and list\n"
-    "           its initializers: dtype, dims, embedded or external (file, offset, length) and the\n"
-    "           handoff-map entry and role that claim each; then check the map against the graph\n"
-    "           (names, dtypes, dims, each role's own .bin at offset 0 with its full length, every\n"
-    "           other external initializer inside frozenBaseBlob, no initializer without data) and\n"
-    "           the measured precision against inference/optimum_config.json's inferenceGraphPrecision\n"
-    "  inspect  per variant: the training quantization (the variant's \"quantization\") beside the\n"
-    "           inference graph's measured precision and the declared one. Never read precision off\n"
-    "           the variant id: cpu-int4 may ship a float32 inference graph\n"
-    "  handoff build  write the variant's inference/weight_handoff_map.json from\n"
-    "           train/training_config.json (peft_mapping, rank, alpha, trainable_tensor_specs) and the\n"
-    "           initializers model.onnx holds, as the reference codec does; a layer no initializer\n"
-    "           matches is refused. Reseal the package afterwards (modelpkg mt reseal DIR)\n"
-    "\n"
-    "options:\n"
-    "  --variant ID             the variant (default: defaultVariant)\n"
-    "  --peft METHOD            lora, lora-xs, mars, all, nolora (default: the manifest's peftMethods)\n"
-    "  --attention-module NAME  the architecture's attention module (default: self_attn)\n"
-    "  --dry-run                build and check the map, write nothing\n"
-    "  --json                   one JSON document on stdout\n"
-    "  -h, --help               show this help\n"
-    "\n"
-    "external data: a location that is absolute, has a \"..\" segment or resolves outside the model's\n"
+static const char graph_about[] =
+    "Read a variant's inference/model.onnx (default: the manifest's defaultVariant) and list its\n"
+    "initializers: dtype, dims, embedded or external (file, offset, length) and the handoff-map entry\n"
+    "and role that claim each; then check the map against the graph (names, dtypes, dims, each role's\n"
+    "own .bin at offset 0 with its full length, every other external initializer inside\n"
+    "frozenBaseBlob, no initializer without data) and the measured precision against\n"
+    "inference/optimum_config.json's inferenceGraphPrecision.\n";
+static const char inspect_about[] =
+    "Per variant: the training quantization (the variant's \"quantization\") beside the inference\n"
+    "graph's measured precision and the declared one. Never read precision off the variant id:\n"
+    "cpu-int4 may ship a float32 inference graph.\n";
+static const char build_about[] =
+    "Write the variant's inference/weight_handoff_map.json from train/training_config.json\n"
+    "(peft_mapping, rank, alpha, trainable_tensor_specs) and the initializers model.onnx holds, as the\n"
+    "reference codec does; a layer no initializer matches is refused. Reseal the package afterwards\n"
+    "(modelpkg mt reseal DIR).\n";
+static const char more[] =
+    "External data: a location that is absolute, has a \"..\" segment or resolves outside the model's\n"
     "directory is refused without being opened.\n"
     "\n"
     "exit status: 0 every check holds (handoff build: written or unchanged), 1 problems or refused,\n"
@@ -149,90 +138,57 @@ static json_t *report_json(const mpk_mt_graph_report *r, bool initializers) {
   return o;
 }
 
-/* The last usage error said, for the --json refusal document. */
-static char last_usage[512];
-
-__attribute__((format(printf, 2, 3))) static int usage(const char *cmd, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(last_usage, sizeof last_usage, fmt, ap);
-  va_end(ap);
-  return mpk_cli_usage_error(cmd, "%s", last_usage);
-}
-
-/* --json anywhere on the command line (seen before parsing: a usage error found first still gets its
-   document). */
-static bool wants_json(int argc, char **argv, int start) {
-  for (int i = start; i < argc; i++)
-    if (strcmp(argv[i], "--json") == 0) return true;
-  return false;
-}
-
-/* The refusal document of `cmd` for one error (or the last usage error when err is NULL). */
-static void refuse_json(const char *cmd, const char *const *keys, const mpk_error *err) {
-  mpk_error u;
-  if (!err) {
-    mpk_error_clear(&u);
-    mpk_fail(&u, MPK_EINVAL, NULL, NULL, "usage: %s", last_usage);
-    err = &u;
-  }
-  mpk_cli_json_refuse(cmd, keys, err);
-}
-
 typedef struct args {
   const char *dir, *variant, *peft, *attn;
   bool json, dry_run;
 } args;
 
-/* Options shared by the three verbs; `allowed` lists which apply. */
-static int parse(const char *cmd, int argc, char **argv, int start, const char *allowed, args *a, bool *help_shown) {
-  for (int i = start; i < argc; i++) {
-    const char *s = argv[i];
-    if (mpk_cli_is_help(s)) {
-      fputs(help, stdout);
-      *help_shown = true;
-      return MPK_EXIT_OK;
-    }
-    bool value = strcmp(s, "--variant") == 0 || strcmp(s, "--peft") == 0 || strcmp(s, "--attention-module") == 0;
-    bool flag = strcmp(s, "--json") == 0 || strcmp(s, "--dry-run") == 0;
-    if ((value || flag) && !strstr(allowed, s)) return usage(cmd, "%s does not apply to %s", s, cmd);
-    if (value) {
-      if (i + 1 >= argc) return usage(cmd, "%s needs a value", s);
-      const char **slot = strcmp(s, "--variant") == 0 ? &a->variant : strcmp(s, "--peft") == 0 ? &a->peft : &a->attn;
-      if (*slot) return usage(cmd, "%s is given twice", s);
-      *slot = argv[++i];
-    } else if (strcmp(s, "--json") == 0) {
-      a->json = true;
-    } else if (strcmp(s, "--dry-run") == 0) {
-      a->dry_run = true;
-    } else if (s[0] == '-' && s[1]) {
-      return usage(cmd, "unknown option '%s'", s);
-    } else if (!a->dir) {
-      a->dir = s;
-    } else {
-      return usage(cmd, "unexpected argument '%s'", s);
-    }
+
+/* The options of the three verbs, from one table; `allowed` lists which apply to this one (the
+   others "do not apply"). MPK_CLI_GO_ON, or the exit status. */
+static int parse(const char *cmd, const char *usage_line, const char *about, int argc, char **argv,
+                 const char *allowed, const char *const *keys, args *a) {
+  const mpk_cli_opt all[] = {
+      {"--variant", 0, "ID", "the variant (default: defaultVariant)", .str = &a->variant, .once = true},
+      {"--peft", 0, "METHOD", "lora, lora-xs, mars, all, nolora (default: the manifest's peftMethods)",
+       .str = &a->peft, .once = true},
+      {"--attention-module", 0, "NAME", "the architecture's attention module (default: self_attn)", .str = &a->attn,
+       .once = true},
+      {"--dry-run", 0, NULL, "build and check the map, write nothing", .flag = &a->dry_run},
+      {"--json", 0, NULL, "one JSON document on stdout (docs/CLI.md)", .flag = &a->json},
+  };
+  mpk_cli_opt opts[6] = {{0}};
+  const char *others[6] = {0};
+  size_t n = 0, m = 0;
+  for (size_t i = 0; i < 5; i++) {
+    if (strstr(allowed, all[i].name)) opts[n++] = all[i];
+    else others[m++] = all[i].name;
   }
-  if (!a->dir) return usage(cmd, "missing the package directory");
-  return MPK_EXIT_OK;
+  const mpk_cli_spec spec = {.name = cmd, .usage = usage_line, .about = about, .opts = opts, .more = more,
+                             .json_keys = keys, .max_args = 1, .not_here = others};
+  mpk_cli_args p;
+  int st = mpk_cli_parse(&spec, argc, argv, &p);
+  if (st != MPK_CLI_GO_ON) return st;
+  a->json = p.json;
+  if (!p.n) return mpk_cli_usage(&spec, p.json, "missing the package directory");
+  a->dir = p.arg[0];
+  return MPK_CLI_GO_ON;
 }
 
-static int cmd_graph(int argc, char **argv) {
+int mpk_cmd_mt_graph(int argc, char **argv) {
   args a = {0};
-  bool shown = false;
   static const char *const keys[] = {"dir", "variant", "quantization", "graph", "graph_present", "measured_precision",
                                      "declared_precision", "optimum_config", "precision_matches", "map", "initializers",
                                      "model", NULL};
-  bool json = wants_json(argc, argv, 2);
-  int st = parse("mt graph", argc, argv, 2, "--variant --json", &a, &shown);
-  if (st && json) refuse_json("mt graph", keys, NULL);
-  if (st || shown) return st;
+  int st = parse("mt graph", "DIR [--variant ID] [--json]", graph_about, argc, argv, "--variant --json", keys, &a);
+  if (st != MPK_CLI_GO_ON) return st;
+  bool json = a.json;
   mpk_error err;
   mpk_error_clear(&err);
   mpk_mt_graph_report *r = NULL;
   if (mpk_mt_graph_report_open(a.dir, a.variant, NULL, &r, &err)) {
     mpk_cli_error(&err);
-    if (json) refuse_json("mt graph", keys, &err);
+    if (json) mpk_cli_json_refuse("mt graph", keys, &err);
     return MPK_EXIT_FAIL;
   }
   int status = r->n_problems ? MPK_EXIT_FAIL : MPK_EXIT_OK;
@@ -255,15 +211,13 @@ static int cmd_graph(int argc, char **argv) {
 
 /* ---------------------------------------------------------------- mt inspect */
 
-static int cmd_inspect(int argc, char **argv) {
+int mpk_cmd_mt_inspect(int argc, char **argv) {
   args a = {0};
-  bool shown = false;
   static const char *const keys[] = {"dir", "variants", NULL};
-  bool json = wants_json(argc, argv, 2);
-  int st = parse("mt inspect", argc, argv, 2, "--json", &a, &shown);
-  if (st && json) refuse_json("mt inspect", keys, NULL);
-  if (st || shown) return st;
-  mpk_findings found = {0}; /* every variant's problems, for the --json envelope */
+  int st = parse("mt inspect", "DIR [--json]", inspect_about, argc, argv, "--json", keys, &a);
+  if (st != MPK_CLI_GO_ON) return st;
+  bool json = a.json;
+  mpk_cli_problems found = {0}; /* every variant's problems, for the --json envelope */
   mpk_error err;
   mpk_error_clear(&err);
   mpk_mt_manifest *m = NULL;
@@ -274,7 +228,7 @@ static int cmd_inspect(int argc, char **argv) {
   free(mf);
   if (rc) {
     mpk_cli_error(&err);
-    if (json) refuse_json("mt inspect", keys, &err);
+    if (json) mpk_cli_json_refuse("mt inspect", keys, &err);
     return MPK_EXIT_FAIL;
   }
   json_t *rows = json_array();
@@ -288,12 +242,12 @@ static int cmd_inspect(int argc, char **argv) {
     mpk_error_clear(&err);
     if (mpk_mt_graph_report_open(a.dir, m->variants[i].id, NULL, &r, &err)) {
       mpk_cli_error(&err);
-      mpk_findings_problem(&found, &err);
+      mpk_cli_problems_add(&found, &err);
       problems++;
       continue;
     }
     problems += r->n_problems;
-    for (size_t k = 0; k < r->n_problems; k++) mpk_findings_problem(&found, &r->problems[k]);
+    for (size_t k = 0; k < r->n_problems; k++) mpk_cli_problems_add(&found, &r->problems[k]);
     if (a.json) {
       json_array_append_new(rows, report_json(r, false));
     } else {
@@ -309,24 +263,25 @@ static int cmd_inspect(int argc, char **argv) {
     json_object_set_new(root, "dir", json_string(a.dir));
     json_object_set_new(root, "variants", rows);
     if (found.oom) json_object_set_new(root, "ok", json_false());
-    mpk_cli_json_end(root, found.problems, found.n_problems, NULL, 0);
+    mpk_cli_json_end(root, found.items, found.n, NULL, 0);
   } else {
     json_decref(rows);
     printf("%s\n", problems ? "FAILED: a variant's graph does not agree with its package (errors above)"
                             : "OK: precision is read from each graph, never from the variant id");
   }
-  mpk_findings_free(&found);
+  mpk_cli_problems_free(&found);
   mpk_mt_manifest_free(m);
   return problems ? MPK_EXIT_FAIL : MPK_EXIT_OK;
 }
 
 /* ---------------------------------------------------------------- mt handoff build */
 
-static int cmd_handoff_build(int argc, char **argv) {
+int mpk_cmd_mt_handoff_build(int argc, char **argv) {
   args a = {0};
-  bool shown = false;
-  int st = parse("mt handoff build", argc, argv, 3, "--variant --peft --attention-module --dry-run", &a, &shown);
-  if (st || shown) return st;
+  static const char *const keys[] = {"dir", "map", "entries", "transpose_policy", "changed", "dry_run", NULL};
+  int st = parse("mt handoff build", "DIR [--variant ID] [--peft METHOD] [--attention-module NAME] [--dry-run] [--json]",
+                 build_about, argc, argv, "--variant --peft --attention-module --dry-run --json", keys, &a);
+  if (st != MPK_CLI_GO_ON) return st;
   mpk_error err;
   mpk_error_clear(&err);
   mpk_mt_handoff_build_options o = {.variant = a.variant, .peft_method = a.peft, .attention_module = a.attn,
@@ -334,11 +289,26 @@ static int cmd_handoff_build(int argc, char **argv) {
   mpk_mt_handoff_build_result res;
   if (mpk_mt_handoff_build(a.dir, &o, &res, &err)) {
     mpk_cli_error(&err);
+    if (a.json) mpk_cli_json_refuse("mt handoff build", keys, &err);
     return MPK_EXIT_FAIL;
+  }
+  const char *policy =
+      res.policy == MPK_MT_ALREADY_TRANSPOSED_FOR_INFERENCE ? "already_transposed_for_inference" : "no_transpose";
+  if (a.json) {
+    json_t *root = mpk_cli_json_begin("mt handoff build", true);
+    json_object_set_new(root, "dir", json_string(a.dir));
+    json_object_set_new(root, "map", json_string(res.path));
+    json_object_set_new(root, "entries", json_integer((json_int_t)res.n_entries));
+    json_object_set_new(root, "transpose_policy", json_string(policy));
+    json_object_set_new(root, "changed", json_boolean(res.changed));
+    json_object_set_new(root, "dry_run", json_boolean(a.dry_run));
+    mpk_cli_json_end(root, NULL, 0, NULL, 0);
+    mpk_mt_handoff_build_result_free(&res);
+    return MPK_EXIT_OK;
   }
   printf("modelpkg mt handoff build %s\n", a.dir);
   printf("  map:      %s (%zu entr%s, transposePolicy %s)\n", res.path, res.n_entries, res.n_entries == 1 ? "y" : "ies",
-         res.policy == MPK_MT_ALREADY_TRANSPOSED_FOR_INFERENCE ? "already_transposed_for_inference" : "no_transpose");
+         policy);
   if (!res.changed) printf("OK: unchanged, nothing written\n");
   else if (a.dry_run) printf("DRY RUN: the map would be written\n");
   else printf("OK: wrote the map; reseal the package (modelpkg mt reseal %s)\n", a.dir);
@@ -346,9 +316,3 @@ static int cmd_handoff_build(int argc, char **argv) {
   return MPK_EXIT_OK;
 }
 
-int mpk_cmd_mt_graph(int argc, char **argv) {
-  if (argc >= 2 && strcmp(argv[1], "graph") == 0) return cmd_graph(argc, argv);
-  if (argc >= 2 && strcmp(argv[1], "inspect") == 0) return cmd_inspect(argc, argv);
-  if (argc >= 3 && strcmp(argv[1], "handoff") == 0 && strcmp(argv[2], "build") == 0) return cmd_handoff_build(argc, argv);
-  return mpk_cli_usage_error("mt", "unknown subcommand");
-}

@@ -9,43 +9,17 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "core/core.h"
 
-static const char help[] =
-    "usage: modelpkg mt install SOURCE --repo-id ORG/NAME --cache DIR\n"
-    "                           [--variant ID | [--abi A,B] [--ep E] [--quant Q] [--engine E]\n"
-    "                            [--memory-mb N] [--api-level N] [--prefer-quant Q1,Q2]\n"
-    "                            [--storage-bytes N]]\n"
-    "                           [--features F1,F2,...] [--jobs N] [--wait] [--retries N]\n"
-    "                           [--retry-delay-ms MS] [--timeout SECONDS]\n"
-    "                           [--low-speed BYTES_PER_S] [--low-speed-time SECONDS] [--json]\n"
-    "\n"
+static const char about[] =
     "Install a MobileTransformers package variant into <DIR>/<sanitized repo id>/ in the installed\n"
     "layout (inference/, train/, embedding/, tokenizer/, the manifest, checksums.json, and the\n"
     "install record modelpkg_install.json). SOURCE is a package directory or an http(s) base URL;\n"
     "files are fetched as <SOURCE>/<package path>. Every file is checked against the manifest's size\n"
     "and SHA-256 while it arrives; an interrupted install, run again, resumes (HTTP Range); the\n"
     "previous install stays usable until the new one is complete, then one rename swaps them.\n"
-    "\n"
-    "  --repo-id ID        the Hub repo id the cache directory is named after\n"
-    "  --cache DIR         the cache root (created when missing)\n"
-    "  --variant ID        the variant to install; without it, the variant is selected for the\n"
-    "                      device described by --abi --ep --quant --engine --memory-mb --api-level\n"
-    "                      --prefer-quant --storage-bytes (as modelpkg mt select; the storage\n"
-    "                      default is the cache's free space)\n"
-    "  --features LIST     feature groups besides core and checksums (default: inference)\n"
-    "  --jobs N            files fetched at once (default 4, at most 64)\n"
-    "  --wait              wait for another installer of the same repo id instead of failing\n"
-    "  --retries N         tries per transfer on network errors and 5xx (default 5)\n"
-    "  --retry-delay-ms MS the first backoff, doubled per retry up to 8 s (default 250)\n"
-    "  --timeout SECONDS   the deadline of each file over HTTP, every retry included (default 3600);\n"
-    "                      a file not complete by then fails the install\n"
-    "  --low-speed BYTES_PER_S, --low-speed-time SECONDS\n"
-    "                      a transfer slower than BYTES_PER_S for SECONDS is a network error,\n"
-    "                      retried within the deadline (default 1024 bytes/s for 30 s)\n"
-    "  --json              progress as JSON lines on stderr, the result (or the refusal) as one JSON\n"
-    "                      document on stdout\n"
-    "\n"
+    "Without --variant, the variant is selected for the device the selection options describe (as\n"
+    "modelpkg mt select; the storage default is the cache's free space).\n";
+static const char more[] =
     "Progress: a bar on a terminal (stderr); with --json, events {\"event\": ...} one per line.\n"
     "exit status: 0 installed, 1 refused or failed (the cache holds what it held before), 2 usage error\n";
 
@@ -116,87 +90,77 @@ static int on_event(void *ctx, const mpk_mt_install_event *ev) {
 static const char *const result_keys[] = {"repo_dir", "variant", "files", "bytes", "reused_bytes", "retries",
                                            "restarts", "replaced", "seconds", NULL};
 
-/* A usage error: said on stderr, and with --json also as the one refusal document on stdout. */
-#define usage(json, cmd, ...) mpk_cli_usage_json((json), (cmd), result_keys, __VA_ARGS__)
-
-/* A bounded integer option, or the usage status. */
-static int parse_bounded(bool json, const char *cmd, const char *opt, const char *val, long long lo, long long hi,
-                         unsigned *out) {
+/* A bounded integer option (an mpk_cli_opt fn). */
+typedef struct bounded {
+  long long lo, hi;
+  unsigned *out;
+} bounded;
+static int parse_bounded(void *ctx, const mpk_cli_spec *s, bool json, const char *opt, const char *val) {
+  const bounded *b = ctx;
   long long v;
-  if (!mpk_cli_parse_int(val, lo, hi, &v))
-    return usage(json, cmd, "%s needs an integer from %lld to %lld, not '%s'", opt, lo, hi, val);
-  *out = (unsigned)v;
+  if (!mpk_cli_parse_int(val, b->lo, b->hi, &v))
+    return mpk_cli_usage(s, json, "%s needs an integer from %lld to %lld, not '%s'", opt, b->lo, b->hi, val);
+  *b->out = (unsigned)v;
   return MPK_EXIT_OK;
 }
 
 int mpk_cmd_mt_install(int argc, char **argv) {
   const char *cmd = "mt install";
-  const char *source = NULL;
   mpk_mt_install_options o = MPK_MT_INSTALL_OPTIONS_INIT;
   mpk_cli_select sel = {0};
   cli_state c = {0};
-  int status = MPK_EXIT_OK;
-  c.json = mpk_cli_json_wanted(argc, argv); /* once --json is given, every outcome is a document on stdout */
-  for (int i = 2; i < argc && status == MPK_EXIT_OK; i++) {
-    const char *a = argv[i];
-    if (mpk_cli_is_help(a)) {
-      fputs(help, stdout);
-      mpk_cli_select_free(&sel);
-      return MPK_EXIT_OK;
-    }
-    if (strcmp(a, "--json") == 0) {
-      c.json = true;
-    } else if (strcmp(a, "--wait") == 0) {
-      o.wait_for_lock = 1;
-    } else if (a[0] == '-' && a[1]) {
-      static const char *const own[] = {"--repo-id", "--cache",   "--variant",   "--jobs",          "--retries",
-                                        "--retry-delay-ms", "--timeout", "--low-speed", "--low-speed-time"};
-      size_t k = 0;
-      while (k < sizeof own / sizeof own[0] && strcmp(a, own[k]) != 0) k++;
-      if (k == sizeof own / sizeof own[0] && !mpk_cli_is_select_option(a)) {
-        status = usage(c.json, cmd, "unknown option '%s'", a);
-      } else if (i + 1 >= argc) {
-        status = usage(c.json, cmd, "%s needs a value", a);
-      } else {
-        const char *val = argv[++i];
-        if (k == 0) o.repo_id = val;
-        else if (k == 1) o.cache_dir = val;
-        else if (k == 2) o.variant = val;
-        else if (k == 3) status = parse_bounded(c.json, cmd, a, val, 1, 64, &o.jobs);
-        else if (k == 4) status = parse_bounded(c.json, cmd, a, val, 1, 100, &o.attempts);
-        else if (k == 5) status = parse_bounded(c.json, cmd, a, val, 1, 60000, &o.retry_delay_ms);
-        else if (k == 6) status = parse_bounded(c.json, cmd, a, val, 1, 604800, &o.timeout_secs);
-        else if (k == 7) status = parse_bounded(c.json, cmd, a, val, 1, 1000000000, &o.low_speed_bytes);
-        else if (k == 8) status = parse_bounded(c.json, cmd, a, val, 1, 3600, &o.low_speed_secs);
-        else {
-          status = mpk_cli_select_option(cmd, a, val, &sel);
-          if (status && c.json) {
-            mpk_error e;
-            mpk_error_clear(&e);
-            mpk_fail(&e, MPK_EINVAL, NULL, NULL, "usage: %s %s is not valid (see the message on stderr)", a, val);
-            mpk_cli_json_refuse("mt install", result_keys, &e);
-          }
-        }
-      }
-    } else if (source) {
-      status = usage(c.json, cmd, "one SOURCE only ('%s' and '%s')", source, a);
-    } else {
-      source = a;
-    }
-  }
-  if (status) {
+  bool wait = false;
+  bounded jobs = {1, 64, &o.jobs}, retries = {1, 100, &o.attempts}, delay = {1, 60000, &o.retry_delay_ms},
+          timeout = {1, 604800, &o.timeout_secs}, low = {1, 1000000000, &o.low_speed_bytes},
+          low_time = {1, 3600, &o.low_speed_secs};
+  const mpk_cli_opt opts[] = {
+      {"--repo-id", 0, "ID", "the Hub repo id the cache directory is named after", .str = &o.repo_id},
+      {"--cache", 0, "DIR", "the cache root (created when missing)", .str = &o.cache_dir},
+      {"--variant", 0, "ID", "the variant to install (else selected: the options below)", .str = &o.variant},
+      MPK_CLI_SELECT_OPTIONS(&sel),
+      {"--jobs", 0, "N", "files fetched at once (default 4, at most 64)", .fn = parse_bounded, .ctx = &jobs},
+      {"--wait", 0, NULL, "wait for another installer of the same repo id instead of failing", .flag = &wait},
+      {"--retries", 0, "N", "tries per transfer on network errors and 5xx (default 5)", .fn = parse_bounded,
+       .ctx = &retries},
+      {"--retry-delay-ms", 0, "MS", "the first backoff, doubled per retry up to 8 s (default 250)",
+       .fn = parse_bounded, .ctx = &delay},
+      {"--timeout", 0, "SECONDS", "the deadline of each file over HTTP, every retry included (default 3600);\n"
+                                  "a file not complete by then fails the install",
+       .fn = parse_bounded, .ctx = &timeout},
+      {"--low-speed", 0, "BYTES_PER_S", "with --low-speed-time: a transfer slower than BYTES_PER_S for SECONDS\n"
+                                        "is a network error, retried within the deadline (default 1024 bytes/s)",
+       .fn = parse_bounded, .ctx = &low},
+      {"--low-speed-time", 0, "SECONDS", "see --low-speed (default 30 s)", .fn = parse_bounded, .ctx = &low_time},
+      {"--json", 0, NULL, "progress as JSON lines on stderr, the result (or the refusal) as one JSON\n"
+                          "document on stdout", .flag = &c.json},
+      {0}};
+  const mpk_cli_spec spec = {.name = cmd,
+                             .usage = "SOURCE --repo-id ORG/NAME --cache DIR [--variant ID | selection options]\n"
+                                      "SOURCE --repo-id ORG/NAME --cache DIR [--features F1,F2,...] [--jobs N] [--wait]\n"
+                                      "SOURCE --repo-id ORG/NAME --cache DIR [--retries N] [--retry-delay-ms MS]\n"
+                                      "SOURCE --repo-id ORG/NAME --cache DIR [--timeout SECONDS] [--low-speed BYTES_PER_S]\n"
+                                      "SOURCE --repo-id ORG/NAME --cache DIR [--low-speed-time SECONDS] [--json]",
+                             .about = about, .opts = opts, .more = more, .json_keys = result_keys, .max_args = 1,
+                             .extra = "one SOURCE only ('%s' and '%s')"};
+  mpk_cli_args a;
+  int status = mpk_cli_parse(&spec, argc, argv, &a);
+  if (status != MPK_CLI_GO_ON) {
     mpk_cli_select_free(&sel);
     return status;
   }
+  status = MPK_EXIT_OK;
+  c.json = a.json; /* once --json is given, every outcome is a document on stdout */
+  o.wait_for_lock = wait;
+  const char *source = a.n ? a.arg[0] : NULL;
   mpk_cli_select_finish(&sel);
   mpk_mt_select_options so = sel.o;
   o.features = so.features; /* the groups to install, and what selection must offer */
   o.n_features = so.n_features;
   bool selecting = sel.device_given;
   if (!source || !o.repo_id || !o.cache_dir)
-    status = usage(c.json, cmd, "SOURCE, --repo-id and --cache are required");
+    status = mpk_cli_usage(&spec, c.json, "SOURCE, --repo-id and --cache are required");
   else if (o.variant && selecting)
-    status = usage(c.json, cmd, "--variant names the variant: device options select one; not both");
+    status = mpk_cli_usage(&spec, c.json, "--variant names the variant: device options select one; not both");
   if (status) {
     mpk_cli_select_free(&sel);
     return status;

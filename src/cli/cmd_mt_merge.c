@@ -7,14 +7,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/core.h"
 
-static const char help[] =
-    "usage: modelpkg mt merge DIR --adapter ADAPTER.safetensors [--variant ID] [--scale S]\n"
-    "                         [--orientation no_transpose|already_transposed_for_inference]\n"
-    "                         [--jobs N] [--dry-run] [--json]\n"
-    "                         [--max-adapter-header BYTES] [--max-adapter-tensors N]\n"
-    "\n"
+static const char about[] =
     "Merge a trained LoRA adapter into a MobileTransformers package variant (default: the manifest's\n"
     "defaultVariant): for every weight_handoff_map.json entry, merged = base + scale * (B @ A),\n"
     "written in the dtype the map declares, with a new <file>.bin.sha256 sidecar. All tensors are\n"
@@ -22,22 +16,8 @@ static const char help[] =
     "replaced tensor, its shipped and its merged sha256), the only authority that lets check and the\n"
     "load gate accept merged bytes. An interrupted merge is finished or undone by the next merge or\n"
     "load (mt tensors); check reports it and never writes. The inference directory must have no\n"
-    "symbolic link in its path, and a package that lists a merge journal or record is refused.\n"
-    "\n"
-    "  --adapter F      the adapter: factors found by each entry's checkpointNames (adapter_A [rank, in],\n"
-    "                   adapter_B [out, rank]), else by PEFT names (<module>.lora_A.weight); a frozen\n"
-    "                   base weight under checkpointNames.weight is used as the base when present\n"
-    "  --scale S        the multiplier; default: alpha / rank from the variant's train/training_config.json\n"
-    "                   or lora_alpha / r from an adapter_config.json beside the adapter (they must agree)\n"
-    "  --orientation O  for packages whose weights are all square, where the tensors cannot tell;\n"
-    "                   otherwise it must agree with what the non-square weights show\n"
-    "  --jobs N         merge threads (default: one per CPU, at most 8)\n"
-    "  --max-adapter-header BYTES, --max-adapter-tensors N\n"
-    "                   the adapter reader's memory budget (default 16777216 header bytes and 100000\n"
-    "                   tensors): a larger header is refused before it is parsed\n"
-    "  --dry-run        decide and report; write nothing\n"
-    "  --json           the report as one JSON document on stdout\n"
-    "\n"
+    "symbolic link in its path, and a package that lists a merge journal or record is refused.\n";
+static const char more[] =
     "Without a frozen base in the adapter, each shipped .bin must still hash to the map's sha256: a\n"
     "weight that was already merged is refused, so an adapter cannot be applied twice by accident.\n"
     "\n"
@@ -99,72 +79,75 @@ static int print_json(const mpk_mt_merge_report *r) {
   return mpk_cli_json_end(root, NULL, 0, r->notes, r->n_notes);
 }
 
-/* A usage error: on stderr, and with --json also as the refusal document on stdout. */
-static int usage(bool json, const char *fmt, const char *arg) {
-  return mpk_cli_usage_json(json, "mt merge", json_keys, fmt, arg ? arg : "");
+/* A positive integer (a header budget at most MPK_ST_MAX_HEADER bytes). */
+static bool budget(const char *val, bool header, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(val, &end, 10);
+  if (!*val || *end || errno || v == 0 || val[0] == '-' || (header && v > MPK_ST_MAX_HEADER)) return false;
+  *out = v;
+  return true;
 }
 
 int mpk_cmd_mt_merge(int argc, char **argv) {
-  const char *cmd = "mt merge", *dir = NULL;
+  const char *cmd = "mt merge", *jobs_s = NULL, *scale_s = NULL, *orient_s = NULL, *header_s = NULL,
+             *tensors_s = NULL;
   mpk_mt_merge_options o = {0};
-  bool json = false;
+  bool json = false, dry_run = false;
+  const mpk_cli_opt opts[] = {
+      {"--adapter", 0, "FILE", "the adapter: factors found by each entry's checkpointNames (adapter_A [rank, in],\n"
+                               "adapter_B [out, rank]), else by PEFT names (<module>.lora_A.weight); a frozen\n"
+                               "base weight under checkpointNames.weight is used as the base when present",
+       .str = &o.adapter},
+      {"--variant", 0, "ID", "the variant (default: the manifest's defaultVariant)", .str = &o.variant},
+      {"--scale", 0, "S", "the multiplier; default: alpha / rank from the variant's train/training_config.json\n"
+                          "or lora_alpha / r from an adapter_config.json beside the adapter (they must agree)",
+       .str = &scale_s},
+      {"--orientation", 0, "O", "no_transpose or already_transposed_for_inference: for packages whose weights\n"
+                                "are all square, where the tensors cannot tell; otherwise it must agree with\n"
+                                "what the non-square weights show", .str = &orient_s},
+      {"--jobs", 0, "N", "merge threads (default: one per CPU, at most 8)", .str = &jobs_s},
+      {"--max-adapter-header", 0, "BYTES", "the adapter reader's header budget (default 16777216): a larger\n"
+                                           "header is refused before it is parsed", .str = &header_s},
+      {"--max-adapter-tensors", 0, "N", "the adapter reader's tensor budget (default 100000)", .str = &tensors_s},
+      {"--dry-run", 0, NULL, "decide and report; write nothing", .flag = &dry_run},
+      {"--json", 0, NULL, "the report as one JSON document on stdout", .flag = &json},
+      {0}};
+  const mpk_cli_spec spec = {.name = cmd,
+                             .usage = "DIR --adapter ADAPTER.safetensors [--variant ID] [--scale S]\n"
+                                      "DIR --adapter ADAPTER.safetensors [--orientation O] [--jobs N] [--dry-run] [--json]\n"
+                                      "DIR --adapter ADAPTER.safetensors [--max-adapter-header BYTES] [--max-adapter-tensors N]",
+                             .about = about, .opts = opts, .more = more, .json_keys = json_keys, .max_args = 1};
+  mpk_cli_args a;
+  int st = mpk_cli_parse(&spec, argc, argv, &a);
+  if (st != MPK_CLI_GO_ON) return st;
+  json = a.json;
+  o.dry_run = dry_run;
   long long jobs = 0;
-  json = mpk_cli_json_wanted(argc, argv);
-  for (int i = 2; i < argc; i++) {
-    const char *a = argv[i];
-    if (mpk_cli_is_help(a)) {
-      fputs(help, stdout);
-      return MPK_EXIT_OK;
-    } else if (strcmp(a, "--dry-run") == 0) {
-      o.dry_run = 1;
-    } else if (strcmp(a, "--json") == 0) {
-      json = true;
-    } else if (!strcmp(a, "--adapter") || !strcmp(a, "--variant") || !strcmp(a, "--scale") ||
-               !strcmp(a, "--orientation") || !strcmp(a, "--jobs") || !strcmp(a, "--max-adapter-header") ||
-               !strcmp(a, "--max-adapter-tensors")) {
-      if (i + 1 >= argc) return usage(json, "%s needs a value", a);
-      const char *val = argv[++i];
-      if (!strcmp(a, "--adapter")) o.adapter = val;
-      else if (!strcmp(a, "--variant")) o.variant = val;
-      else if (!strcmp(a, "--max-adapter-header") || !strcmp(a, "--max-adapter-tensors")) {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(val, &end, 10);
-        if (!*val || *end || errno || v == 0 || val[0] == '-' || (a[14] == 'h' && v > MPK_ST_MAX_HEADER))
-          return usage(json, "%s needs a positive integer (a header budget at most 100000000 bytes)", a);
-        if (a[14] == 'h') o.adapter_budget.max_header_bytes = v;
-        else o.adapter_budget.max_tensors = v;
-      } else if (!strcmp(a, "--jobs")) {
-        int st = mpk_cli_parse_jobs(cmd, val, &jobs);
-        if (st) {
-          if (json) usage(json, "--jobs needs an integer from 1 to 256, not '%s'", val);
-          return st;
-        }
-      } else if (!strcmp(a, "--scale")) {
-        char *end;
-        errno = 0;
-        o.scale = strtod(val, &end);
-        if (!*val || *end || errno || !isfinite(o.scale))
-          return usage(json, "--scale '%s' is not a finite number", val);
-        o.has_scale = 1;
-      } else if (!strcmp(val, "no_transpose")) {
-        o.orientation = MPK_MT_ORIENT_NO_TRANSPOSE;
-      } else if (!strcmp(val, "already_transposed_for_inference")) {
-        o.orientation = MPK_MT_ORIENT_ALREADY_TRANSPOSED;
-      } else {
-        return usage(json, "--orientation must be no_transpose or already_transposed_for_inference, not '%s'", val);
-      }
-    } else if (a[0] == '-' && a[1]) {
-      return usage(json, "unknown option '%s'", a);
-    } else if (!dir) {
-      dir = a;
-    } else {
-      return usage(json, "unexpected argument '%s'", a);
-    }
+  if (!a.n) return mpk_cli_usage(&spec, json, "missing the package directory");
+  if (!o.adapter) return mpk_cli_usage(&spec, json, "missing --adapter ADAPTER.safetensors");
+  if ((st = mpk_cli_parse_jobs(&spec, json, jobs_s, &jobs))) return st;
+  if (header_s && !budget(header_s, true, &o.adapter_budget.max_header_bytes))
+    return mpk_cli_usage(&spec, json, "--max-adapter-header needs a positive integer (a header budget at most 100000000 bytes)");
+  if (tensors_s && !budget(tensors_s, false, &o.adapter_budget.max_tensors))
+    return mpk_cli_usage(&spec, json, "--max-adapter-tensors needs a positive integer (a header budget at most 100000000 bytes)");
+  if (scale_s) {
+    char *end;
+    errno = 0;
+    o.scale = strtod(scale_s, &end);
+    if (!*scale_s || *end || errno || !isfinite(o.scale))
+      return mpk_cli_usage(&spec, json, "--scale '%s' is not a finite number", scale_s);
+    o.has_scale = 1;
   }
-  if (!dir) return usage(json, "missing the package directory%s", NULL);
-  if (!o.adapter) return usage(json, "missing --adapter ADAPTER.safetensors%s", NULL);
-  if (!mpk_is_dir(dir)) return usage(json, "'%s' is not a directory", dir);
+  if (orient_s) {
+    if (!strcmp(orient_s, "no_transpose")) o.orientation = MPK_MT_ORIENT_NO_TRANSPOSE;
+    else if (!strcmp(orient_s, "already_transposed_for_inference")) o.orientation = MPK_MT_ORIENT_ALREADY_TRANSPOSED;
+    else
+      return mpk_cli_usage(&spec, json, "--orientation must be no_transpose or already_transposed_for_inference, not '%s'",
+                           orient_s);
+  }
+  const char *dir = a.arg[0];
+  if (!mpk_cli_is_dir(dir)) return mpk_cli_usage(&spec, json, "'%s' is not a directory", dir);
   o.workers = (unsigned)jobs;
   mpk_error err;
   mpk_error_clear(&err);
@@ -175,7 +158,7 @@ int mpk_cmd_mt_merge(int argc, char **argv) {
     if (!strstr(err.message, "the merge committed")) fprintf(stderr, "modelpkg: mt merge: nothing was changed\n");
     return MPK_EXIT_FAIL;
   }
-  int st = MPK_EXIT_OK;
+  st = MPK_EXIT_OK;
   if (json) st = print_json(r) ? MPK_EXIT_FAIL : MPK_EXIT_OK;
   else print_text(r, o.dry_run);
   mpk_mt_merge_report_free(r);

@@ -8,49 +8,26 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/core.h"
 
-static const char select_help[] =
-    "usage: modelpkg mt select DIR|URL [--abi A[,B...]] [--ep E] [--quant Q] [--engine E]\n"
-    "                          [--memory-mb N] [--api-level N] [--features F[,F...]]\n"
-    "                          [--prefer-quant Q1[,Q2...]] [--storage-bytes N] [--json]\n"
-    "\n"
+static const char select_about[] =
     "Choose the variant of a MobileTransformers package (DIR, its manifest file, or an http(s) base\n"
-    "URL) for a device, and explain the choice (docs/mt-select.md). Hard filters, in order; an\n"
-    "option not given filters nothing:\n"
-    "  --abi A,B        device ABIs: the variant's abi list must share one (abi null runs anywhere,\n"
-    "                   an empty list nowhere)\n"
-    "  --ep E           executionProvider must be E (cpu, xnnpack, nnapi)\n"
-    "  --quant Q        quantization must be exactly Q\n"
-    "  --engine E       E must be in supportedEngines (native, genai)\n"
-    "  --features F,... the feature groups wanted (default: inference); the variant must declare\n"
-    "                   each. core and checksums are always downloaded\n"
-    "  --memory-mb N    recommendedDeviceMemoryMb must be at most N\n"
-    "  --api-level N    minimumAndroidApi must be at most N\n"
-    "  and the variant's download plan must give every file a size and a sha256 digest.\n"
+    "URL) for a device, and explain the choice (docs/mt-select.md). Hard filters, in order: --abi,\n"
+    "--ep, --quant, --engine, --features, --memory-mb, --api-level (an option not given filters\n"
+    "nothing), and the variant's download plan must give every file a size and a sha256 digest.\n"
     "Among the rest, ranked: the earliest quantization of --prefer-quant (default: int4; unlisted\n"
-    "last), then the smallest download for the features, then the defaultVariant, then the id.\n"
-    "  --storage-bytes N  free storage: the download must fit 90% of N (rounded down); the\n"
-    "                   best-ranked variant that fits wins\n"
-    "  --json           the selection as one JSON document on stdout\n"
-    "\n"
+    "last), then the smallest download for the features, then the defaultVariant, then the id;\n"
+    "with --storage-bytes the best-ranked variant that fits wins.\n";
+static const char select_more[] =
     "exit status: 0 a variant was chosen, 1 none fits (each variant with the first filter that\n"
     "excluded it) or the manifest is refused, 2 usage error\n";
-
-static const char plan_help[] =
-    "usage: modelpkg mt plan DIR|URL --variant ID [--features F[,F...]] [--json]\n"
-    "\n"
+static const char plan_about[] =
     "The exact files and bytes to download for a variant of a MobileTransformers package (DIR, its\n"
     "manifest file, or an http(s) base URL): the files the manifest lists that the download\n"
     "plan's groups select — core and checksums always, then --features (default: inference) —\n"
     "each with its group, size and sha256 digest, and the total. The manifest itself (in core) is\n"
     "already in hand: it is not counted. A planned file without a size or a digest is marked: the\n"
-    "installer refuses files it cannot verify, so such a plan is refused.\n"
-    "\n"
-    "  --variant ID     the variant (required; modelpkg mt select chooses one)\n"
-    "  --features F,... the feature groups wanted; each must be declared by the variant\n"
-    "  --json           the plan as one JSON document on stdout\n"
-    "\n"
+    "installer refuses files it cannot verify, so such a plan is refused.\n";
+static const char plan_more[] =
     "exit status: 0 every planned file can be verified, 1 the plan is refused or the manifest is,\n"
     "2 usage error\n";
 
@@ -68,36 +45,6 @@ static json_t *json_error(const mpk_error *e) {
   json_t *a = mpk_cli_json_problems(e, 1), *o = json_incref(json_array_get(a, 0));
   json_decref(a);
   return o;
-}
-
-/* Whether --json is among the arguments (seen before parsing, so that a usage error found earlier
-   in the line still gets its document). */
-static bool wants_json(int argc, char **argv) {
-  for (int i = 2; i < argc; i++)
-    if (strcmp(argv[i], "--json") == 0) return true;
-  return false;
-}
-
-/* A usage error: said on stderr and, with --json, as the command's refusal document. */
-static int refuse_usage(const char *cmd, bool json, const char *const *keys, const char *msg) {
-  int status = mpk_cli_usage_error(cmd, "%s", msg);
-  if (json) {
-    mpk_error e;
-    mpk_error_clear(&e);
-    mpk_fail(&e, MPK_EINVAL, NULL, NULL, "usage: %s", msg);
-    mpk_cli_json_refuse(cmd, keys, &e);
-  }
-  return status;
-}
-
-__attribute__((format(printf, 4, 5))) static int usage_fmt(const char *cmd, bool json, const char *const *keys,
-                                                           const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return refuse_usage(cmd, json, keys, msg);
 }
 
 /* ---------------------------------------------------------------- mt select */
@@ -201,40 +148,29 @@ static void select_json(const char *source, const mpk_mt_select_options *o, cons
 }
 
 int mpk_cmd_mt_select(int argc, char **argv) {
-  const char *cmd = "mt select", *source = NULL;
+  const char *cmd = "mt select";
   mpk_cli_select sel = {0};
-  bool json = wants_json(argc, argv);
-  int status = MPK_EXIT_OK;
-  for (int i = 2; i < argc && status == MPK_EXIT_OK; i++) {
-    const char *a = argv[i];
-    if (mpk_cli_is_help(a)) {
-      fputs(select_help, stdout);
-      goto out;
-    } else if (strcmp(a, "--json") == 0) {
-      json = true;
-    } else if (a[0] == '-' && a[1]) {
-      if (i + 1 >= argc) {
-        status = mpk_cli_is_select_option(a) ? usage_fmt(cmd, json, select_keys, "%s needs a value", a)
-                                             : usage_fmt(cmd, json, select_keys, "unknown option '%s'", a);
-        break;
-      }
-      status = mpk_cli_select_option(cmd, a, argv[i + 1], &sel);
-      if (status == -1) status = usage_fmt(cmd, json, select_keys, "unknown option '%s'", a);
-      else if (status != MPK_EXIT_OK && json) {
-        mpk_error e;
-        mpk_error_clear(&e);
-        mpk_fail(&e, MPK_EINVAL, NULL, NULL, "usage: %s", mpk_cli_select_usage());
-        mpk_cli_json_refuse(cmd, select_keys, &e);
-      }
-      i++;
-    } else if (!source) {
-      source = a;
-    } else {
-      status = usage_fmt(cmd, json, select_keys, "unexpected argument '%s'", a);
-    }
+  bool json = false;
+  const mpk_cli_opt opts[] = {
+      MPK_CLI_SELECT_OPTIONS(&sel),
+      {"--json", 0, NULL, "the selection as one JSON document on stdout", .flag = &json},
+      {0}};
+  const mpk_cli_spec spec = {.name = cmd,
+                             .usage = "DIR|URL [--abi A[,B...]] [--ep E] [--quant Q] [--engine E] [--memory-mb N]\n"
+                                      "DIR|URL [--api-level N] [--features F[,F...]] [--prefer-quant Q1[,Q2...]]\n"
+                                      "DIR|URL [--storage-bytes N] [--json]",
+                             .about = select_about, .opts = opts, .more = select_more, .json_keys = select_keys,
+                             .max_args = 1};
+  mpk_cli_args a;
+  int status = mpk_cli_parse(&spec, argc, argv, &a);
+  if (status == MPK_CLI_GO_ON) status = MPK_EXIT_OK;
+  else goto out;
+  json = a.json;
+  if (!a.n) {
+    status = mpk_cli_usage(&spec, json, "missing the package directory");
+    goto out;
   }
-  if (status == MPK_EXIT_OK && !source) status = usage_fmt(cmd, json, select_keys, "missing the package directory");
-  if (status != MPK_EXIT_OK) goto out;
+  const char *source = a.arg[0];
   mpk_cli_select_finish(&sel);
   const mpk_mt_select_options o = sel.o;
 
@@ -313,44 +249,26 @@ static void plan_json(const char *source, const mpk_mt_download_plan *p) {
 }
 
 int mpk_cmd_mt_plan(int argc, char **argv) {
-  const char *cmd = "mt plan", *source = NULL, *variant = NULL;
+  const char *cmd = "mt plan", *variant = NULL;
   mpk_cli_list features = {0};
-  bool json = wants_json(argc, argv);
-  int status = MPK_EXIT_OK;
-  for (int i = 2; i < argc && status == MPK_EXIT_OK; i++) {
-    const char *a = argv[i];
-    if (mpk_cli_is_help(a)) {
-      fputs(plan_help, stdout);
-      goto out;
-    } else if (strcmp(a, "--json") == 0) {
-      json = true;
-    } else if (strcmp(a, "--variant") == 0 || strcmp(a, "--features") == 0) {
-      if (i + 1 >= argc) {
-        status = usage_fmt(cmd, json, plan_keys, "%s needs a value", a);
-        break;
-      }
-      const char *val = argv[++i];
-      if (a[2] == 'f') {
-        status = mpk_cli_parse_list(cmd, a, val, &features);
-        if (status != MPK_EXIT_OK && json) {
-          mpk_error e;
-          mpk_error_clear(&e);
-          mpk_fail(&e, MPK_EINVAL, NULL, NULL, "usage: %s", mpk_cli_select_usage());
-          mpk_cli_json_refuse(cmd, plan_keys, &e);
-        }
-      } else if (variant) status = usage_fmt(cmd, json, plan_keys, "--variant given twice");
-      else variant = val;
-    } else if (a[0] == '-' && a[1]) {
-      status = usage_fmt(cmd, json, plan_keys, "unknown option '%s'", a);
-    } else if (!source) {
-      source = a;
-    } else {
-      status = usage_fmt(cmd, json, plan_keys, "unexpected argument '%s'", a);
-    }
-  }
-  if (status == MPK_EXIT_OK && !source) status = usage_fmt(cmd, json, plan_keys, "missing the package directory");
-  if (status == MPK_EXIT_OK && !variant)
-    status = usage_fmt(cmd, json, plan_keys, "missing --variant ID (modelpkg mt select chooses one)");
+  bool json = false;
+  const mpk_cli_opt opts[] = {
+      {"--variant", 0, "ID", "the variant (required; modelpkg mt select chooses one)", .str = &variant, .once = true},
+      {"--features", 0, "F,...", "the feature groups wanted; each must be declared by the variant",
+       .fn = mpk_cli_list_option, .ctx = &features},
+      {"--json", 0, NULL, "the plan as one JSON document on stdout", .flag = &json},
+      {0}};
+  const mpk_cli_spec spec = {.name = cmd, .usage = "DIR|URL --variant ID [--features F[,F...]] [--json]",
+                             .about = plan_about, .opts = opts, .more = plan_more, .json_keys = plan_keys,
+                             .max_args = 1};
+  mpk_cli_args a;
+  int status = mpk_cli_parse(&spec, argc, argv, &a);
+  if (status == MPK_CLI_GO_ON) status = MPK_EXIT_OK;
+  else goto out;
+  json = a.json;
+  const char *source = a.arg[0];
+  if (!a.n) status = mpk_cli_usage(&spec, json, "missing the package directory");
+  else if (!variant) status = mpk_cli_usage(&spec, json, "missing --variant ID (modelpkg mt select chooses one)");
   if (status != MPK_EXIT_OK) goto out;
 
   mpk_error err;

@@ -4,57 +4,105 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
-#include "core/core.h"
-#include "mt/mt.h"
 
-static const char help[] =
-    "usage: modelpkg mt tensors DIR [--variant ID] [--jobs N]\n"
-    "\n"
+static const char about[] =
     "List the merged-weight tensors of a MobileTransformers package variant (default: the\n"
     "manifest's defaultVariant): for each weight_handoff_map.json entry and role, the declared dtype\n"
     "and shape, the exact byte size they imply, the .bin file, whether its size matches, and its\n"
     "checksum status under the load gate: the bytes must be the shipped ones (the map's sha256[role])\n"
     "or, for a tensor merged on device, those modelpkg's merge record lists; a sidecar <file>.bin.sha256\n"
     "must agree. Files are read beneath the package (no link out, no FIFO). An interrupted merge is\n"
-    "finished or undone first.\n"
-    "\n"
+    "finished or undone first.\n";
+static const char more[] =
     "exit status: 0 every tensor verified and loadable (or no merged weights), 1 otherwise,\n"
     "2 usage error\n";
+/* The command's own keys in its --json document (docs/CLI.md), null on a refusal. */
+static const char *const tensors_keys[] = {"dir", "variant", "merged_weights", "tensors", "verified", NULL};
 
-static int list(const char *dir, const char *variant, unsigned jobs) {
+static json_t *tensor_json(const mpk_mt_gate_tensor *t) {
+  json_t *shape = json_null();
+  if (!t->layout_code) {
+    shape = json_array();
+    for (size_t d = 0; d < t->ndim; d++) json_array_append_new(shape, json_integer((json_int_t)t->shape[d]));
+  }
+  json_t *o = json_object();
+  json_object_set_new(o, "entry", json_integer((json_int_t)t->entry));
+  json_object_set_new(o, "layer", mpk_cli_json_str(t->layer));
+  json_object_set_new(o, "role", json_string(mpk_mt_role_name(t->role)));
+  json_object_set_new(o, "dtype", t->layout_code ? json_null() : mpk_cli_json_str(t->dtype));
+  json_object_set_new(o, "shape", shape);
+  json_object_set_new(o, "declared_bytes", t->declared_bytes ? json_integer((json_int_t)t->declared_bytes) : json_null());
+  json_object_set_new(o, "file", json_string(t->file));
+  json_object_set_new(o, "size", json_integer((json_int_t)t->size));
+  json_object_set_new(o, "size_ok", json_boolean(t->size_ok && !t->layout_code));
+  json_object_set_new(o, "status", json_string(mpk_mt_tensor_status_name(t->status)));
+  json_object_set_new(o, "authority",
+                      t->authority != MPK_MT_AUTH_NONE ? json_string(mpk_mt_authority_name(t->authority)) : json_null());
+  return o;
+}
+
+/* The --json document: every tensor, the verdict; the gate's problems (and a size or layout that
+   does not match its declaration) in "problems". */
+static int list_json(const char *dir, const mpk_mt_variant_gate *vg, bool ok) {
+  const mpk_mt_gate_report *g = vg->report;
+  bool merged = !vg->map_absent && !g->no_merged_weights;
+  json_t *root = mpk_cli_json_begin("mt tensors", ok);
+  json_object_set_new(root, "dir", json_string(dir));
+  json_object_set_new(root, "variant", json_string(vg->variant));
+  json_object_set_new(root, "merged_weights", json_boolean(merged));
+  json_t *ts = json_array();
+  for (size_t i = 0; merged && i < g->n_tensors; i++) json_array_append_new(ts, tensor_json(&g->tensors[i]));
+  json_object_set_new(root, "tensors", ts);
+  json_object_set_new(root, "verified", json_integer(merged ? (json_int_t)g->n_verified : 0));
+  mpk_cli_problems found = {0};
+  for (size_t i = 0; merged && i < g->n_problems; i++) mpk_cli_problems_add(&found, &g->problems[i]);
+  if (!ok && merged && g->ready) { /* verified, but a size or layout does not match its declaration */
+    mpk_error e;
+    mpk_fail(&e, MPK_EMISMATCH, dir, NULL, "%zu of %zu tensors verified (a size or layout does not match its declaration)",
+             g->n_verified, g->n_tensors);
+    mpk_cli_problems_add(&found, &e);
+  }
+  const char *note = vg->map_absent ? "no merged weights: the map is absent: use the base weights"
+                     : !merged      ? "no merged weights: the map has no entries: use the base weights"
+                                    : NULL;
+  int rc = mpk_cli_json_end(root, found.items, found.n, &note, note ? 1 : 0);
+  if (found.oom) rc = -1;
+  mpk_cli_problems_free(&found);
+  return rc;
+}
+
+static int list(const char *dir, const char *variant, unsigned jobs, bool json) {
   mpk_error err;
   mpk_error_clear(&err);
-  mpk_mt_located loc;
-  mpk_mt_handoff *map = NULL;
-  mpk_mt_gate_report *g = NULL;
-  int status = MPK_EXIT_FAIL, inf_fd = -1;
-  if (mpk_mt_locate(dir, variant, &loc, &err)) {
-    mpk_cli_error(&err);
-    return status;
-  }
-  const char *id = loc.variant->id;
-  if (!loc.map_file) {
-    mpk_fail(&err, MPK_EMALFORMED, loc.manifest_file, NULL, "variant \"%s\" has no weightHandoff", id);
+  mpk_mt_gate_options go = {.workers = jobs};
+  mpk_mt_variant_gate *vg = NULL;
+  const mpk_mt_gate_report *g = NULL;
+  int status = MPK_EXIT_FAIL;
+  /* The map, the tensors and their sidecars are read beneath the package (the library's rules). */
+  if (mpk_mt_variant_gate_open(dir, variant, &go, &vg, &err)) {
+    if (json) mpk_cli_json_refuse("mt tensors", tensors_keys, &err);
     goto out;
   }
-  printf("modelpkg mt tensors %s (variant %s)\n", dir, id);
-  /* The map, the tensors and their sidecars are read beneath the package: the inference directory
-     is opened with no link in its path, and a package shipping a merge journal or record is
-     refused before the gate would replay or trust it. */
-  int rc = mpk_mt_load_map(dir, &loc, &map, &err);
-  if (rc == MPK_ENOTFOUND && map == NULL && err.code == MPK_ENOTFOUND && strstr(err.message, "not found")) {
-    printf("  no merged weights: %s is absent: use the base weights\n", loc.variant->weight_handoff);
-    mpk_error_clear(&err);
+  if (json) {
+    bool ok = true;
+    const mpk_mt_gate_report *r = vg->report;
+    if (!vg->map_absent && !r->no_merged_weights) {
+      ok = r->ready;
+      for (size_t i = 0; i < r->n_tensors; i++) ok = ok && !r->tensors[i].layout_code && r->tensors[i].size_ok;
+    }
+    for (size_t i = 0; r && i < r->n_problems; i++) mpk_cli_error(&r->problems[i]);
+    status = list_json(dir, vg, ok) == 0 && ok ? MPK_EXIT_OK : MPK_EXIT_FAIL;
+    goto out;
+  }
+  printf("modelpkg mt tensors %s (variant %s)\n", dir, vg->variant);
+  if (vg->map_absent) {
+    printf("  no merged weights: %s is absent: use the base weights\n", vg->weight_handoff);
     status = MPK_EXIT_OK;
     goto out;
   }
-  if (rc) goto out;
-  if (mpk_mt_open_inference(dir, &loc, &inf_fd, &err)) goto out;
-  mpk_mt_gate_options go = {.workers = jobs};
-  if (mpk_mt_load_gate_at(inf_fd, loc.inference_dir, map, &go, NULL, &g, &err)) goto out;
+  g = vg->report;
   if (g->no_merged_weights) {
     printf("  no merged weights: the map has no entries: use the base weights\n");
     status = MPK_EXIT_OK;
@@ -95,39 +143,26 @@ static int list(const char *dir, const char *variant, unsigned jobs) {
   status = ok ? MPK_EXIT_OK : MPK_EXIT_FAIL;
 out:
   if (err.code) mpk_cli_error(&err);
-  mpk_mt_gate_report_free(g);
-  if (inf_fd >= 0) close(inf_fd);
-  mpk_mt_handoff_free(map);
-  mpk_mt_located_free(&loc);
+  mpk_mt_variant_gate_free(vg);
   return status;
 }
 
 int mpk_cmd_mt_tensors(int argc, char **argv) {
-  const char *cmd = "mt tensors", *dir = NULL, *variant = NULL;
+  const char *variant = NULL, *jobs_s = NULL;
+  bool json = false;
+  const mpk_cli_opt opts[] = {
+      {"--variant", 0, "ID", "the variant (default: the manifest's defaultVariant)", .str = &variant, .once = true},
+      {"--jobs", 0, "N", "threads hashing tensors (default: one per CPU, at most 8)", .str = &jobs_s},
+      {"--json", 0, NULL, "print one JSON document (docs/CLI.md)", .flag = &json},
+      {0}};
+  const mpk_cli_spec spec = {.name = "mt tensors", .usage = "DIR [--variant ID] [--jobs N] [--json]", .about = about,
+                             .opts = opts, .more = more, .json_keys = tensors_keys, .max_args = 1};
+  mpk_cli_args a;
+  int st = mpk_cli_parse(&spec, argc, argv, &a);
+  if (st != MPK_CLI_GO_ON) return st;
   long long jobs = 0;
-  for (int i = 2; i < argc; i++) {
-    const char *a = argv[i];
-    if (mpk_cli_is_help(a)) {
-      fputs(help, stdout);
-      return MPK_EXIT_OK;
-    } else if (strcmp(a, "--variant") == 0 || strcmp(a, "--jobs") == 0) {
-      if (i + 1 >= argc) return mpk_cli_usage_error(cmd, "%s needs a value", a);
-      const char *val = argv[++i];
-      if (a[2] == 'v') {
-        variant = val;
-        continue;
-      }
-      int st = mpk_cli_parse_jobs(cmd, val, &jobs);
-      if (st) return st;
-    } else if (a[0] == '-' && a[1]) {
-      return mpk_cli_usage_error(cmd, "unknown option '%s'", a);
-    } else if (!dir) {
-      dir = a;
-    } else {
-      return mpk_cli_usage_error(cmd, "unexpected argument '%s'", a);
-    }
-  }
-  if (!dir) return mpk_cli_usage_error(cmd, "missing the package directory");
-  if (!mpk_is_dir(dir)) return mpk_cli_usage_error(cmd, "'%s' is not a directory", dir);
-  return list(dir, variant, (unsigned)jobs);
+  if (!a.n) return mpk_cli_usage(&spec, a.json, "missing the package directory");
+  if ((st = mpk_cli_parse_jobs(&spec, a.json, jobs_s, &jobs))) return st;
+  if (!mpk_cli_is_dir(a.arg[0])) return mpk_cli_usage(&spec, a.json, "'%s' is not a directory", a.arg[0]);
+  return list(a.arg[0], variant, (unsigned)jobs, a.json);
 }

@@ -54,12 +54,6 @@ int mpk_cli_json_refuse(const char *command, const char *const *keys, const mpk_
   return mpk_cli_json_end(root, err, err ? 1 : 0, NULL, 0);
 }
 
-bool mpk_cli_json_wanted(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "--json") == 0) return true;
-  return false;
-}
-
 int mpk_cli_usage_json(bool json, const char *cmd, const char *const *keys, const char *fmt, ...) {
   char msg[sizeof ((mpk_error *)0)->message];
   va_list ap;

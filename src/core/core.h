@@ -13,9 +13,7 @@
 
 /* ---------------------------------------------------------------- errors (error.c) */
 
-/* Set err (may be NULL) and return code. `file` and `pointer` may be NULL. */
-int mpk_fail(mpk_error *err, int code, const char *file, const char *pointer, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+/* mpk_fail is public (include/modelpkg/core.h). */
 int mpk_fail_at(mpk_error *err, int code, const char *file, int64_t offset, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
@@ -52,7 +50,7 @@ typedef struct mpk_json_opts {
   bool allow_nul;     /* accept \u0000 inside strings (generic canonical JSON only) */
 } mpk_json_opts;
 
-#define MPK_JSON_DEFAULT_MAX_BYTES ((size_t)64 * 1024 * 1024)
+#define MPK_JSON_DEFAULT_MAX_BYTES MPK_DOCUMENT_MAX_BYTES
 #define MPK_JSON_DEFAULT_MAX_DEPTH 64
 
 /* Parse a JSON text strictly: one value, duplicate keys refused, invalid UTF-8 refused, a leading
@@ -173,13 +171,8 @@ static inline bool mpk_tally_over(const mpk_tally *t) { return t->count > MPK_LI
 
 /* ---------------------------------------------------------------- files (fs.c) */
 
-/* A read-only view of a whole file: mmap'ed when possible. */
-typedef struct mpk_mapped {
-  const uint8_t *data;
-  size_t size;
-  void *priv_;
-  bool mapped;
-} mpk_mapped;
+/* mpk_mapped (a read-only view of a whole file), mpk_map_beneath, mpk_map_file, mpk_unmap_file,
+   the output contract (mpk_output_*) and mpk_package_kind are public: include/modelpkg/core.h. */
 
 /* mpk_digest_files with each job's path relative to `root` and opened beneath it by
    mpk_open_read's rules (no link out of root, regular files only); root NULL: paths as given. */
@@ -208,15 +201,11 @@ int mpk_open_dir_at(int dirfd, const char *root_shown, const char *rel, int *fd,
 /* "a FIFO", "a directory", ... for a st_mode. */
 const char *mpk_file_type_name(unsigned mode);
 
-/* Map a whole file opened with mpk_open_read's rules (root NULL: a path the user named). */
-int mpk_map_beneath(const char *root, const char *rel, size_t max_size, mpk_mapped *out, mpk_error *err);
 /* Map an open regular file of st_size bytes (takes ownership of fd). */
 int mpk_map_fd(int fd, const char *shown, size_t size, mpk_mapped *out, mpk_error *err);
-int mpk_map_file(const char *path, size_t max_size, mpk_mapped *out, mpk_error *err);
 /* Map a document given as its file, or as a directory holding `default_name`. *file receives the
    path used (malloc'ed, for error messages; free it). */
 int mpk_map_document(const char *path, const char *default_name, char **file, mpk_mapped *out, mpk_error *err);
-void mpk_unmap_file(mpk_mapped *m);
 bool mpk_file_exists(const char *path);
 bool mpk_is_dir(const char *path);
 /* A relative path that cannot leave its directory: not empty, not absolute, no "..", ".", or
@@ -245,30 +234,7 @@ char *mpk_path_join(const char *dir, const char *name);
 
 /* ---------------------------------------------------------------- outputs (output.c) */
 
-/* The one output contract of the commands that write data (docs/CLI.md "Output files"): "-" and a
-   path that is standard output already (-o /dev/stdout > f) write to descriptor 1; an existing
-   character device, FIFO or socket is opened and written through, never replaced; a directory or
-   block device is refused; anything else is written atomically (temporary file beside it, fsync,
-   rename; a link to a regular file stays a link, its target replaced). */
-typedef struct mpk_output {
-  int fd;
-  char *path;      /* as named */
-  char *tmp;       /* the temporary file (atomic replacement), else NULL */
-  char *target;    /* what the temporary file is renamed over */
-  bool to_stdout;  /* the data go to standard output: print the human report on standard error */
-  bool through;    /* written through (standard output, device, FIFO, socket) */
-  uint64_t written;
-} mpk_output;
-/* `path` would be written to standard output (before opening it: where to report). */
-bool mpk_output_is_stdout(const char *path);
-int mpk_output_open(const char *path, mpk_output *o, mpk_error *err);
-int mpk_output_write(mpk_output *o, const void *data, size_t len, mpk_error *err);
-/* Make the bytes written the output (rename into place); closes either way. */
-int mpk_output_commit(mpk_output *o, mpk_error *err);
-/* Drop what was written (the temporary file is removed; through a device, nothing can be undone). */
-void mpk_output_abort(mpk_output *o);
-/* open + write + commit of one buffer. */
-int mpk_output_file(const char *path, const void *data, size_t len, mpk_error *err);
+/* The output contract: public (include/modelpkg/core.h, mpk_output_*); output.c. */
 
 /* ---------------------------------------------------------------- tree walk (walk.c) */
 

@@ -114,3 +114,28 @@ bool mpk_path_resolves_inside(const char *dir, const char *path) {
   free(rp);
   return inside;
 }
+
+/* DIR/name is an entry (a dangling symbolic link counts: the check says what is wrong with it). */
+static int has_entry(const char *dir, const char *name, bool *out) {
+  char *p = mpk_path_join(dir, name);
+  if (!p) return MPK_ENOMEM;
+  struct stat st;
+  *out = lstat(p, &st) == 0;
+  free(p);
+  return 0;
+}
+
+int mpk_package_kind(const char *dir, enum mpk_package_kind *out, mpk_error *err) {
+  if (out) *out = MPK_PACKAGE_NONE;
+  if (!dir || !out) return mpk_fail(err, MPK_EINVAL, dir ? dir : "package", NULL, "no directory or no place for its kind");
+  if (!mpk_is_dir(dir)) return 0;
+  bool mt = false, mlc = false;
+  if (has_entry(dir, MPK_MT_MANIFEST_FILENAME, &mt) || has_entry(dir, MPK_MLC_MANIFEST_FILENAME, &mlc))
+    return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
+  if (mt && mlc)
+    return mpk_fail(err, MPK_EMALFORMED, dir, NULL,
+                    "holds both %s and %s: a package directory is one kind or the other, so neither is checked",
+                    MPK_MLC_MANIFEST_FILENAME, MPK_MT_MANIFEST_FILENAME);
+  *out = mt ? MPK_PACKAGE_MT : mlc ? MPK_PACKAGE_MLC : MPK_PACKAGE_NONE;
+  return 0;
+}

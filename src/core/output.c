@@ -25,6 +25,16 @@
 
 #include "core/core.h"
 
+struct mpk_output {
+  int fd;
+  char *path;      /* as named */
+  char *tmp;       /* the temporary file (atomic replacement), else NULL */
+  char *target;    /* what the temporary file is renamed over */
+  bool to_stdout;  /* the data go to standard output */
+  bool through;    /* written through (standard output, device, FIFO, socket) */
+  uint64_t written;
+};
+
 static bool same_file(const struct stat *a, const struct stat *b) {
   return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
@@ -44,15 +54,16 @@ static int use_stdout(mpk_output *o, const char *shown, mpk_error *err) {
   return 0;
 }
 
-bool mpk_output_is_stdout(const char *path) {
-  if (!path) return false;
-  if (strcmp(path, "-") == 0) return true;
+int mpk_output_is_stdout(const char *path) {
+  if (!path) return 0;
+  if (strcmp(path, "-") == 0) return 1;
   struct stat st;
   return stat(path, &st) == 0 && is_stdout(&st);
 }
 
-int mpk_output_open(const char *path, mpk_output *o, mpk_error *err) {
-  memset(o, 0, sizeof *o);
+static void release(mpk_output *o);
+
+static int open_output(const char *path, mpk_output *o, mpk_error *err) {
   o->fd = -1;
   if (!path || !*path) return mpk_fail(err, MPK_EINVAL, "output", NULL, "no output path");
   if (!(o->path = strdup(path))) return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
@@ -100,7 +111,7 @@ int mpk_output_open(const char *path, mpk_output *o, mpk_error *err) {
 }
 
 int mpk_output_write(mpk_output *o, const void *data, size_t len, mpk_error *err) {
-  if (o->fd < 0) return mpk_fail(err, MPK_EIO, o->path ? o->path : "output", NULL, "output is not open");
+  if (!o || o->fd < 0) return mpk_fail(err, MPK_EIO, o && o->path ? o->path : "output", NULL, "output is not open");
   if (mpk_write_all(o->fd, data, len) != 0)
     return mpk_fail(err, MPK_EIO, o->to_stdout && strcmp(o->path, "-") == 0 ? "standard output" : o->path, NULL,
                     "cannot write: %s", strerror(errno));
@@ -108,15 +119,32 @@ int mpk_output_write(mpk_output *o, const void *data, size_t len, mpk_error *err
   return 0;
 }
 
+int mpk_output_open(const char *path, mpk_output **out, mpk_error *err) {
+  if (!out) return mpk_fail(err, MPK_EINVAL, "output", NULL, "no place for the output");
+  *out = NULL;
+  mpk_output *o = calloc(1, sizeof *o);
+  if (!o) return mpk_fail(err, MPK_ENOMEM, path ? path : "output", NULL, "out of memory");
+  int rc = open_output(path, o, err);
+  if (rc) { /* every failure comes before a descriptor is kept */
+    if (o->fd >= 0) close(o->fd);
+    release(o);
+    return rc;
+  }
+  *out = o;
+  return 0;
+}
+
+int mpk_output_to_stdout(const mpk_output *o) { return o && o->to_stdout; }
+
 static void release(mpk_output *o) {
   free(o->path);
   free(o->tmp);
   free(o->target);
-  o->path = o->tmp = o->target = NULL;
-  o->fd = -1;
+  free(o);
 }
 
 int mpk_output_commit(mpk_output *o, mpk_error *err) {
+  if (!o) return mpk_fail(err, MPK_EINVAL, "output", NULL, "output is not open");
   const char *shown = o->path ? o->path : "output";
   int rc = 0;
   if (o->fd < 0) {
@@ -144,6 +172,7 @@ int mpk_output_commit(mpk_output *o, mpk_error *err) {
 }
 
 void mpk_output_abort(mpk_output *o) {
+  if (!o) return;
   if (o->fd >= 0) {
     close(o->fd);
     if (o->tmp) unlink(o->tmp);
@@ -152,12 +181,12 @@ void mpk_output_abort(mpk_output *o) {
 }
 
 int mpk_output_file(const char *path, const void *data, size_t len, mpk_error *err) {
-  mpk_output o;
+  mpk_output *o = NULL;
   int rc = mpk_output_open(path, &o, err);
-  if (!rc) rc = mpk_output_write(&o, data, len, err);
+  if (!rc) rc = mpk_output_write(o, data, len, err);
   if (rc) {
-    mpk_output_abort(&o);
+    mpk_output_abort(o);
     return rc;
   }
-  return mpk_output_commit(&o, err);
+  return mpk_output_commit(o, err);
 }

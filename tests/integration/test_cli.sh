@@ -265,8 +265,8 @@ expect mt_and_mlc 1 'holds both mlc-model-manifest.json and mobiletransformers_m
 # fixture re-sealed byte for byte, cross-checked against the generator's restatement of the
 # reference exporter's rules.
 MT="$EX/mt-tiny"
-expect seal_help 0 'usage: modelpkg mt build DIR --describe BUILD.json' -- "$MPK" mt --help
-expect seal_no_sub 2 'usage: modelpkg mt build' -- "$MPK" mt
+expect seal_help 0 'usage: modelpkg mt build DIR --describe BUILD.json' -- "$MPK" mt build --help
+expect seal_no_sub 2 'usage: modelpkg mt <subcommand>' -- "$MPK" mt
 expect seal_unknown_sub 2 "unknown subcommand 'seal'" -- "$MPK" mt seal "$MT"
 expect seal_build_no_describe 2 'missing --describe BUILD.json' -- "$MPK" mt build "$MT"
 expect seal_reseal_describe 2 '--describe is for mt build' -- "$MPK" mt reseal "$MT" --describe x.json
@@ -454,7 +454,7 @@ expect select_no_sha_chosen 0 'chosen: cpu-fp16' -- "$MPK" mt select "$TMP/unv"
 # The weight handoff map: canonical form (mt handoff fmt), the reference's bytes whatever the order.
 HF="$SHARED/conformance/mobiletransformers/android_test_federated_handoff.json"
 expect handoff_help 0 'mt handoff fmt FILE' -- "$MPK" mt handoff --help
-expect handoff_no_sub 2 'missing the subcommand' -- "$MPK" mt handoff
+expect handoff_no_sub 2 'usage: modelpkg mt handoff <subcommand>' -- "$MPK" mt handoff
 expect handoff_unknown_sub 2 "unknown subcommand 'check'" -- "$MPK" mt handoff check "$HF"
 expect handoff_no_file 2 'missing the map FILE' -- "$MPK" mt handoff fmt
 cp "$HF" "$TMP/hm.json" && chmod u+w "$TMP/hm.json"

@@ -108,5 +108,52 @@ run image_ok 0 "$MPK" image "$T/pic.png" --package "$L" -o "$T/i.raw"; keep imag
 run image_refused 1 "$MPK" image "$T/tone.wav" --package "$L" -o "$T/i.raw"; keep image_no
 same_keys image "$T/image_ok.json" "$T/image_no.json"
 
+# ---- the commands that had no --json (issue 17): mt tensors, mt build / reseal, mlc build, mlc id,
+# mlc metadata, mt handoff fmt / build; and the MT check's refusal, and usage errors of each.
+mkdir -p "$T/bad-mt" && echo '{' > "$T/bad-mt/mobiletransformers_manifest.json"
+run check_mt_ok2 0 "$MPK" check "$EX/mt-tiny" --no-hash; keep check_mt_ok
+run check_mt_refused 1 "$MPK" check "$T/bad-mt"; keep check_mt_no
+same_keys check_mt "$T/check_mt_ok.json" "$T/check_mt_no.json"
+run check_mt_usage 2 "$MPK" check "$EX/mt-tiny" --variant a --all-variants
+mkdir -p "$T/both" && touch "$T/both/mobiletransformers_manifest.json" "$T/both/mlc-model-manifest.json"
+run check_both_refused 1 "$MPK" check "$T/both"
+run mt_tensors_ok 0 "$MPK" mt tensors "$EX/mt-tiny" --variant cpu-int4; keep tens_ok
+run mt_tensors_refused 1 "$MPK" mt tensors "$EX/mt-tiny" --variant no-such-variant; keep tens_no
+same_keys mt_tensors "$T/tens_ok.json" "$T/tens_no.json"
+run mt_tensors_usage 2 "$MPK" mt tensors "$EX/mt-tiny" --jobs 0
+cp -r "$EX/mt-tiny" "$T/seal"
+run mt_build_ok 0 "$MPK" mt build "$T/seal" --describe "$EX/mt-tiny.build.json" --dry-run; keep mtb_ok
+run mt_build_refused 1 "$MPK" mt build "$T/seal" --describe "$T/no-such.json"; keep mtb_no
+same_keys mt_build "$T/mtb_ok.json" "$T/mtb_no.json"
+run mt_build_usage 2 "$MPK" mt build "$T/seal"
+run mt_reseal_ok 0 "$MPK" mt reseal "$T/seal" --dry-run
+run mt_reseal_refused 1 "$MPK" mt reseal "$T/bad-mt"
+run mt_reseal_usage 2 "$MPK" mt reseal "$T/seal" --describe x.json
+mkdir -p "$T/mb"
+cp "$G/mlc-chat-config.json" "$G/tensor-cache.json" "$G/params_shard_0.bin" "$T/mb/"
+python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["tasks"]))' "$G/mlc-model-manifest.json" > "$T/tasks.json"
+run mlc_build_ok 0 "$MPK" mlc build "$T/mb" --tasks "$T/tasks.json" --lib "$GLIB" --required-features shader-f16; keep mb_ok
+run mlc_build_refused 1 "$MPK" mlc build "$T/mb" --tasks "$T/no-such.json" --lib "$GLIB"; keep mb_no
+same_keys mlc_build "$T/mb_ok.json" "$T/mb_no.json"
+run mlc_build_usage 2 "$MPK" mlc build "$T/mb" --tasks "$T/tasks.json" --lib "$GLIB" --params x
+run mlc_id_usage 2 "$MPK" mlc id
+run mlc_metadata_ok 0 "$MPK" mlc metadata "$GLIB"; keep md_ok
+run mlc_metadata_refused 1 "$MPK" mlc metadata "$T/tone.wav"; keep md_no
+same_keys mlc_metadata "$T/md_ok.json" "$T/md_no.json"
+run mlc_metadata_usage 2 "$MPK" mlc metadata
+run mlc_plan_usage 2 "$MPK" mlc plan --package "$G"
+HMAP=$(find "$EX/mt-tiny" -name weight_handoff_map.json | head -1)
+cp "$HMAP" "$T/hm.json" && chmod u+w "$T/hm.json"
+run mt_handoff_fmt_ok 0 "$MPK" mt handoff fmt "$T/hm.json"; keep fmt_ok
+run mt_handoff_fmt_refused 1 "$MPK" mt handoff fmt "$T/tasks.json"; keep fmt_no
+same_keys mt_handoff_fmt "$T/fmt_ok.json" "$T/fmt_no.json"
+run mt_handoff_fmt_usage 2 "$MPK" mt handoff fmt
+cp -r "$EX/mt-tiny" "$T/hb"
+run mt_handoff_build_ok 0 "$MPK" mt handoff build "$T/hb" --variant cpu-fp16 --dry-run; keep hb_ok
+run mt_handoff_build_refused 1 "$MPK" mt handoff build "$T/nope"; keep hb_no
+same_keys mt_handoff_build "$T/hb_ok.json" "$T/hb_no.json"
+run mt_graph_usage 2 "$MPK" mt graph
+run mt_inspect_usage 2 "$MPK" mt inspect "$EX/mt-tiny" --variant x
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -136,3 +136,75 @@ int mpk_mt_load_map(const char *dir, const mpk_mt_located *loc, mpk_mt_handoff *
   mpk_unmap_file(&m);
   return rc;
 }
+
+/* The public face of the three steps above and the gate: what `modelpkg mt tensors` lists. */
+struct mpk_mt_variant_gate_priv {
+  mpk_mt_located loc;
+  mpk_mt_handoff *map;
+  mpk_mt_gate_report *report;
+};
+
+void mpk_mt_variant_gate_free(mpk_mt_variant_gate *g) {
+  if (!g) return;
+  if (g->priv_) {
+    mpk_mt_gate_report_free(g->priv_->report);
+    mpk_mt_handoff_free(g->priv_->map);
+    mpk_mt_located_free(&g->priv_->loc);
+    free(g->priv_);
+  }
+  free(g);
+}
+
+int mpk_mt_variant_gate_open(const char *dir, const char *variant, const mpk_mt_gate_options *opts,
+                             mpk_mt_variant_gate **out, mpk_error *err) {
+  if (!out) return mpk_fail(err, MPK_EINVAL, dir ? dir : "package", NULL, "no place for the gate");
+  *out = NULL;
+  if (!dir) return mpk_fail(err, MPK_EINVAL, "package", NULL, "no package directory");
+  mpk_mt_variant_gate *g = calloc(1, sizeof *g);
+  struct mpk_mt_variant_gate_priv *p = g ? calloc(1, sizeof *p) : NULL;
+  if (!p) {
+    free(g);
+    return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
+  }
+  g->priv_ = p;
+  int rc = mpk_mt_locate(dir, variant, &p->loc, err);
+  if (rc) {
+    free(p);
+    free(g);
+    return rc;
+  }
+  g->variant = p->loc.variant->id;
+  g->weight_handoff = p->loc.variant->weight_handoff;
+  if (!p->loc.map_file) {
+    rc = mpk_fail(err, MPK_EMALFORMED, p->loc.manifest_file, NULL, "variant \"%s\" has no weightHandoff", g->variant);
+    goto fail;
+  }
+  /* The map, the tensors and their sidecars are read beneath the package: the inference directory
+     is opened with no link in its path, and a package shipping a merge journal or record is refused
+     before the gate would replay or trust it. */
+  mpk_error local;
+  mpk_error_clear(&local);
+  rc = mpk_mt_load_map(dir, &p->loc, &p->map, &local);
+  if (rc == MPK_ENOTFOUND && !p->map && local.code == MPK_ENOTFOUND && strstr(local.message, "not found")) {
+    g->map_absent = 1; /* no merged weights: use the base weights */
+    *out = g;
+    return 0;
+  }
+  if (rc) {
+    if (err) *err = local;
+    goto fail;
+  }
+  int inf_fd = -1;
+  if ((rc = mpk_mt_open_inference(dir, &p->loc, &inf_fd, err))) goto fail;
+  mpk_mt_gate_options go = {0};
+  if (opts) go = *opts;
+  rc = mpk_mt_load_gate_at(inf_fd, p->loc.inference_dir, p->map, &go, NULL, &p->report, err);
+  if (inf_fd >= 0) close(inf_fd);
+  if (rc) goto fail;
+  g->report = p->report;
+  *out = g;
+  return 0;
+fail:
+  mpk_mt_variant_gate_free(g);
+  return rc;
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The CLI builds against the installed library alone: install the build into a temporary prefix,
+# configure src/cli as an outside project through find_package(modelpkg), build it, run it.
+# usage: test_cli_standalone.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+BUILD=$1
+SRC=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cmake --install "$BUILD" --prefix "$TMP/prefix" >/dev/null
+# Configured from a copy, outside the source tree: only the installed headers and library exist.
+cp -r "$SRC/src/cli" "$TMP/cli"
+cmake -S "$TMP/cli" -B "$TMP/b" -G Ninja -DCMAKE_PREFIX_PATH="$TMP/prefix" >"$TMP/configure.log" 2>&1 \
+  || fail "configure: $(cat "$TMP/configure.log")"
+cmake --build "$TMP/b" >"$TMP/build.log" 2>&1 || fail "build: $(tail -30 "$TMP/build.log")"
+CLI="$TMP/b/modelpkg"
+[ -x "$CLI" ] || fail "no $CLI"
+# It links the installed shared library, not the build's.
+ldd "$CLI" >"$TMP/ldd"
+grep -q "$TMP/prefix/.*libmodelpkg\.so" "$TMP/ldd" || fail "not linked to the installed libmodelpkg.so: $(cat "$TMP/ldd")"
+v=$("$CLI" --version)
+[ "$v" = "modelpkg $(sed -n 's/^project(modelpkg VERSION \([0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")" ] || fail "--version: $v"
+# One real command: the MLC example package checks clean.
+set +e
+out=$("$CLI" check "$SRC/examples/gemma4-audio" 2>&1)
+rc=$?
+set -e
+[ $rc = 0 ] || fail "check exit $rc: $out"
+case $out in *"all checks hold"*|*OK*) ;; *) fail "check said: $out" ;; esac
+echo "ok: src/cli built alone against the installed modelpkg; --version and check run"
