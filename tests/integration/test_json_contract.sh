@@ -142,7 +142,7 @@ run mlc_metadata_refused 1 "$MPK" mlc metadata "$T/tone.wav"; keep md_no
 same_keys mlc_metadata "$T/md_ok.json" "$T/md_no.json"
 run mlc_metadata_usage 2 "$MPK" mlc metadata
 run mlc_plan_usage 2 "$MPK" mlc plan --package "$G"
-HMAP=$(find "$EX/mt-tiny" -name weight_handoff_map.json | head -1)
+HMAP=$(find "$EX/mt-tiny" -name weight_handoff_map.json -print -quit)
 cp "$HMAP" "$T/hm.json" && chmod u+w "$T/hm.json"
 run mt_handoff_fmt_ok 0 "$MPK" mt handoff fmt "$T/hm.json"; keep fmt_ok
 run mt_handoff_fmt_refused 1 "$MPK" mt handoff fmt "$T/tasks.json"; keep fmt_no
