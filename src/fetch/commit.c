@@ -15,14 +15,6 @@
 
 #include "fetch/engine.h"
 
-static void show(char *buf, size_t cap, const char *dir, const char *name) {
-  snprintf(buf, cap, "%s/%s", dir, name);
-}
-
-static int entry_stat(int dir, const char *name, struct stat *st) {
-  return fstatat(dir, name, st, AT_SYMLINK_NOFOLLOW);
-}
-
 /* One durable step of the commit done; a crash test may stop right after it. */
 #define STEP(s)                                                  \
   do {                                                           \
@@ -34,9 +26,9 @@ static int entry_stat(int dir, const char *name, struct stat *st) {
 /* new/ of the staging directory is a real directory (and, when it is open, the one we filled). */
 static int check_new(mpk_fetch_stage *s, mpk_error *err) {
   char shown[4096];
-  show(shown, sizeof shown, s->staging, "new");
+  snprintf(shown, sizeof shown, "%s/new", s->staging);
   struct stat st, mine;
-  if (entry_stat(s->staging_fd, "new", &st) != 0)
+  if (fstatat(s->staging_fd, "new", &st, AT_SYMLINK_NOFOLLOW) != 0)
     return mpk_fail(err, MPK_EIO, shown, NULL, "cannot stat: %s", strerror(errno));
   if (S_ISLNK(st.st_mode)) return mpk_fx_refuse_link(err, shown);
   if (!S_ISDIR(st.st_mode) ||
@@ -54,7 +46,7 @@ static int swap_in(mpk_fetch_stage *s, int *replaced, mpk_error *err) {
   int rc = check_new(s, err);
   if (rc) return rc;
   struct stat st;
-  if (entry_stat(s->cache_fd, s->name, &st) == 0) {
+  if (fstatat(s->cache_fd, s->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISLNK(st.st_mode)) return mpk_fx_refuse_link(err, s->target);
     if (!S_ISDIR(st.st_mode))
       return mpk_fail(err, MPK_EMALFORMED, s->target, NULL, "is %s, not a directory: refused (nothing was replaced)",
@@ -122,7 +114,7 @@ static void remove_marker_temps(mpk_fetch_stage *s) {
     struct stat st;
     if (strncmp(e, MPK_FETCH_COMMIT_FILE, bl) != 0 || strncmp(e + bl, ".tmp.", 5) != 0 || !mpk_is_temp_suffix(e + bl + 5))
       continue;
-    if (entry_stat(s->staging_fd, e, &st) == 0 && S_ISREG(st.st_mode)) unlinkat(s->staging_fd, e, 0);
+    if (fstatat(s->staging_fd, e, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) unlinkat(s->staging_fd, e, 0);
   }
   mpk_fx_free_names(names, n);
 }
@@ -231,7 +223,7 @@ int mpk_fetch_recover(const char *cache_dir, const char *name, const char *recor
       rc = 0;
     } else if (!rc && !(rc = mpk_fx_stage_lock(&s, err))) {
       struct stat st;
-      if (recovered) *recovered = entry_stat(s.staging_fd, MPK_FETCH_COMMIT_FILE, &st) == 0;
+      if (recovered) *recovered = fstatat(s.staging_fd, MPK_FETCH_COMMIT_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0;
       rc = mpk_fx_recover(&s, err);
     }
   }

@@ -452,6 +452,8 @@ int mpk_fetch_download(mpk_fetch_stage *st, mpk_fetch_source *src, const mpk_fet
     r.total += sorted[i]->size;
   }
   free(sorted);
+  mpk_fx_close(&st->new_fd); /* a second download into the same stage opens them afresh */
+  mpk_fx_close(&st->parts_fd);
   if ((rc = mpk_fx_open_dir(st->staging_fd, st->staging, "new", true, &st->new_fd, err)) ||
       (rc = mpk_fx_open_dir(st->staging_fd, st->staging, "parts", true, &st->parts_fd, err)))
     goto out;
