@@ -216,7 +216,8 @@ MPK_API void mpk_fetch_new_id(char out[33]);
  * record_name carrying "installId": `install_id`), fsync every directory, write the commit marker,
  * then put the tree at `<cache_dir>/<name>/` in one atomic exchange (or two renames where the file
  * system cannot; recovery rolls that forward), and clean up. The previous tree stays intact until
- * the marker is written. `*replaced` (may be NULL): 1 when a previous tree was replaced.
+ * the marker is written. `*replaced` (may be NULL): 1 when a previous tree was replaced. Documents
+ * without the record, or with a name that is not one path component: MPK_EINVAL, nothing written.
  */
 MPK_API int mpk_fetch_commit(mpk_fetch_stage *stage, const char *install_id, const mpk_fetch_doc *docs, size_t n_docs,
                              int *replaced, mpk_error *err);

@@ -175,12 +175,20 @@ int mpk_fetch_commit(mpk_fetch_stage *s, const char *install_id, const mpk_fetch
   *replaced = 0;
   if (!s || !install_id || (n_docs && !docs)) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   if (strlen(install_id) >= 65) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "an install id is at most 64 bytes");
+  bool has_record = false;
+  for (size_t i = 0; i < n_docs; i++) {
+    const char *nm = docs[i].name;
+    if (!nm || !*nm || strchr(nm, '/') || strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0 || (!docs[i].data && docs[i].len))
+      return mpk_fail(err, MPK_EINVAL, NULL, NULL, "a commit document needs a name (one component) and its bytes");
+    if (strcmp(nm, s->record_name) == 0) has_record = true;
+  }
+  /* Recovery decides from the record's installId: a commit without it could not be rolled forward. */
+  if (!has_record)
+    return mpk_fail(err, MPK_EINVAL, NULL, NULL, "the commit's documents must include the record %s", s->record_name);
   int rc = 0;
   if (s->new_fd < 0 && (rc = mpk_fx_open_dir(s->staging_fd, s->staging, "new", true, &s->new_fd, err))) return rc;
   s->step = 0;
   for (size_t i = 0; i < n_docs; i++) {
-    if (!docs[i].name || strchr(docs[i].name, '/') || (!docs[i].data && docs[i].len))
-      return mpk_fail(err, MPK_EINVAL, NULL, NULL, "a commit document needs a name (one component) and its bytes");
     if ((rc = mpk_fx_write_at(s->new_fd, s->new_dir, docs[i].name, docs[i].data, docs[i].len, true, err))) return rc;
     STEP(s); /* 1: the manifest, 2: the install record (mt install) */
   }

@@ -199,6 +199,24 @@ static void test_directory_source(void **state) {
   assert_int_equal(ev.first_start_done[0], 1572871); /* FILE_START says what was already staged */
   assert_installed(pkg, tree);
 
+  /* a commit without the record recovery needs is refused, nothing written */
+  mpk_fetch_stage *stage = NULL;
+  mpk_fetch_stage_options sto = MPK_FETCH_STAGE_OPTIONS_INIT;
+  sto.record_name = RECORD;
+  assert_int_equal(mpk_fetch_stage_open(cache, "x", &sto, &stage, &err), 0);
+  mpk_fetch_doc only[] = {{CACHE_DOC, "{}", 2}};
+  assert_int_equal(mpk_fetch_commit(stage, "00", only, 1, NULL, &err), MPK_EINVAL);
+  assert_non_null(strstr(err.message, RECORD));
+  mpk_fetch_doc dotdot[] = {{"..", "{}", 2}, {RECORD, "{}", 2}};
+  assert_int_equal(mpk_fetch_commit(stage, "00", dotdot, 2, NULL, &err), MPK_EINVAL);
+  /* a second holder of the stage fails at once, naming the lock */
+  mpk_fetch_stage *second = NULL;
+  assert_int_equal(mpk_fetch_stage_open(cache, "x", &sto, &second, &err), MPK_EIO);
+  assert_non_null(strstr(err.message, "another installer"));
+  mpk_fetch_stage_close(stage);
+  snprintf(tree, sizeof tree, "%s/x", cache);
+  assert_int_equal(stat(tree, &st), -1);
+
   /* options structs: a size smaller than any layout is refused */
   mpk_fetch_source *src = NULL;
   mpk_fetch_source_options tiny = {1};
