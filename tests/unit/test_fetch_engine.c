@@ -3,6 +3,7 @@
    and an MD5 each — from a directory source, and over HTTP (python3 -m http.server on 127.0.0.1).
    Success; a shard with a wrong MD5 refused naming the shard, nothing committed; a run cancelled
    after its first file resumed by the next, which reuses the finished file. */
+#define _GNU_SOURCE /* kill, nanosleep under -std=c11 */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -219,7 +220,7 @@ static void test_directory_source(void **state) {
 
   /* options structs: a size smaller than any layout is refused */
   mpk_fetch_source *src = NULL;
-  mpk_fetch_source_options tiny = {1};
+  mpk_fetch_source_options tiny = {.struct_size = 1};
   assert_int_equal(mpk_fetch_source_open(pkg, &tiny, &src, &err), MPK_EINVAL);
   tu_sh("rm -rf '%s'", dir);
 }
