@@ -50,12 +50,15 @@ JOBS=${JOBS:-4}
 THROTTLE=${THROTTLE:-128m}
 THROTTLE_REPEAT=${THROTTLE_REPEAT:-3}
 INSTALL_ARGS=${INSTALL_ARGS:-}   # extra options for mt install (experiments)
+# Another build's modelpkg (e.g. the commit before a change) as one more peer, install-base, in the
+# same interleaved rounds: the summary adds install / install-base, a before/after side by side.
+MODELPKG_BASE=${MODELPKG_BASE:-}
 PYTHON=/usr/bin/python3
 TIME=/usr/bin/time
 NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 CORES=$(nproc)
 
-for tool in "$MODELPKG" "$BENCH" "$TIME" "$NGINX" curl sync "$PYTHON"; do
+for tool in "$MODELPKG" ${MODELPKG_BASE:+"$MODELPKG_BASE"} "$BENCH" "$TIME" "$NGINX" curl sync "$PYTHON"; do
   command -v "$tool" >/dev/null || { echo "run_install.sh: missing $tool (build: cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DMPK_BUILD_TESTS=OFF && ninja -C build-bench modelpkg_cli bench_digest; nginx: scripts/setup.sh)" >&2; exit 2; }
 done
 
@@ -151,8 +154,11 @@ measure() {
     curl+sync) cmd=(sh -c 'curl --parallel --parallel-max "$1" --create-dirs -fsS -K "$2" && cd "$3" && find . -type f -exec sync {} +' \
                     sh "$JOBS" "$WORK/curl.$loc.cfg" "$WORK/dl") ;;
     hash)      cmd=("$BENCH" --algo sha256 --workers "$CORES" "${SERVED[@]}") ;;
-    install)   # shellcheck disable=SC2086
-               cmd=("$MODELPKG" mt install "$BASE/$loc" --repo-id bench/Bench-1B --cache "$WORK/cache"
+    install | install-base)
+               local bin=$MODELPKG
+               [[ $peer == install-base ]] && bin=$MODELPKG_BASE
+               # shellcheck disable=SC2086
+               cmd=("$bin" mt install "$BASE/$loc" --repo-id bench/Bench-1B --cache "$WORK/cache"
                     --variant cpu-fp16 --features inference,train --jobs "$JOBS" --json $INSTALL_ARGS) ;;
   esac
   local j0 t0 t1 j1
@@ -166,7 +172,7 @@ measure() {
   cpu=$(awk -v u="$u" -v s="$s" 'BEGIN{printf "%.2f", u+s}')
   bg=$(awk -v j="$((j1 - j0))" -v hz="$HZ" -v w="$wall" -v c="$cpu" 'BEGIN{b=j/hz/w - c/w; if (b<0) b=0; printf "%.2f", b}')
   case $peer in
-    install)
+    install | install-base)
       grep -q "\"files\": $NFILES," "$out" || { echo "run_install.sh: the install did not report $NFILES files:" >&2; cat "$out" >&2; exit 1; } ;;
     hash)
       if [[ $round == 1 ]]; then
@@ -235,10 +241,11 @@ summary() {
       names["curl+sync"] = "curl --parallel " jobs " + fsync each file"
       names["hash"] = "mpk_digest_files, all cores (hash only)"
       names["install"] = "modelpkg mt install --jobs " jobs
-      split("curl curl+sync hash install", want, " ")
+      names["install-base"] = "the same, the MODELPKG_BASE build"
+      split("curl curl+sync hash install install-base", want, " ")
       printf "\n-- %s (median of %d rounds)\n", section, nrounds
       printf "%-42s %8s %8s %8s %6s %10s\n", "peer", "wall s", "MB/s", "cpu/wall", "other", "peak RSS"
-      for (i = 1; i <= 4; i++) {
+      for (i = 1; i <= 5; i++) {
         p = want[i]; if (!(p in seen)) continue
         printf "%-42s %8.2f %8.0f %8.2f %6.2f %7.1f MiB\n", names[p], med_of(p, "wall"), med_of(p, "mbps"),
                med_of(p, "cpuwall"), med_of(p, "bg"), maxrss[p]
@@ -251,11 +258,13 @@ summary() {
         printf "  install / curl                                     %6.3f\n", med_ratio("install", "curl", "")
         printf "  install / hash                                     %6.3f\n", med_ratio("install", "hash", "")
         if ("curl+sync" in seen) printf "  install / (curl + fsync)                           %6.3f\n", med_ratio("install", "curl+sync", "")
+        if ("install-base" in seen) printf "  install / install-base (before/after, same rounds)  %6.3f (%.3f-%.3f)\n", med_ratio("install", "install-base", ""), minmax_ratio("install", "install-base", "", "min"), minmax_ratio("install", "install-base", "", "max")
         printf "  install peak RSS (any round)                       %6.1f MiB   < 64 MiB %s\n", maxrss["install"], (maxrss["install"] < 64 ? "met" : "MISSED")
       } else {
         x = med_ratio("install", "curl", "")
         printf "  install / curl, both through limit_rate %-6s      %6.3f (%.3f-%.3f)   ~1: bound by the link\n", rate, x,
                minmax_ratio("install", "curl", "", "min"), minmax_ratio("install", "curl", "", "max")
+        if ("install-base" in seen) printf "  install / install-base (before/after, same rounds)  %6.3f (%.3f-%.3f)\n", med_ratio("install", "install-base", ""), minmax_ratio("install", "install-base", "", "min"), minmax_ratio("install", "install-base", "", "max")
         if (ideal > 0) printf "  install / ideal (each file at %s on its own connection, %d at a time: %.2f s)  %6.3f\n", rate, jobs, ideal, med_of("install", "wall") / ideal
       }
     }' "$RES"
@@ -263,7 +272,7 @@ summary() {
 
 echo "== 3. loopback: page cache warmed (the package read once)"
 cat "${SERVED[@]}" >/dev/null
-rounds loopback "$REPEAT" curl curl+sync hash install
+rounds loopback "$REPEAT" curl curl+sync hash install ${MODELPKG_BASE:+install-base}
 summary loopback
 
 if [[ $THROTTLE_REPEAT != 0 ]]; then
@@ -274,7 +283,7 @@ if [[ $THROTTLE_REPEAT != 0 ]]; then
     BEGIN { r = rate + 0; u = substr(rate, length(rate)); if (u == "m" || u == "M") r *= 1048576; else if (u == "k" || u == "K") r *= 1024 }
     { t = $2 / r; best = 1; for (j = 2; j <= jobs; j++) if (free[j] < free[best]) best = j; free[best] += t; if (free[best] > end) end = free[best] }
     END { printf "%.3f", end }' "$WORK/plan.txt")
-  rounds throttled "$THROTTLE_REPEAT" curl install
+  rounds throttled "$THROTTLE_REPEAT" curl install ${MODELPKG_BASE:+install-base}
   summary throttled "$ideal"
 fi
 echo

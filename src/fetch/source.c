@@ -16,7 +16,7 @@
 #include "core/hash.h"
 #include "fetch/source.h"
 
-struct mpk_src {
+struct mpk_fetch_source {
   char *location; /* as given */
   char *base;     /* URL without trailing slashes, or the directory */
   bool http, https;
@@ -662,7 +662,7 @@ int mpk_src_fetch_file(mpk_src *s, mpk_src_fetch *f, mpk_error *err) {
   f->http_status = 0;
   char *url = mpk_src_url(s, f->rel);
   mpk_hasher hasher, *md = &hasher;
-  if (mpk_hasher_init(md, MPK_DIGEST_SHA256) || !url) {
+  if (mpk_hasher_init(md, f->algo) || !url) {
     free(url);
     mpk_hasher_free(md);
     return mpk_fail(err, MPK_ENOMEM, f->rel, NULL, "out of memory");
@@ -683,7 +683,7 @@ int mpk_src_fetch_file(mpk_src *s, mpk_src_fetch *f, mpk_error *err) {
   if (!rc && lseek(f->fd, (off_t)f->offset, SEEK_SET) < 0)
     rc = mpk_fail(err, MPK_EIO, url, NULL, "cannot seek: %s", strerror(errno));
   if (!rc) rc = s->http ? http_fetch(s, f, md, url, err) : dir_fetch(s, f, md, url, err);
-  if (!rc && mpk_hasher_final_hex(md, f->hex)) rc = mpk_fail(err, MPK_EIO, url, NULL, "SHA-256 failed");
+  if (!rc && mpk_hasher_final_hex(md, f->hex)) rc = mpk_fail(err, MPK_EIO, url, NULL, "%s failed", f->algo == MPK_DIGEST_MD5 ? "MD5" : "SHA-256");
   mpk_hasher_free(md);
   free(url);
   return rc;

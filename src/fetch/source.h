@@ -1,13 +1,15 @@
 /* A package source: a directory or an http(s) base URL. Files are addressed by their
    package-relative POSIX path and fetched as <base>/<path> (each segment percent-encoded), so any
-   static server, CDN or object store serves a package. Internal, not installed; the installer
-   (install.c) is the user. */
-#ifndef MPK_MT_SOURCE_H
-#define MPK_MT_SOURCE_H
+   static server, CDN or object store serves a package. The fetch engine's internals (engine.c,
+   the public mpk_fetch_source_* wrap these); the unit and fuzz tests use them directly. */
+#ifndef MPK_FETCH_SOURCE_H
+#define MPK_FETCH_SOURCE_H
 
 #include "core/core.h"
+#include "modelpkg/fetch.h"
 
-typedef struct mpk_src mpk_src;
+/* The public mpk_fetch_source (include/modelpkg/fetch.h) is this object. */
+typedef struct mpk_fetch_source mpk_src;
 
 /* How failed transfers are retried: connection errors, timeouts and 5xx responses (a 404 or other
    4xx, a size or content problem, is not retried here). Attempt n (n >= 1) waits
@@ -74,6 +76,7 @@ typedef struct mpk_src_fetch {
   /* in */
   const char *rel;       /* package-relative path (already checked to be confined) */
   uint64_t size;         /* the exact declared size */
+  mpk_digest_algo algo;  /* what `hex` is: MPK_DIGEST_SHA256 or MPK_DIGEST_MD5 (0) */
   int fd;                /* bytes [0, offset) already there are kept and re-hashed */
   uint64_t offset;       /* resume from here (HTTP Range); <= size */
   char validator[256];   /* in: ETag (or Last-Modified) the kept bytes came with, "" unknown;
@@ -85,7 +88,7 @@ typedef struct mpk_src_fetch {
   int (*on_bytes)(void *ctx, uint64_t done);
   void *ctx;
   /* out */
-  char hex[65];          /* SHA-256 of the whole file, [0, size) */
+  char hex[65];          /* the digest (`algo`) of the whole file, [0, size), lowercase hex */
   uint64_t resumed_from; /* the offset the bytes finally kept were continued from (0: whole) */
   unsigned restarts;     /* how often it started over from 0 (Range ignored, content changed) */
   unsigned retries;      /* failed attempts that were retried */

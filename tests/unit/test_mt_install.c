@@ -82,7 +82,7 @@ static void test_dir_fetch_resume(void **state) {
     if (wrong) prefix[5] ^= 1;
     assert_int_equal(mpk_write_all(fd, prefix, 1048583 + 100), 0);
     free(prefix);
-    mpk_src_fetch f = {.rel = "f.bin", .size = len, .fd = fd, .offset = 1048583};
+    mpk_src_fetch f = {.algo = MPK_DIGEST_SHA256, .rel = "f.bin", .size = len, .fd = fd, .offset = 1048583};
     assert_int_equal(mpk_src_fetch_file(s, &f, &err), 0);
     assert_int_equal(f.resumed_from, 1048583);
     close(fd);
@@ -99,13 +99,13 @@ static void test_dir_fetch_resume(void **state) {
   }
   /* a declared size other than the file's: refused either way */
   int fd = open(dst, O_RDWR | O_CREAT | O_TRUNC, 0644);
-  mpk_src_fetch f = {.rel = "f.bin", .size = len - 1, .fd = fd};
+  mpk_src_fetch f = {.algo = MPK_DIGEST_SHA256, .rel = "f.bin", .size = len - 1, .fd = fd};
   assert_int_equal(mpk_src_fetch_file(s, &f, &err), MPK_EMISMATCH);
   assert_non_null(strstr(err.message, "larger than declared"));
-  f = (mpk_src_fetch){.rel = "f.bin", .size = len + 1, .fd = fd};
+  f = (mpk_src_fetch){.algo = MPK_DIGEST_SHA256, .rel = "f.bin", .size = len + 1, .fd = fd};
   assert_int_equal(mpk_src_fetch_file(s, &f, &err), MPK_EMISMATCH);
   assert_non_null(strstr(err.message, "shorter than declared"));
-  f = (mpk_src_fetch){.rel = "nothere.bin", .size = 1, .fd = fd};
+  f = (mpk_src_fetch){.algo = MPK_DIGEST_SHA256, .rel = "nothere.bin", .size = 1, .fd = fd};
   assert_int_equal(mpk_src_fetch_file(s, &f, &err), MPK_ENOTFOUND);
   close(fd);
   /* a small document over its bound */
@@ -153,7 +153,7 @@ static void test_http_retry_backoff(void **state) {
   char dst[4096];
   snprintf(dst, sizeof dst, "%s/x", dir);
   int fd = open(dst, O_RDWR | O_CREAT | O_TRUNC, 0644);
-  mpk_src_fetch f = {.rel = "x.bin", .size = 10, .fd = fd};
+  mpk_src_fetch f = {.algo = MPK_DIGEST_SHA256, .rel = "x.bin", .size = 10, .fd = fd};
   assert_int_equal(mpk_src_fetch_file(s, &f, &err), MPK_EIO);
   assert_int_equal(f.retries, 4);
   assert_int_equal(sl.n, 4);
