@@ -8,3 +8,5 @@ mpk_test(test_core_parallel unit unit/test_core_parallel.c)
 mpk_test(test_core_atomic unit unit/test_core_atomic.c)
 mpk_test(test_core_open unit unit/test_core_open.c)
 mpk_test(test_core_output unit unit/test_core_output.c)
+# ---- the public API's conventions (docs/API.md): options structs, headers, exported symbols
+mpk_test(test_api_options unit unit/test_api_options.c)

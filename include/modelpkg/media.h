@@ -220,10 +220,13 @@ MPK_API int mpk_image_plan_resize(int64_t src_width, int64_t src_height, const m
                                   mpk_image_plan *out, mpk_error *err);
 
 typedef struct mpk_image_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   int ignore_orientation;  /**< 1: pixels as stored, EXIF orientation not applied */
   uint64_t max_pixels;     /**< bound on source width * height; 0: MPK_IMAGE_DEFAULT_MAX_PIXELS */
   uint64_t max_decode_bytes; /**< decoding memory budget; 0: MPK_IMAGE_DEFAULT_MAX_DECODE_BYTES */
 } mpk_image_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_IMAGE_OPTIONS_INIT {sizeof(mpk_image_options)}
 
 /** The pixel tensor and a report of where it came from. Freed with mpk_image_free(). */
 typedef struct mpk_image {

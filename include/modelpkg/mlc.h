@@ -540,6 +540,7 @@ MPK_API int mpk_mlc_fit_check(const mpk_mlc_fit *fit, const mpk_mlc_artifact *ar
                               mpk_problem_fn on_problem, void *problem_ctx, mpk_error *err);
 
 typedef struct mpk_mlc_fit_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   const char *lib_path;            /**< compiled library or _metadata JSON; NULL: parameters from
                                         the package's tensor cache only (fit not complete) */
   int64_t context;                 /**< > 0: size the KV cache for this many tokens; 0: default */
@@ -550,6 +551,8 @@ typedef struct mpk_mlc_fit_options {
   int has_device_memory;           /**< 1: check total_bytes against device_memory_bytes */
   int64_t device_memory_bytes;
 } mpk_mlc_fit_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MLC_FIT_OPTIONS_INIT {sizeof(mpk_mlc_fit_options)}
 
 /** What `modelpkg fit` found. Read-only; freed with mpk_mlc_fit_report_free(). */
 typedef struct mpk_mlc_fit_report {
@@ -587,6 +590,7 @@ MPK_API void mpk_mlc_fit_report_free(mpk_mlc_fit_report *report);
  * ========================================================================================== */
 
 typedef struct mpk_mlc_check_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   const char *lib_path;          /**< compiled library or _metadata JSON; NULL: none */
   const mpk_mlc_device *device;  /**< NULL: no device checks */
   int no_weights;                /**< 1: do not read the shard files (sizes, MD5) */
@@ -594,6 +598,8 @@ typedef struct mpk_mlc_check_options {
   mpk_progress_fn progress;      /**< shard hashing progress; may be NULL */
   void *progress_ctx;
 } mpk_mlc_check_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MLC_CHECK_OPTIONS_INIT {sizeof(mpk_mlc_check_options)}
 
 /** Everything `modelpkg check` found. Read-only; freed with mpk_mlc_report_free(). */
 typedef struct mpk_mlc_report {

@@ -135,9 +135,12 @@ MPK_API int mpk_mt_manifest_load(const char *path, mpk_mt_manifest **out, mpk_er
 /** The environment variable that sets the file budget when the caller gives none. */
 #define MPK_MT_MANIFEST_MAX_FILES_ENV "MODELPKG_MT_MAX_FILES"
 typedef struct mpk_mt_manifest_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   size_t max_files; /**< 0: $MODELPKG_MT_MAX_FILES when set (a positive integer), else
                          MPK_MT_MANIFEST_DEFAULT_MAX_FILES */
 } mpk_mt_manifest_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_MANIFEST_OPTIONS_INIT {sizeof(mpk_mt_manifest_options)}
 /** mpk_mt_manifest_parse / _load with a budget (`opts` NULL: the default budget). */
 MPK_API int mpk_mt_manifest_parse_opts(const void *data, size_t len, const char *file,
                                        const mpk_mt_manifest_options *opts, mpk_mt_manifest **out,
@@ -171,6 +174,7 @@ MPK_API int mpk_mt_plan_files(const mpk_mt_manifest *m, const char *variant, con
  * ========================================================================================== */
 
 typedef struct mpk_mt_check_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   const char *variant;      /**< the variant to check; NULL: the manifest's defaultVariant */
   int all_variants;         /**< 1: every variant, and every file the manifest lists (not with variant) */
   int no_hash;              /**< 1: presence, confinement and sizes only; no digest is computed */
@@ -180,6 +184,8 @@ typedef struct mpk_mt_check_options {
   mpk_progress_fn progress; /**< hashing progress (bytes); may be NULL; non-zero return cancels */
   void *progress_ctx;
 } mpk_mt_check_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_CHECK_OPTIONS_INIT {sizeof(mpk_mt_check_options)}
 
 /** Everything the check found. Read-only; freed with mpk_mt_report_free(). */
 typedef struct mpk_mt_report {
@@ -595,9 +601,12 @@ typedef struct mpk_mt_gate_tensor {
 } mpk_mt_gate_tensor;
 
 typedef struct mpk_mt_gate_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   int presence_only;      /**< 1: nothing is hashed: files present, and each sidecar (a few bytes) shipped or recorded */
   unsigned workers;       /**< threads hashing files; 0: one per CPU, at most 8 */
 } mpk_mt_gate_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_GATE_OPTIONS_INIT {sizeof(mpk_mt_gate_options)}
 
 /** What the gate found. Read-only; freed with mpk_mt_gate_report_free(). */
 typedef struct mpk_mt_gate_report {
@@ -674,6 +683,7 @@ typedef struct mpk_mt_planned_file {
 } mpk_mt_planned_file;
 
 typedef struct mpk_mt_plan_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   /** Feature groups to fetch besides "core" and "checksums", which are always planned. NULL/0:
       {"inference"}. Each must be a feature the variant declares and a group of its plan. */
   const char *const *features;
@@ -682,6 +692,8 @@ typedef struct mpk_mt_plan_options {
       `problems`) instead of failing — for showing a plan, never for installing one. */
   int allow_unverifiable;
 } mpk_mt_plan_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_PLAN_OPTIONS_INIT {sizeof(mpk_mt_plan_options)}
 
 /** The files to fetch for a variant and its feature groups. Read-only; mpk_mt_download_plan_free(). */
 typedef struct mpk_mt_download_plan {
@@ -718,9 +730,10 @@ MPK_API int mpk_mt_plan_download(const mpk_mt_manifest *m, const char *variant, 
                                  mpk_mt_download_plan **out, mpk_error *err);
 MPK_API void mpk_mt_download_plan_free(mpk_mt_download_plan *p);
 
-/** The device and the request a variant is selected for. Zero-initialize it: every field left
-    unset (NULL, 0, `present` 0) is "unspecified", and an unspecified fact filters nothing. */
+/** The device and the request a variant is selected for. Start from MPK_MT_SELECT_OPTIONS_INIT: every
+    field left unset (NULL, 0, `present` 0) is "unspecified", and an unspecified fact filters nothing. */
 typedef struct mpk_mt_select_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   const char *const *abis;             /**< device ABIs; a variant matches when its abi list shares one */
   size_t n_abis;
   const char *execution_provider;      /**< exact match with the variant's executionProvider */
@@ -736,6 +749,8 @@ typedef struct mpk_mt_select_options {
                                             {MPK_MT_DEFAULT_PREFER_QUANT}; non-NULL with 0: no preference */
   size_t n_prefer_quant;
 } mpk_mt_select_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_SELECT_OPTIONS_INIT {sizeof(mpk_mt_select_options)}
 
 /** The filters, in the order they are applied; a candidate records the first that excluded it. */
 typedef enum mpk_mt_filter {
@@ -836,13 +851,10 @@ typedef struct mpk_mt_install_event {
     from worker threads, never concurrently. */
 typedef int (*mpk_mt_install_fn)(void *ctx, const mpk_mt_install_event *ev);
 
-/** Options of mpk_mt_install(). Start from MPK_MT_INSTALL_OPTIONS_INIT (or set `struct_size` to
-    sizeof(mpk_mt_install_options)): fields added in later versions go after the last one here, and the
-    library reads only those the caller's `struct_size` covers, so a program built against this header
-    keeps working with a later library. `struct_size` 0 means this layout (every field below). Every
-    field's zero value is its default. */
+/** Options of mpk_mt_install(). Start from MPK_MT_INSTALL_OPTIONS_INIT; every field's zero value is its
+    default (the struct_size rule: docs/API.md, "Options structs"). */
 typedef struct mpk_mt_install_options {
-  size_t struct_size;               /**< sizeof(mpk_mt_install_options) as the caller was compiled; 0: this layout */
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   const char *repo_id;              /**< the Hub repo id, e.g. "org/name" (required) */
   const char *cache_dir;            /**< the cache root; created when missing (its parent must exist) */
   const char *variant;              /**< the variant id; NULL: chosen by mpk_mt_select() with `select` */
@@ -868,8 +880,8 @@ typedef struct mpk_mt_install_options {
                                          deadline); 0: 30 */
 } mpk_mt_install_options;
 
-/** Initializer of mpk_mt_install_options: every field its default, `struct_size` set. */
-#define MPK_MT_INSTALL_OPTIONS_INIT {.struct_size = sizeof(mpk_mt_install_options)}
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_INSTALL_OPTIONS_INIT {sizeof(mpk_mt_install_options)}
 
 /** What an install did. Freed with mpk_mt_install_result_free() (fields only, not the struct); empty
     after a failure. */
@@ -939,6 +951,7 @@ typedef enum mpk_mt_orientation {
 MPK_API const char *mpk_mt_orientation_name(mpk_mt_orientation o);
 
 typedef struct mpk_mt_merge_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   const char *variant;             /**< NULL: the manifest's defaultVariant */
   const char *adapter;             /**< the adapter's .safetensors file (required) */
   int has_scale;                   /**< 1: `scale` overrides every configuration file */
@@ -949,6 +962,8 @@ typedef struct mpk_mt_merge_options {
   int dry_run;                     /**< 1: decide and report, write nothing */
   mpk_st_budget adapter_budget;    /**< the adapter reader's memory budget (zeros: the defaults) */
 } mpk_mt_merge_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_MERGE_OPTIONS_INIT {sizeof(mpk_mt_merge_options)}
 
 /** One merged handoff entry. */
 typedef struct mpk_mt_merge_entry {
@@ -1033,10 +1048,13 @@ MPK_API int mpk_mt_merge_recover(const char *inference_dir, mpk_mt_recovery *out
 #define MPK_MT_GRAPH_MAX_DIMS 64
 
 typedef struct mpk_mt_graph_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   uint64_t max_bytes;         /**< file size bound; 0: MPK_MT_GRAPH_DEFAULT_MAX_BYTES */
   uint64_t max_decoded_bytes; /**< memory the decoded message may take; 0: 64 MiB + 4 x the file size */
   size_t max_initializers;    /**< 0: MPK_MT_GRAPH_DEFAULT_MAX_INITIALIZERS */
 } mpk_mt_graph_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_GRAPH_OPTIONS_INIT {sizeof(mpk_mt_graph_options)}
 
 /** One initializer of the main graph, in graph order. */
 typedef struct mpk_mt_initializer {
@@ -1162,12 +1180,15 @@ MPK_API int mpk_mt_graph_report_open(const char *dir, const char *variant, const
 MPK_API void mpk_mt_graph_report_free(mpk_mt_graph_report *r);
 
 typedef struct mpk_mt_handoff_build_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   const char *variant;           /**< NULL: defaultVariant */
   const char *peft_method;       /**< "lora" "lora-xs" "mars" "all" "nolora"; NULL: the manifest's single
                                       peftMethods entry */
   const char *attention_module;  /**< the architecture's attention module name; NULL: "self_attn" */
   int dry_run;                   /**< 1: build and validate, write nothing */
 } mpk_mt_handoff_build_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_HANDOFF_BUILD_OPTIONS_INIT {sizeof(mpk_mt_handoff_build_options)}
 
 typedef struct mpk_mt_handoff_build_result {
   char *path;                    /**< the map written: <inference dir>/weight_handoff_map.json */

@@ -103,7 +103,7 @@ int mpk_cmd_check(int argc, char **argv) {
   }
   mpk_cli_bar bar;
   mpk_cli_bar_init(&bar, "hashing shards");
-  mpk_mlc_check_options opts = {.lib_path = lib,
+  mpk_mlc_check_options opts = {.struct_size = sizeof opts, .lib_path = lib,
                                 .device = dev.given ? &dev.dev : NULL,
                                 .no_weights = no_weights,
                                 .workers = (unsigned)jobs,

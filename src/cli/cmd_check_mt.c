@@ -77,7 +77,7 @@ static int run(int argc, char **argv, const char *dir_hint) {
 
   mpk_cli_bar bar;
   mpk_cli_bar_init(&bar, "hashing files");
-  mpk_mt_check_options opts = {.variant = variant,
+  mpk_mt_check_options opts = {.struct_size = sizeof opts, .variant = variant,
                                .all_variants = all,
                                .no_hash = no_hash,
                                .no_graph = no_graph,

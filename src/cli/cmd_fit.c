@@ -218,7 +218,7 @@ int mpk_cmd_fit(int argc, char **argv) {
   const char *dir = NULL, *features = NULL;
   bool json = mpk_cli_json_wanted(argc, argv);
   long long binding = -1;
-  mpk_mlc_fit_options opts = {0};
+  mpk_mlc_fit_options opts = MPK_MLC_FIT_OPTIONS_INIT;
   mpk_mlc_named_dim sets[MAX_SETS];
   char *set_names[MAX_SETS];
   size_t n_sets = 0;

@@ -106,7 +106,7 @@ static int usage(bool json, const char *fmt, const char *arg) {
 
 int mpk_cmd_mt_merge(int argc, char **argv) {
   const char *cmd = "mt merge", *dir = NULL;
-  mpk_mt_merge_options o = {0};
+  mpk_mt_merge_options o = MPK_MT_MERGE_OPTIONS_INIT;
   bool json = false;
   long long jobs = 0;
   json = mpk_cli_json_wanted(argc, argv);

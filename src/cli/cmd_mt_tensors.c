@@ -53,7 +53,7 @@ static int list(const char *dir, const char *variant, unsigned jobs) {
   }
   if (rc) goto out;
   if (mpk_mt_open_inference(dir, &loc, &inf_fd, &err)) goto out;
-  mpk_mt_gate_options go = {.workers = jobs};
+  mpk_mt_gate_options go = {.struct_size = sizeof go, .workers = jobs};
   if (mpk_mt_load_gate_at(inf_fd, loc.inference_dir, map, &go, NULL, &g, &err)) goto out;
   if (g->no_merged_weights) {
     printf("  no merged weights: the map has no entries: use the base weights\n");

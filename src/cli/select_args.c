@@ -98,6 +98,7 @@ int mpk_cli_select_option(const char *cmd, const char *opt, const char *val, mpk
 }
 
 void mpk_cli_select_finish(mpk_cli_select *s) {
+  s->o.struct_size = sizeof s->o;
   s->o.abis = s->abis.items;
   s->o.n_abis = s->abis.n;
   s->o.features = s->features.given ? s->features.items : NULL;

@@ -198,12 +198,16 @@ int mpk_mt_graph_report_variant(const char *dir, const mpk_mt_manifest *m, const
   return 0;
 }
 
-int mpk_mt_graph_report_open(const char *dir, const char *variant, const mpk_mt_graph_options *opts,
+int mpk_mt_graph_report_open(const char *dir, const char *variant, const mpk_mt_graph_options *given,
                              mpk_mt_graph_report **out, mpk_error *err) {
   if (!dir || !out) return mpk_fail(err, MPK_EINVAL, dir, NULL, "NULL argument");
   *out = NULL;
+  mpk_mt_graph_options opt;
+  int rc = MPK_OPTIONS_READ(mpk_mt_graph_options, &opt, given, err);
+  if (rc) return rc;
+  const mpk_mt_graph_options *opts = &opt;
   mpk_mt_located loc;
-  int rc = mpk_mt_locate(dir, variant, &loc, err);
+  rc = mpk_mt_locate(dir, variant, &loc, err);
   if (rc) return rc;
   mpk_mt_graph_report *r = NULL;
   if ((rc = mpk_mt_graph_report_variant(dir, loc.manifest, loc.variant, opts, &r, err))) {

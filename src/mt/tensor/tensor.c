@@ -496,13 +496,15 @@ static void judge(struct mpk_mt_gate_priv *p, mpk_mt_gate_report *r, mpk_mt_gate
   r->n_verified++;
 }
 
-int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff *map, const mpk_mt_gate_options *opts,
+int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff *map, const mpk_mt_gate_options *given,
                         const mpk_mt_gate_ctx *ctx, mpk_mt_gate_report **out, mpk_error *err) {
   if (!inference_dir || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   *out = NULL;
-  static const mpk_mt_gate_options defaults = {0};
+  mpk_mt_gate_options opt;
+  int grc = MPK_OPTIONS_READ(mpk_mt_gate_options, &opt, given, err);
+  if (grc) return grc;
+  const mpk_mt_gate_options *opts = &opt;
   static const mpk_mt_gate_ctx no_ctx = {0};
-  if (!opts) opts = &defaults;
   if (!ctx) ctx = &no_ctx;
   mpk_mt_gate_report *r = calloc(1, sizeof *r);
   struct mpk_mt_gate_priv *p = r ? calloc(1, sizeof *p) : NULL;
