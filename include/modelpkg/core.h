@@ -2,6 +2,28 @@
  * modelpkg/core.h — the library's foundation: version, errors, canonical JSON and identities, dtypes,
  * digests and progress, document versions. Every other modelpkg header includes this one.
  * (Include <modelpkg.h> for the whole API.)
+ *
+ * Conventions of the whole API (docs/API.md says the same at more length)
+ *
+ * Ownership — what a function hands back, and how it is given back. There are three shapes:
+ *   - Objects: `int mpk_T_load/parse/open/...(..., mpk_T **out, ...)` allocates an mpk_T and sets
+ *     `*out` (NULL on failure). It is the caller's; `void mpk_T_free(mpk_T *)` frees it and
+ *     everything it points to (every pointer inside borrows from it). `_free(NULL)` does nothing.
+ *   - Results: `int mpk_X(..., mpk_X_result *out, ...)` fills a struct the caller owns (on the
+ *     stack, say); `void mpk_X_result_free(mpk_X_result *)` releases what its members own and zeroes
+ *     it — not the struct itself. It accepts NULL, a zeroed struct, and one already released, and the
+ *     function zeroes `*out` first, so releasing after a failure is always right. A tensor view
+ *     (mpk_tensor_view) is a result whose release is spelled mpk_tensor_view_close().
+ *   - Buffers: a `char **out` string or an array of borrowed pointers is malloc'ed; free it with
+ *     mpk_free(), which accepts NULL.
+ *   Everything else a function returns is borrowed: from the object it was given (lookups such as
+ *   mpk_mt_manifest_variant(): valid while that object lives) or static (`_name()` functions).
+ *   Inputs are never taken over: the library copies what it keeps.
+ *
+ * NULL arguments — `err` may always be NULL (no details wanted). Any other pointer argument is
+ *   required unless its documentation says "may be NULL" or gives a NULL meaning (an options pointer
+ *   NULL means every default, a `len`/`n` of 0 allows a NULL array). A required pointer that is NULL
+ *   is MPK_EINVAL, never a crash; a lookup given NULL returns NULL, a predicate 0.
  */
 #ifndef MODELPKG_CORE_H
 #define MODELPKG_CORE_H
@@ -116,7 +138,8 @@ MPK_API void mpk_free(void *p);
  * core: dtypes, digests, progress
  * ========================================================================================== */
 
-/** Bits per element of a dtype name ("float16" 16, "int4" 4, "float8_e4m3fn" 8, ...); -1 unknown. */
+/** Bits per element of a dtype name ("float16" 16, "int4" 4, "float8_e4m3fn" 8, ...); 0 when unknown
+    or NULL. */
 MPK_API int mpk_dtype_bits(const char *dtype);
 
 /**

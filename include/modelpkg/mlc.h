@@ -445,8 +445,8 @@ typedef struct mpk_mlc_build_input {
   size_t n_required_features;
 } mpk_mlc_build_input;
 
-/** The two documents, malloc'ed; free with mpk_mlc_build_output_free(). */
-typedef struct mpk_mlc_build_output {
+/** The two documents, malloc'ed; free with mpk_mlc_build_result_free(). */
+typedef struct mpk_mlc_build_result {
   char *manifest;        /**< mlc-model-manifest.json bytes, as MLC's Python writer writes them */
   size_t manifest_len;
   char *artifact;        /**< the `artifact` object to embed in the library's _metadata */
@@ -454,7 +454,7 @@ typedef struct mpk_mlc_build_output {
   char interface_id[MPK_SHA256_ID_SIZE];
   char parameter_schema_id[MPK_SHA256_ID_SIZE];
   mpk_mlc_resources resources;
-} mpk_mlc_build_output;
+} mpk_mlc_build_result;
 
 /**
  * Produce the sidecar and the artifact. The sidecar is byte-identical to MLC's Python writer:
@@ -463,8 +463,8 @@ typedef struct mpk_mlc_build_output {
  * adapter the programs do not declare; both documents are re-read with the consumer's rules
  * before they are returned.
  */
-MPK_API int mpk_mlc_build(const mpk_mlc_build_input *in, mpk_mlc_build_output *out, mpk_error *err);
-MPK_API void mpk_mlc_build_output_free(mpk_mlc_build_output *out);
+MPK_API int mpk_mlc_build(const mpk_mlc_build_input *in, mpk_mlc_build_result *out, mpk_error *err);
+MPK_API void mpk_mlc_build_result_free(mpk_mlc_build_result *out);
 
 /* ============================================================================================
  * mlc: device fit — what a model needs of a device, and whether it fits (`modelpkg fit`)

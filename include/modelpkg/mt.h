@@ -500,7 +500,7 @@ MPK_API const mpk_st_tensor *mpk_safetensors_find(const mpk_safetensors *st, con
 /** The value of "__metadata__" key `key`, or NULL. */
 MPK_API const char *mpk_safetensors_metadata(const mpk_safetensors *st, const char *key);
 MPK_API void mpk_safetensors_free(mpk_safetensors *st);
-/** Bytes per element of a safetensors dtype name ("F32" 4, "BOOL" 1, ...); -1 when unknown. */
+/** Bytes per element of a safetensors dtype name ("F32" 4, "BOOL" 1, ...); 0 when unknown or NULL. */
 MPK_API int mpk_st_dtype_size(const char *dtype);
 /**
  * A tensor's elements as float32, in a malloc'ed array of numel floats (freed with mpk_free(); a
@@ -1125,10 +1125,12 @@ MPK_API const char *mpk_mt_onnx_dtype_name(int32_t data_type);
  * describe_graph_precision): elements counted per data type, skipping INT32, INT64 and BOOL (shape,
  * index and mask constants); one name when homogeneous ("float32"), else "mixed(a/b/...)" ordered by
  * element count (ties in first-seen order), "unknown" with no counted initializer. Names: float32
- * uint8 int8 float16 bfloat16 uint4 int4, else "elem_type=N". Writes at most `size` bytes with a NUL
- * (like snprintf) and returns the length wanted; -1 when out of memory.
+ * uint8 int8 float16 bfloat16 uint4 int4, else "elem_type=N". Writes at most `size` bytes into `out`,
+ * NUL-terminated (cut like snprintf); `*needed` (may be NULL) gets the name's full length without the
+ * NUL. Returns 0 when it fit, MPK_ELIMIT when it was cut (`out` NULL with `size` 0 asks for the length
+ * alone), MPK_ENOMEM, or MPK_EINVAL (`out` NULL with `size` > 0). `g` NULL reads as no initializer.
  */
-MPK_API int mpk_mt_graph_precision(const mpk_mt_graph *g, char *out, size_t size);
+MPK_API int mpk_mt_graph_precision(const mpk_mt_graph *g, char *out, size_t size, size_t *needed);
 
 /**
  * Check a handoff map against the graph it describes (`model_dir`: the graph's directory, where the

@@ -118,7 +118,7 @@ int mpk_cmd_mlc_build(int argc, char **argv) {
   char *features = a.features ? strdup(a.features) : NULL;
   const char *feat[64];
   size_t n_feat = 0;
-  mpk_mlc_build_output out = {0};
+  mpk_mlc_build_result out = {0};
   char *manifest_path = mpk_path_join(a.dir, MPK_MLC_MANIFEST_FILENAME);
   int status = MPK_EXIT_FAIL;
 
@@ -164,7 +164,7 @@ int mpk_cmd_mlc_build(int argc, char **argv) {
 fail:
   mpk_cli_error(&err);
 done:
-  mpk_mlc_build_output_free(&out);
+  mpk_mlc_build_result_free(&out);
   free(manifest_path);
   free(tasks);
   free(programs);

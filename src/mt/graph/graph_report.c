@@ -136,10 +136,10 @@ static void run(mpk_mt_graph_report *r, const char *dir, const mpk_mt_variant *v
     else on_problem(r, &e);
   } else {
     r->graph = p->graph;
-    char buf[256];
-    int need = mpk_mt_graph_precision(p->graph, buf, sizeof buf);
-    if (need < 0 || !(p->measured = malloc((size_t)need + 1))) p->found.oom = true;
-    else mpk_mt_graph_precision(p->graph, p->measured, (size_t)need + 1);
+    size_t need = 0;
+    int prc = mpk_mt_graph_precision(p->graph, NULL, 0, &need);
+    if ((prc && prc != MPK_ELIMIT) || !(p->measured = malloc(need + 1))) p->found.oom = true;
+    else if (mpk_mt_graph_precision(p->graph, p->measured, need + 1, NULL)) p->found.oom = true;
     r->measured = p->measured;
   }
   if (v->weight_handoff) {

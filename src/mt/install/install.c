@@ -41,6 +41,7 @@
 static const char *const stages[] = {"embedding", "inference", "tokenizer", "train"};
 
 int mpk_mt_installed_path(const mpk_mt_variant *v, const char *pkg, char **out, mpk_error *err) {
+  if (!out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   *out = NULL;
   if (!v || !pkg) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   char ck[600];
@@ -1208,5 +1209,5 @@ void mpk_mt_install_result_free(mpk_mt_install_result *r) {
   if (!r) return;
   free(r->repo_dir);
   free(r->variant);
-  r->repo_dir = r->variant = NULL;
+  memset(r, 0, sizeof *r);
 }

@@ -31,7 +31,7 @@ static const struct {
 int mpk_st_dtype_size(const char *dtype) {
   for (size_t i = 0; dtype && i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
     if (strcmp(st_dtypes[i].name, dtype) == 0) return st_dtypes[i].size;
-  return -1;
+  return 0;
 }
 
 /* ---------------------------------------------------------------- header */
@@ -95,7 +95,7 @@ static int read_tensor(mpk_jv *v, const char *name, const json_t *value, uint64_
   const json_t *dtype = json_object_get(value, "dtype");
   size_t prev = mpk_path_push_key(&v->path, "dtype");
   if (!json_is_string(dtype)) rc = mpk_jv_fail(v, MPK_EMALFORMED, "tensor \"%.200s\": dtype must be a string", name);
-  else if (mpk_st_dtype_size(json_string_value(dtype)) < 0)
+  else if (mpk_st_dtype_size(json_string_value(dtype)) == 0)
     rc = mpk_jv_fail(v, MPK_EUNSUPPORTED, "tensor \"%.200s\": unknown dtype \"%.40s\"", name, json_string_value(dtype));
   mpk_path_pop(&v->path, prev);
   if (rc) return rc;
