@@ -5,6 +5,22 @@
  *
  * Conventions of the whole API (docs/API.md says the same at more length)
  *
+ * Return values — a function that can fail returns `int`: 0 on success or a negative mpk_code
+ *   (MPK_E*), with the details in the caller's mpk_error. A function that returns a value never
+ *   uses a value that could be read as an MPK_E* code. The exceptions to "0 or MPK_E*", all of them:
+ *   - values: mpk_version_number(); mpk_error_format() (a length, as snprintf); mpk_dtype_bits() and
+ *     mpk_st_dtype_size() (0: unknown dtype); mpk_mt_storage_budget() (bytes);
+ *     mpk_audio_canonical_length() (a double, as WebLLM computes it);
+ *   - predicates, 1 or 0: mpk_pattern_matches(), mpk_pattern_valid();
+ *   - lookups returning a pointer, NULL when absent: mpk_version(), mpk_code_name(), every
+ *     `_name()` (static strings), and the finders (mpk_mlc_package_task(), mpk_mlc_artifact_program(),
+ *     mpk_mlc_entry_get(), mpk_mt_manifest_variant/plan/file(), mpk_safetensors_find(),
+ *     mpk_safetensors_metadata(), mpk_mt_graph_find(), mpk_mt_onnx_dtype_name()), borrowed;
+ *   - void: every `_free()` / `_close()`, mpk_error_clear(), mpk_mlc_prefill_config_from_binding().
+ *   A check that runs to the end (mpk_mlc_check(), mpk_mt_check(), mpk_mlc_fit_package(),
+ *   mpk_mt_graph_report_open()) returns 0 with its problems in the report; its return code says
+ *   only whether it could run. mpk_mt_select() returns MPK_ENOVARIANT with `*out` set (the reasons).
+ *
  * Ownership — what a function hands back, and how it is given back. There are three shapes:
  *   - Objects: `int mpk_T_load/parse/open/...(..., mpk_T **out, ...)` allocates an mpk_T and sets
  *     `*out` (NULL on failure). It is the caller's; `void mpk_T_free(mpk_T *)` frees it and
@@ -62,7 +78,8 @@ MPK_API int mpk_version_number(void);
  * core: errors
  * ========================================================================================== */
 
-/** The short list of expected failures. Every function returns 0 or one of these. */
+/** The short list of expected failures. A function that can fail returns 0 or one of these (the
+    exceptions, value-returning functions, are listed at the top of this header). */
 typedef enum mpk_code {
   MPK_OK = 0,
   MPK_EMALFORMED = -1,   /**< a document breaks its format or schema */
