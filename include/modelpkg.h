@@ -2,7 +2,8 @@
  * modelpkg — on-device ML model packages, checked fail-closed.
  *
  * The whole public API of libmodelpkg, sectioned:
- *   core  — version, errors, canonical JSON and identities, digests, document versions, atomic writes
+ *   core  — version, errors, canonical JSON and identities, dtypes, digests, tensor views (DLPack),
+ *           document versions, atomic writes
  *   mlc   — the MLC model artifact manifest (mlc-model-manifest.json, _metadata.artifact), weights,
  *           device fit, the producer
  *   mt    — the MobileTransformers package format (manifest, validation, builder, handoff map,

@@ -9,7 +9,7 @@
  *   (MPK_E*), with the details in the caller's mpk_error. A function that returns a value never
  *   uses a value that could be read as an MPK_E* code. The exceptions to "0 or MPK_E*", all of them:
  *   - values: mpk_version_number(); mpk_error_format() (a length, as snprintf); mpk_dtype_bits() and
- *     mpk_st_dtype_size() (0: unknown dtype); mpk_mt_storage_budget() (bytes);
+ *     mpk_safetensors_dtype_size() (0: unknown dtype); mpk_mt_storage_budget() (bytes);
  *     mpk_audio_canonical_length() (a double, as WebLLM computes it);
  *   - predicates, 1 or 0: mpk_pattern_matches(), mpk_pattern_valid();
  *   - lookups returning a pointer, NULL when absent: mpk_version(), mpk_code_name(), every
@@ -189,6 +189,54 @@ typedef struct mpk_digest_job {
  */
 MPK_API int mpk_digest_files(mpk_digest_job *jobs, size_t n, unsigned workers,
                              mpk_progress_fn progress, void *progress_ctx, mpk_error *err);
+
+/* ============================================================================================
+ * core: tensor views (a dtype, a shape and bytes; DLPack)
+ *
+ * A view is one thread's at a time to open and close; the bytes it maps are read-only and may be read
+ * from any number of threads while it is open.
+ * ========================================================================================== */
+
+/** Most dimensions a tensor may have (safetensors tensors and tensor views alike). */
+#define MPK_TENSOR_MAX_DIMS 16
+
+/**
+ * A tensor over read-only memory the view owns (a memory map of a file: no copy), as
+ * mpk_mt_tensor_open() makes one from a weight's declaration and its .bin.
+ * `dl_code`/`dl_bits`/`dl_lanes` are DLPack's DLDataType (kDLInt 0, kDLUInt 1, kDLFloat 2,
+ * kDLBfloat 4). `shape` is the declared one — the logical shape for int4/uint4, which are packed
+ * two per byte (ONNX order: element 2k in the low nibble of byte k), so `nbytes` is ceil(numel / 2);
+ * `strides` are row-major, in elements. Close with mpk_tensor_view_close().
+ */
+typedef struct mpk_tensor_view {
+  const void *data;
+  char dtype[16];                       /**< "float32", "int4", ... */
+  uint8_t dl_code, dl_bits;
+  uint16_t dl_lanes;
+  int32_t ndim;
+  int64_t shape[MPK_TENSOR_MAX_DIMS];
+  int64_t strides[MPK_TENSOR_MAX_DIMS];
+  uint64_t numel;
+  uint64_t nbytes;                      /**< == the mapped file's size */
+  void *priv_;                          /**< the mapping */
+} mpk_tensor_view;
+
+/**
+ * The exact byte size of a tensor of `dtype` and `shape` (the load rule): every dimension >= 1
+ * (ndim 0 is a scalar), numel × bits / 8, ceil(numel / 2) for int4/uint4; checked against uint64
+ * overflow (MPK_ELIMIT). Unknown dtype: MPK_EUNSUPPORTED; a dimension < 1: MPK_EMALFORMED.
+ */
+MPK_API int mpk_tensor_nbytes(const char *dtype, const int64_t *shape, size_t ndim, uint64_t *numel,
+                              uint64_t *nbytes, mpk_error *err);
+
+/** Unmap a view and zero it (accepts NULL and a zeroed view). */
+MPK_API void mpk_tensor_view_close(mpk_tensor_view *v);
+/**
+ * Fill `dltensor_out`, a DLPack DLTensor (dlpack.h v0.6–v0.8 layout: data, device, ndim, dtype,
+ * shape, strides, byte_offset), with the view: device kDLCPU 0, shape/strides pointing into the
+ * view (valid while it is open), byte_offset 0. The tensor is read-only though DLTensor says void*.
+ */
+MPK_API int mpk_tensor_view_dltensor(const mpk_tensor_view *v, void *dltensor_out);
 
 /* ============================================================================================
  * core: document versions ("MAJOR.MINOR", MobileTransformers' schemaVersion / minReaderVersion)

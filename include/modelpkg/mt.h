@@ -1,6 +1,6 @@
 /*
  * modelpkg/mt.h — the MobileTransformers package format: manifest, checking, sealing, the weight
- * handoff map, safetensors, tensors and the load gate, selection and download plans, installing into
+ * handoff map, safetensors, its tensors (views: core.h) and the load gate, selection and download plans, installing into
  * a device cache, the on-device LoRA merge, the ONNX inference graph.
  */
 #ifndef MODELPKG_MT_H
@@ -428,24 +428,22 @@ MPK_API int mpk_mt_handoff_json(const mpk_mt_handoff *map, char **out, size_t *l
  * mt: safetensors (adapter factors)
  * ========================================================================================== */
 
-/** Most dimensions a tensor may have (safetensors tensors and tensor views alike). */
-#define MPK_TENSOR_MAX_DIMS 16
 /** The largest safetensors header read: the reference library's limit (MAX_HEADER_SIZE). */
-#define MPK_ST_MAX_HEADER 100000000u
+#define MPK_SAFETENSORS_MAX_HEADER 100000000u
 /** The reader's memory budget by default (docs/safetensors.md rule 4a): parsing a header
     takes about 16 times its size, so the header bytes and the tensor count are checked against a
     budget before anything is allocated. */
-#define MPK_ST_DEFAULT_HEADER_BUDGET (16u * 1024 * 1024)
-#define MPK_ST_DEFAULT_TENSOR_BUDGET 100000u
+#define MPK_SAFETENSORS_DEFAULT_HEADER_BUDGET (16u * 1024 * 1024)
+#define MPK_SAFETENSORS_DEFAULT_TENSOR_BUDGET 100000u
 
 /** A safetensors reader's memory budget; 0 in a field: its default. */
-typedef struct mpk_st_budget {
-  uint64_t max_header_bytes;            /**< N at most this (and never above MPK_ST_MAX_HEADER) */
+typedef struct mpk_safetensors_budget {
+  uint64_t max_header_bytes;            /**< N at most this (and never above MPK_SAFETENSORS_MAX_HEADER) */
   uint64_t max_tensors;                 /**< members of the header at most this */
-} mpk_st_budget;
+} mpk_safetensors_budget;
 
 /** One tensor of a safetensors file. Borrowed from its mpk_safetensors. */
-typedef struct mpk_st_tensor {
+typedef struct mpk_safetensors_tensor {
   const char *name;                     /**< non-empty */
   char dtype[8];                        /**< as in the file: "F32", "F16", "BF16", "F64", "I8", "U8", "I16",
                                              "U16", "I32", "U32", "I64", "U64", "BOOL", "F8_E4M3", "F8_E5M2" */
@@ -454,12 +452,12 @@ typedef struct mpk_st_tensor {
   uint64_t numel;
   uint64_t begin, end;                  /**< data_offsets, relative to the data section */
   const void *data;                     /**< end - begin bytes, little-endian, not necessarily aligned */
-} mpk_st_tensor;
+} mpk_safetensors_tensor;
 
 /** A safetensors file, read. Immutable; shareable between threads. */
 typedef struct mpk_safetensors {
   const char *file;                     /**< the name errors use (a copy; "safetensors" when none given) */
-  const mpk_st_tensor *tensors;         /**< sorted by name (bytewise) */
+  const mpk_safetensors_tensor *tensors;         /**< sorted by name (bytewise) */
   size_t n_tensors;
   const mpk_mt_pair *metadata;          /**< "__metadata__", string → string, sorted by key (bytewise) */
   size_t n_metadata;
@@ -470,7 +468,7 @@ typedef struct mpk_safetensors {
 
 /**
  * Read a safetensors file held in memory, strictly (rules: docs/safetensors.md): at least 8 bytes;
- * the header length N little-endian u64, at most MPK_ST_MAX_HEADER (MPK_ELIMIT), 8 + N within the
+ * the header length N little-endian u64, at most MPK_SAFETENSORS_MAX_HEADER (MPK_ELIMIT), 8 + N within the
  * file; the header strict JSON (duplicate keys, invalid UTF-8 and U+0000 refused) starting with '{',
  * JSON whitespace after the object allowed; an optional "__metadata__" object of strings; every
  * other member a tensor with exactly "dtype", "shape", "data_offsets"; dtype one of the fifteen above
@@ -491,74 +489,40 @@ MPK_API int mpk_safetensors_open(const char *path, mpk_safetensors **out, mpk_er
  * of the header bytes, before the JSON is parsed), is MPK_ELIMIT naming the budget — refused before
  * any allocation that depends on it.
  */
-MPK_API int mpk_safetensors_parse_budget(const void *data, size_t len, const char *file, const mpk_st_budget *budget,
+MPK_API int mpk_safetensors_parse_budget(const void *data, size_t len, const char *file, const mpk_safetensors_budget *budget,
                                          mpk_safetensors **out, mpk_error *err);
-MPK_API int mpk_safetensors_open_budget(const char *path, const mpk_st_budget *budget, mpk_safetensors **out,
+MPK_API int mpk_safetensors_open_budget(const char *path, const mpk_safetensors_budget *budget, mpk_safetensors **out,
                                         mpk_error *err);
+/** Free a reader and its mapping (accepts NULL). */
+MPK_API void mpk_safetensors_free(mpk_safetensors *st);
 /** The tensor named `name` (binary search), or NULL. */
-MPK_API const mpk_st_tensor *mpk_safetensors_find(const mpk_safetensors *st, const char *name);
+MPK_API const mpk_safetensors_tensor *mpk_safetensors_find(const mpk_safetensors *st, const char *name);
 /** The value of "__metadata__" key `key`, or NULL. */
 MPK_API const char *mpk_safetensors_metadata(const mpk_safetensors *st, const char *key);
-MPK_API void mpk_safetensors_free(mpk_safetensors *st);
 /** Bytes per element of a safetensors dtype name ("F32" 4, "BOOL" 1, ...); 0 when unknown or NULL. */
-MPK_API int mpk_st_dtype_size(const char *dtype);
+MPK_API int mpk_safetensors_dtype_size(const char *dtype);
 /**
  * A tensor's elements as float32, in a malloc'ed array of numel floats (freed with mpk_free(); a
  * valid pointer even when numel is 0). F32 is copied, F16 and BF16 are widened exactly (subnormals,
  * infinities and NaN payloads kept), F64 is rounded to nearest — a finite F64 value beyond the float32
  * range is refused (MPK_ELIMIT) rather than turned into infinity. Other dtypes: MPK_EUNSUPPORTED.
  */
-MPK_API int mpk_st_tensor_to_f32(const mpk_st_tensor *t, float **out, mpk_error *err);
+MPK_API int mpk_safetensors_tensor_to_f32(const mpk_safetensors_tensor *t, float **out, mpk_error *err);
 
 /* ============================================================================================
  * mt: loading tensors (load_tensor_raw) and the load gate (loadMergedWeightsReady)
  * ========================================================================================== */
 
 /**
- * A tensor constructed from its declaration over a read-only memory map of its .bin (no copy).
- * `dl_code`/`dl_bits`/`dl_lanes` are DLPack's DLDataType (kDLInt 0, kDLUInt 1, kDLFloat 2,
- * kDLBfloat 4). `shape` is the declared one — the logical shape for int4/uint4, which are packed
- * two per byte (ONNX order: element 2k in the low nibble of byte k), so `nbytes` is ceil(numel / 2);
- * `strides` are row-major, in elements. Close with mpk_tensor_view_close().
- */
-typedef struct mpk_tensor_view {
-  const void *data;
-  char dtype[16];                       /**< "float32", "int4", ... */
-  uint8_t dl_code, dl_bits;
-  uint16_t dl_lanes;
-  int32_t ndim;
-  int64_t shape[MPK_TENSOR_MAX_DIMS];
-  int64_t strides[MPK_TENSOR_MAX_DIMS];
-  uint64_t numel;
-  uint64_t nbytes;                      /**< == the file's size */
-  void *priv_;                          /**< the mapping */
-} mpk_tensor_view;
-
-/**
- * The exact byte size of a tensor of `dtype` and `shape` (the load rule): every dimension >= 1
- * (ndim 0 is a scalar), numel × bits / 8, ceil(numel / 2) for int4/uint4; checked against uint64
- * overflow (MPK_ELIMIT). Unknown dtype: MPK_EUNSUPPORTED; a dimension < 1: MPK_EMALFORMED.
- */
-MPK_API int mpk_tensor_nbytes(const char *dtype, const int64_t *shape, size_t ndim, uint64_t *numel,
-                              uint64_t *nbytes, mpk_error *err);
-
-/**
  * Open entry `e`'s tensor for `role` (session_cache.h::load_tensor_raw): the dtype and shape from
  * mpk_mt_handoff_role_layout() (per-role tensorDtypes/tensorShapes; the entry-level pair only for a
  * single non-quantized role), the file inference_dir/externalDataLocation[role] mapped read-only,
  * and refused (MPK_EMISMATCH, naming the entry, role, file, declared layout and both sizes) unless
- * its size is exactly mpk_tensor_nbytes(). On failure `*out` is zeroed.
+ * its size is exactly mpk_tensor_nbytes(). On failure `*out` is zeroed. The view is the caller's:
+ * mpk_tensor_view_close() (core.h) unmaps it.
  */
 MPK_API int mpk_mt_tensor_open(const char *inference_dir, const mpk_mt_handoff_entry *e, mpk_mt_role role,
                                mpk_tensor_view *out, mpk_error *err);
-/** Unmap a view (accepts NULL and a zeroed view). */
-MPK_API void mpk_tensor_view_close(mpk_tensor_view *v);
-/**
- * Fill `dltensor_out`, a DLPack DLTensor (dlpack.h v0.6–v0.8 layout: data, device, ndim, dtype,
- * shape, strides, byte_offset), with the view: device kDLCPU 0, shape/strides pointing into the
- * view (valid while it is open), byte_offset 0. The tensor is read-only though DLTensor says void*.
- */
-MPK_API int mpk_tensor_view_dltensor(const mpk_tensor_view *v, void *dltensor_out);
 
 /** Which digest a tensor was checked against (checksum precedence: the sidecar wins). */
 typedef enum mpk_mt_authority {
@@ -960,7 +924,7 @@ typedef struct mpk_mt_merge_options {
                                         square, and it must agree with what is observed */
   unsigned workers;                /**< merge threads; 0: one per CPU, at most 8 */
   int dry_run;                     /**< 1: decide and report, write nothing */
-  mpk_st_budget adapter_budget;    /**< the adapter reader's memory budget (zeros: the defaults) */
+  mpk_safetensors_budget adapter_budget;    /**< the adapter reader's memory budget (zeros: the defaults) */
 } mpk_mt_merge_options;
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_MT_MERGE_OPTIONS_INIT {sizeof(mpk_mt_merge_options)}

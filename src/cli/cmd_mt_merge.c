@@ -130,7 +130,7 @@ int mpk_cmd_mt_merge(int argc, char **argv) {
         char *end;
         errno = 0;
         unsigned long long v = strtoull(val, &end, 10);
-        if (!*val || *end || errno || v == 0 || val[0] == '-' || (a[14] == 'h' && v > MPK_ST_MAX_HEADER))
+        if (!*val || *end || errno || v == 0 || val[0] == '-' || (a[14] == 'h' && v > MPK_SAFETENSORS_MAX_HEADER))
           return usage(json, "%s needs a positive integer (a header budget at most 100000000 bytes)", a);
         if (a[14] == 'h') o.adapter_budget.max_header_bytes = v;
         else o.adapter_budget.max_tensors = v;

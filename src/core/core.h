@@ -270,6 +270,14 @@ int mpk_fsync_dir(int dfd);
 /* dir + "/" + name into a fresh malloc'ed string. */
 char *mpk_path_join(const char *dir, const char *name);
 
+/* ---------------------------------------------------------------- tensor views (tensor.c) */
+
+/* Make `out` a view of the mapping `m` (malloc'ed; the view takes it over and mpk_tensor_view_close
+   unmaps and frees it) as a tensor of `dtype` and `shape`: the caller has checked the dtype, ndim <=
+   MPK_TENSOR_MAX_DIMS, and m->size == mpk_tensor_nbytes() (numel its element count). */
+void mpk_tensor_view_fill(mpk_tensor_view *out, mpk_mapped *m, const char *dtype, const int64_t *shape, size_t ndim,
+                          uint64_t numel);
+
 /* ---------------------------------------------------------------- outputs (output.c) */
 
 /* The one output contract of the commands that write data (docs/CLI.md "Output files"): "-" and a

@@ -160,7 +160,7 @@ static int stage_record(const merge_plan *p, const json_t *old, char (*digests)[
 /* The frozen base [out, in] from the adapter, in the on-disk dtype and layout (malloc'ed). */
 static int frozen_base(const merge_item *it, mpk_mt_orientation o, mpk_mk_dtype dt, void **out, mpk_error *err) {
   float *w = NULL;
-  int rc = mpk_st_tensor_to_f32(it->frozen, &w, err);
+  int rc = mpk_safetensors_tensor_to_f32(it->frozen, &w, err);
   if (rc) return rc;
   size_t n = (size_t)it->out * (size_t)it->in, size = mpk_mk_dtype_size(dt);
   uint8_t *dst = malloc(n * size);
