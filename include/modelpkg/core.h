@@ -36,6 +36,17 @@
  *   mpk_mt_manifest_variant(): valid while that object lives) or static (`_name()` functions).
  *   Inputs are never taken over: the library copies what it keeps.
  *
+ * Threads — there is no global mutable state (libcurl's global initialization runs once, under
+ *   pthread_once) and no global error: any function may be called from several threads at once on
+ *   different objects. Per object type, each header says which of two kinds it is:
+ *   - immutable, shareable: every object a function returns through `**out` (loaded documents,
+ *     reports, plans, selections, planners, audio, images) — except an mpk_mlc_prefill_builder —
+ *     never changes until it is freed; any number of threads
+ *     may read it and call `const` functions on it at once; one thread frees it, after the others.
+ *   - one thread at a time: an mpk_error, a result struct, an options struct while a call reads it,
+ *     an mpk_tensor_view while it is opened or closed, an mpk_mlc_prefill_builder.
+ *   Callbacks (progress, events) may come from the library's worker threads, never two at once.
+ *
  * NULL arguments — `err` may always be NULL (no details wanted). Any other pointer argument is
  *   required unless its documentation says "may be NULL" or gives a NULL meaning (an options pointer
  *   NULL means every default, a `len`/`n` of 0 allows a NULL array). A required pointer that is NULL

@@ -1,6 +1,11 @@
 /*
  * modelpkg/media.h — input frontends: audio (WAV / PCM to the mono float32 an audio_decode adapter
  * expects) and images (JPEG / PNG / WebP to the NHWC pixel tensor an image_decode adapter expects).
+ *
+ * Threads: every function may run in several threads at once; an mpk_audio or mpk_image is plain
+ * data once returned, readable from any thread. A conversion with mpk_audio_target.threads > 1 runs
+ * workers inside the call and joins them before it returns; an mpk_audio_sink_fn is called from the
+ * caller's thread only, in output order.
  */
 #ifndef MODELPKG_MEDIA_H
 #define MODELPKG_MEDIA_H

@@ -3,6 +3,11 @@
  * half (_metadata.artifact) and a library's _metadata, binding a package to a library, device checks,
  * weights (tensor-cache.json), parameters, the producer, device fit, checking a package, prompt
  * assembly and prefill planning.
+ *
+ * Threads: loaded documents (package, artifact, metadata, tensor cache, parameters), reports, planners
+ * and plans are immutable once returned and may be shared between threads; a prefill builder is one
+ * thread's at a time; bindings, fits and build results are plain data of the caller's (a binding
+ * borrows from the package and artifact it was resolved from).
  */
 #ifndef MODELPKG_MLC_H
 #define MODELPKG_MLC_H
@@ -73,7 +78,7 @@ typedef struct mpk_mlc_task {
   size_t n_inputs;
 } mpk_mlc_task;
 
-/** A parsed mlc-model-manifest.json. Read-only; freed with mpk_mlc_package_free(). */
+/** A parsed mlc-model-manifest.json. Immutable, shareable; freed with mpk_mlc_package_free(). */
 typedef struct mpk_mlc_package {
   int64_t schema_version;
   const char *chat_config;          /**< "mlc-chat-config.json" (the default when absent) */
@@ -136,7 +141,7 @@ typedef struct mpk_mlc_program {
   size_t n_adapter_dtypes;
 } mpk_mlc_program;
 
-/** A parsed _metadata.artifact. Read-only; freed with mpk_mlc_artifact_free(). */
+/** A parsed _metadata.artifact. Immutable, shareable; freed with mpk_mlc_artifact_free(). */
 typedef struct mpk_mlc_artifact {
   int64_t schema_version;
   const char *interface_id;
@@ -164,7 +169,7 @@ MPK_API const char *mpk_mlc_entry_get(const mpk_mlc_entry *entries, size_t n, co
  * mlc: a compiled library's _metadata
  * ========================================================================================== */
 
-/** The _metadata of a compiled model library. Read-only; freed with mpk_mlc_metadata_free(). */
+/** The _metadata of a compiled model library. Immutable, shareable; freed with mpk_mlc_metadata_free(). */
 typedef struct mpk_mlc_metadata {
   const char *json;          /**< the _metadata JSON text, byte-exact as stored in the library */
   size_t json_len;
@@ -303,7 +308,7 @@ typedef struct mpk_mlc_shard {
   size_t n_records;
 } mpk_mlc_shard;
 
-/** A parsed and structurally checked tensor cache. Read-only; freed with _free(). */
+/** A parsed and structurally checked tensor cache. Immutable, shareable; freed with _free(). */
 typedef struct mpk_mlc_tensor_cache {
   int has_param_size;
   int64_t param_size;      /**< metadata.ParamSize */
@@ -358,7 +363,7 @@ typedef struct mpk_mlc_param {
   const char *dtype;
 } mpk_mlc_param;
 
-/** A list of parameters in source order. Read-only; freed with mpk_mlc_params_free(). */
+/** A list of parameters in source order. Immutable, shareable; freed with mpk_mlc_params_free(). */
 typedef struct mpk_mlc_params {
   const mpk_mlc_param *items;
   size_t n;
@@ -554,7 +559,7 @@ typedef struct mpk_mlc_fit_options {
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_MLC_FIT_OPTIONS_INIT {sizeof(mpk_mlc_fit_options)}
 
-/** What `modelpkg fit` found. Read-only; freed with mpk_mlc_fit_report_free(). */
+/** What `modelpkg fit` found. Immutable, shareable; freed with mpk_mlc_fit_report_free(). */
 typedef struct mpk_mlc_fit_report {
   const char *dir;
   const char *lib_path;           /**< NULL without a library */
@@ -601,7 +606,7 @@ typedef struct mpk_mlc_check_options {
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_MLC_CHECK_OPTIONS_INIT {sizeof(mpk_mlc_check_options)}
 
-/** Everything `modelpkg check` found. Read-only; freed with mpk_mlc_report_free(). */
+/** Everything `modelpkg check` found. Immutable, shareable; freed with mpk_mlc_report_free(). */
 typedef struct mpk_mlc_report {
   const char *dir;
   int has_manifest;                  /**< mlc-model-manifest.json exists */
@@ -693,7 +698,7 @@ typedef struct mpk_mlc_prefill_config {
  */
 MPK_API void mpk_mlc_prefill_config_from_binding(const mpk_mlc_binding *b, mpk_mlc_prefill_config *cfg);
 
-/** A checked, immutable copy of a configuration; shareable between threads. Freed with _free(). */
+/** A checked copy of a configuration. Immutable, shareable; freed with mpk_mlc_planner_free(). */
 typedef struct mpk_mlc_planner {
   mpk_mlc_prefill_config config;     /**< every pointer owned by the planner */
   const char *prefill_chunk_size_from; /**< where mpk_mlc_planner_open() found it: "_metadata" (the
@@ -742,7 +747,7 @@ typedef struct mpk_mlc_prefill_item {
   size_t n_chunks;
 } mpk_mlc_prefill_item;
 
-/** A prompt planned. Read-only; freed with mpk_mlc_prefill_plan_free(). */
+/** A prompt planned. Immutable, shareable; freed with mpk_mlc_prefill_plan_free(). */
 typedef struct mpk_mlc_prefill_plan {
   size_t prompt_length;             /**< positions the prompt adds to the KV cache */
   int64_t filled_kv_cache_length;   /**< positions already in the KV cache before it */
@@ -838,7 +843,7 @@ typedef struct mpk_mlc_legacy_chunk {
   int64_t length;             /**< positions, at most the chunk size */
 } mpk_mlc_legacy_chunk;
 
-/** Read-only; freed with mpk_mlc_legacy_plan_free(). */
+/** Immutable, shareable; freed with mpk_mlc_legacy_plan_free(). */
 typedef struct mpk_mlc_legacy_plan {
   const mpk_mlc_legacy_chunk *chunks;
   size_t n_chunks;

@@ -1,7 +1,15 @@
 /*
  * modelpkg/mt.h — the MobileTransformers package format: manifest, checking, sealing, the weight
- * handoff map, safetensors, its tensors (views: core.h) and the load gate, selection and download plans, installing into
- * a device cache, the on-device LoRA merge, the ONNX inference graph.
+ * handoff map, safetensors, its tensors (views: core.h) and the load gate, selection and download
+ * plans, installing into a device cache, the on-device LoRA merge, the ONNX inference graph.
+ *
+ * Threads: every loaded or computed object here (manifest, report, handoff map, safetensors, gate
+ * report, download plan, selection, merge report, graph, graph report) is immutable once returned and
+ * may be shared between threads; results (mpk_mt_build_result, mpk_mt_install_result,
+ * mpk_mt_handoff_build_result) are plain data of the caller's. Between processes and threads alike,
+ * the writers lock what they write: one mpk_mt_install per cache and repo id (flock), one mpk_mt_merge
+ * per inference directory, and a merge waits for no reader — it fails while a gate report holds the
+ * directory (mpk_mt_load_gate()).
  */
 #ifndef MODELPKG_MT_H
 #define MODELPKG_MT_H
@@ -72,7 +80,7 @@ typedef struct mpk_mt_file {
   const char *sha256;                  /**< 64 lowercase hex digits, or NULL when not listed */
 } mpk_mt_file;
 
-/** A parsed manifest. Read-only; freed with mpk_mt_manifest_free(). */
+/** A parsed manifest. Immutable, shareable; freed with mpk_mt_manifest_free(). */
 typedef struct mpk_mt_manifest {
   const char *schema_version;
   const char *min_reader_version;
@@ -187,7 +195,7 @@ typedef struct mpk_mt_check_options {
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_MT_CHECK_OPTIONS_INIT {sizeof(mpk_mt_check_options)}
 
-/** Everything the check found. Read-only; freed with mpk_mt_report_free(). */
+/** Everything the check found. Immutable, shareable; freed with mpk_mt_report_free(). */
 typedef struct mpk_mt_report {
   const char *dir;
   const mpk_mt_manifest *manifest;     /**< NULL when it could not be read (the problem says why) */
@@ -370,7 +378,7 @@ typedef struct mpk_mt_handoff_entry {
   mpk_mt_transpose_policy transpose_policy;
 } mpk_mt_handoff_entry;
 
-/** A read and validated handoff map. Immutable; freed with mpk_mt_handoff_free(). */
+/** A read and validated handoff map. Immutable, shareable; freed with mpk_mt_handoff_free(). */
 typedef struct mpk_mt_handoff {
   const char *schema_version;
   const char *min_reader_version;
@@ -454,7 +462,7 @@ typedef struct mpk_safetensors_tensor {
   const void *data;                     /**< end - begin bytes, little-endian, not necessarily aligned */
 } mpk_safetensors_tensor;
 
-/** A safetensors file, read. Immutable; shareable between threads. */
+/** A safetensors file, read. Immutable, shareable; freed with mpk_safetensors_free(). */
 typedef struct mpk_safetensors {
   const char *file;                     /**< the name errors use (a copy; "safetensors" when none given) */
   const mpk_safetensors_tensor *tensors;         /**< sorted by name (bytewise) */
@@ -489,10 +497,11 @@ MPK_API int mpk_safetensors_open(const char *path, mpk_safetensors **out, mpk_er
  * of the header bytes, before the JSON is parsed), is MPK_ELIMIT naming the budget — refused before
  * any allocation that depends on it.
  */
-MPK_API int mpk_safetensors_parse_budget(const void *data, size_t len, const char *file, const mpk_safetensors_budget *budget,
-                                         mpk_safetensors **out, mpk_error *err);
-MPK_API int mpk_safetensors_open_budget(const char *path, const mpk_safetensors_budget *budget, mpk_safetensors **out,
-                                        mpk_error *err);
+MPK_API int mpk_safetensors_parse_budget(const void *data, size_t len, const char *file,
+                                         const mpk_safetensors_budget *budget, mpk_safetensors **out,
+                                         mpk_error *err);
+MPK_API int mpk_safetensors_open_budget(const char *path, const mpk_safetensors_budget *budget,
+                                        mpk_safetensors **out, mpk_error *err);
 /** Free a reader and its mapping (accepts NULL). */
 MPK_API void mpk_safetensors_free(mpk_safetensors *st);
 /** The tensor named `name` (binary search), or NULL. */
@@ -572,7 +581,7 @@ typedef struct mpk_mt_gate_options {
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_MT_GATE_OPTIONS_INIT {sizeof(mpk_mt_gate_options)}
 
-/** What the gate found. Read-only; freed with mpk_mt_gate_report_free(). */
+/** What the gate found. Immutable, shareable; freed with mpk_mt_gate_report_free(). */
 typedef struct mpk_mt_gate_report {
   int no_merged_weights;              /**< 1: no map or no entries — use the base weights (ready) */
   int ready;                          /**< 1: every tensor verified (or present, presence_only) */
@@ -659,7 +668,7 @@ typedef struct mpk_mt_plan_options {
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_MT_PLAN_OPTIONS_INIT {sizeof(mpk_mt_plan_options)}
 
-/** The files to fetch for a variant and its feature groups. Read-only; mpk_mt_download_plan_free(). */
+/** The files to fetch for a variant and its feature groups. Immutable, shareable; mpk_mt_download_plan_free(). */
 typedef struct mpk_mt_download_plan {
   const char *variant;
   const char *const *features;         /**< the requested features as used (default applied, deduplicated) */
@@ -746,7 +755,7 @@ typedef struct mpk_mt_candidate {
   int chosen;
 } mpk_mt_candidate;
 
-/** A selection and its explanation. Read-only; freed with mpk_mt_selection_free(). */
+/** A selection and its explanation. Immutable, shareable; freed with mpk_mt_selection_free(). */
 typedef struct mpk_mt_selection {
   const mpk_mt_variant *chosen;        /**< NULL when no variant fits */
   const mpk_mt_candidate *candidates;  /**< one per variant, in manifest order */
@@ -945,7 +954,7 @@ typedef struct mpk_mt_merge_entry {
   char digest[MPK_MT_ROLE_COUNT][65]; /**< the written files' SHA-256 per role ("" when not written) */
 } mpk_mt_merge_entry;
 
-/** What a merge decided and did. Read-only; freed with mpk_mt_merge_report_free(). */
+/** What a merge decided and did. Immutable, shareable; freed with mpk_mt_merge_report_free(). */
 typedef struct mpk_mt_merge_report {
   const char *variant;
   const char *inference_dir;
@@ -1041,7 +1050,7 @@ typedef struct mpk_mt_initializer {
   uint64_t embedded_bytes;    /**< bytes of raw_data (typed fields: values x their width) */
 } mpk_mt_initializer;
 
-/** A read graph (initializers only are kept). Immutable; freed with mpk_mt_graph_free(). */
+/** A read graph (initializers only are kept). Immutable, shareable; freed with mpk_mt_graph_free(). */
 typedef struct mpk_mt_graph {
   const char *file;
   int64_t ir_version;
