@@ -71,6 +71,24 @@ extern "C" {
 #endif
 
 /* ============================================================================================
+ * core: options structs
+ * ========================================================================================== */
+
+/**
+ * Every `mpk_*_options` struct starts with `size_t struct_size` and has an initializer
+ * `MPK_*_OPTIONS_INIT` that sets it and leaves every other field at its default (zero); the rule the
+ * library applies to struct_size is in docs/API.md, "Options structs". MPK_OPTIONS_INIT(T) is that
+ * initializer for type T: a designated initializer in C, a value-initialized object in C++ (C++17 has
+ * no designated initializers, and a positional {sizeof(T)} would trip -Wmissing-field-initializers in
+ * either language). Use it only to initialize: `mpk_mt_check_options o = MPK_MT_CHECK_OPTIONS_INIT;`.
+ */
+#ifdef __cplusplus
+#define MPK_OPTIONS_INIT(T) ([] { T o_{}; o_.struct_size = sizeof(T); return o_; }())
+#else
+#define MPK_OPTIONS_INIT(T) {.struct_size = sizeof(T)}
+#endif
+
+/* ============================================================================================
  * core: version
  * ========================================================================================== */
 

@@ -231,7 +231,7 @@ typedef struct mpk_image_options {
   uint64_t max_decode_bytes; /**< decoding memory budget; 0: MPK_IMAGE_DEFAULT_MAX_DECODE_BYTES */
 } mpk_image_options;
 /** Every field its default, struct_size set (C and C++17). */
-#define MPK_IMAGE_OPTIONS_INIT {sizeof(mpk_image_options)}
+#define MPK_IMAGE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_image_options)
 
 /** The pixel tensor and a report of where it came from. Freed with mpk_image_free(). */
 typedef struct mpk_image {

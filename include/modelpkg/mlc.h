@@ -557,7 +557,7 @@ typedef struct mpk_mlc_fit_options {
   int64_t device_memory_bytes;
 } mpk_mlc_fit_options;
 /** Every field its default, struct_size set (C and C++17). */
-#define MPK_MLC_FIT_OPTIONS_INIT {sizeof(mpk_mlc_fit_options)}
+#define MPK_MLC_FIT_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mlc_fit_options)
 
 /** What `modelpkg fit` found. Immutable, shareable; freed with mpk_mlc_fit_report_free(). */
 typedef struct mpk_mlc_fit_report {
@@ -604,7 +604,7 @@ typedef struct mpk_mlc_check_options {
   void *progress_ctx;
 } mpk_mlc_check_options;
 /** Every field its default, struct_size set (C and C++17). */
-#define MPK_MLC_CHECK_OPTIONS_INIT {sizeof(mpk_mlc_check_options)}
+#define MPK_MLC_CHECK_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mlc_check_options)
 
 /** Everything `modelpkg check` found. Immutable, shareable; freed with mpk_mlc_report_free(). */
 typedef struct mpk_mlc_report {

@@ -148,7 +148,7 @@ typedef struct mpk_mt_manifest_options {
                          MPK_MT_MANIFEST_DEFAULT_MAX_FILES */
 } mpk_mt_manifest_options;
 /** Every field its default, struct_size set (C and C++17). */
-#define MPK_MT_MANIFEST_OPTIONS_INIT {sizeof(mpk_mt_manifest_options)}
+#define MPK_MT_MANIFEST_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_manifest_options)
 /** mpk_mt_manifest_parse / _load with a budget (`opts` NULL: the default budget). */
 MPK_API int mpk_mt_manifest_parse_opts(const void *data, size_t len, const char *file,
                                        const mpk_mt_manifest_options *opts, mpk_mt_manifest **out,
@@ -193,7 +193,7 @@ typedef struct mpk_mt_check_options {
   void *progress_ctx;
 } mpk_mt_check_options;
 /** Every field its default, struct_size set (C and C++17). */
-#define MPK_MT_CHECK_OPTIONS_INIT {sizeof(mpk_mt_check_options)}
+#define MPK_MT_CHECK_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_check_options)
 
 /** Everything the check found. Immutable, shareable; freed with mpk_mt_report_free(). */
 typedef struct mpk_mt_report {
@@ -579,7 +579,7 @@ typedef struct mpk_mt_gate_options {
   unsigned workers;       /**< threads hashing files; 0: one per CPU, at most 8 */
 } mpk_mt_gate_options;
 /** Every field its default, struct_size set (C and C++17). */
-#define MPK_MT_GATE_OPTIONS_INIT {sizeof(mpk_mt_gate_options)}
+#define MPK_MT_GATE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_gate_options)
 
 /** What the gate found. Immutable, shareable; freed with mpk_mt_gate_report_free(). */
 typedef struct mpk_mt_gate_report {
@@ -666,7 +666,7 @@ typedef struct mpk_mt_plan_options {
   int allow_unverifiable;
 } mpk_mt_plan_options;
 /** Every field its default, struct_size set (C and C++17). */
-#define MPK_MT_PLAN_OPTIONS_INIT {sizeof(mpk_mt_plan_options)}
+#define MPK_MT_PLAN_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_plan_options)
 
 /** The files to fetch for a variant and its feature groups. Immutable, shareable; mpk_mt_download_plan_free(). */
 typedef struct mpk_mt_download_plan {
@@ -723,7 +723,7 @@ typedef struct mpk_mt_select_options {
   size_t n_prefer_quant;
 } mpk_mt_select_options;
 /** Every field its default, struct_size set (C and C++17). */
-#define MPK_MT_SELECT_OPTIONS_INIT {sizeof(mpk_mt_select_options)}
+#define MPK_MT_SELECT_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_select_options)
 
 /** The filters, in the order they are applied; a candidate records the first that excluded it. */
 typedef enum mpk_mt_filter {
@@ -854,7 +854,7 @@ typedef struct mpk_mt_install_options {
 } mpk_mt_install_options;
 
 /** Every field its default, struct_size set (C and C++17). */
-#define MPK_MT_INSTALL_OPTIONS_INIT {sizeof(mpk_mt_install_options)}
+#define MPK_MT_INSTALL_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_install_options)
 
 /** What an install did. Freed with mpk_mt_install_result_free() (fields only, not the struct); empty
     after a failure. */
@@ -936,7 +936,7 @@ typedef struct mpk_mt_merge_options {
   mpk_safetensors_budget adapter_budget;    /**< the adapter reader's memory budget (zeros: the defaults) */
 } mpk_mt_merge_options;
 /** Every field its default, struct_size set (C and C++17). */
-#define MPK_MT_MERGE_OPTIONS_INIT {sizeof(mpk_mt_merge_options)}
+#define MPK_MT_MERGE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_merge_options)
 
 /** One merged handoff entry. */
 typedef struct mpk_mt_merge_entry {
@@ -1027,7 +1027,7 @@ typedef struct mpk_mt_graph_options {
   size_t max_initializers;    /**< 0: MPK_MT_GRAPH_DEFAULT_MAX_INITIALIZERS */
 } mpk_mt_graph_options;
 /** Every field its default, struct_size set (C and C++17). */
-#define MPK_MT_GRAPH_OPTIONS_INIT {sizeof(mpk_mt_graph_options)}
+#define MPK_MT_GRAPH_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_graph_options)
 
 /** One initializer of the main graph, in graph order. */
 typedef struct mpk_mt_initializer {
@@ -1163,7 +1163,7 @@ typedef struct mpk_mt_handoff_build_options {
   int dry_run;                   /**< 1: build and validate, write nothing */
 } mpk_mt_handoff_build_options;
 /** Every field its default, struct_size set (C and C++17). */
-#define MPK_MT_HANDOFF_BUILD_OPTIONS_INIT {sizeof(mpk_mt_handoff_build_options)}
+#define MPK_MT_HANDOFF_BUILD_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_handoff_build_options)
 
 typedef struct mpk_mt_handoff_build_result {
   char *path;                    /**< the map written: <inference dir>/weight_handoff_map.json */
