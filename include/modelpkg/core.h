@@ -165,6 +165,7 @@ MPK_API int mpk_canonical_json(const char *json, size_t len, char **out, size_t 
 
 /** "sha256:" + lowercase hex SHA-256 of `len` bytes, written into `out` (72 bytes with NUL). */
 #define MPK_SHA256_ID_SIZE 72
+/** 0, or MPK_EINVAL (`out` NULL, or `data` NULL with `len` > 0). */
 MPK_API int mpk_sha256_id(const void *data, size_t len, char out[MPK_SHA256_ID_SIZE]);
 
 /**

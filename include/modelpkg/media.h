@@ -160,6 +160,7 @@ MPK_API int mpk_audio_from_data(const char *text, size_t len, const mpk_audio_ta
  */
 MPK_API int mpk_audio_from_pcm_f32(const float *samples, size_t n, double sample_rate,
                                    const mpk_audio_target *target, mpk_audio **out, mpk_error *err);
+/** Free the mpk_audio and everything it points to; accepts NULL. */
 MPK_API void mpk_audio_free(mpk_audio *a);
 
 /* ============================================================================================
@@ -265,6 +266,7 @@ typedef struct mpk_image {
 MPK_API int mpk_image_from_bytes(const void *data, size_t len, const char *file,
                                  const mpk_image_target *target, const mpk_image_options *opts,
                                  mpk_image **out, mpk_error *err);
+/** Free the mpk_image and everything it points to; accepts NULL. */
 MPK_API void mpk_image_free(mpk_image *img);
 
 /**

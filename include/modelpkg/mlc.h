@@ -101,6 +101,7 @@ MPK_API int mpk_mlc_package_parse(const void *data, size_t len, const char *file
                                   mpk_error *err);
 /** Read and parse `path` (see mpk_mlc_package_parse). */
 MPK_API int mpk_mlc_package_load(const char *path, mpk_mlc_package **out, mpk_error *err);
+/** Free the mpk_mlc_package and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_package_free(mpk_mlc_package *pkg);
 
 /** Find a task by name, NULL when absent. */
@@ -158,6 +159,7 @@ typedef struct mpk_mlc_artifact {
 /** Parse the JSON text of the `artifact` object with WebLLM 0.2.86's rules. */
 MPK_API int mpk_mlc_artifact_parse(const void *data, size_t len, const char *file,
                                    mpk_mlc_artifact **out, mpk_error *err);
+/** Free the mpk_mlc_artifact and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_artifact_free(mpk_mlc_artifact *art);
 
 /** Look up a program by name / an entry by key; NULL when absent. */
@@ -192,6 +194,7 @@ MPK_API int mpk_mlc_metadata_load(const char *path, mpk_mlc_metadata **out, mpk_
 /** The same from bytes in memory (`file` names them in errors). */
 MPK_API int mpk_mlc_metadata_from_bytes(const void *data, size_t len, const char *file,
                                         mpk_mlc_metadata **out, mpk_error *err);
+/** Free the mpk_mlc_metadata and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_metadata_free(mpk_mlc_metadata *md);
 
 /**
@@ -254,6 +257,7 @@ MPK_API int mpk_mlc_resolve(const mpk_mlc_package *pkg, const mpk_mlc_artifact *
 
 /** Parse a _metadata kv_state_kind string (NULL means "kv_cache", as WebLLM reads it). */
 MPK_API int mpk_mlc_kv_state_kind_parse(const char *s, mpk_mlc_kv_state_kind *out, mpk_error *err);
+/** "kv_cache", "hybrid", "rnn_state", "none"; "unknown" for another value (static strings). */
 MPK_API const char *mpk_mlc_kv_state_kind_name(mpk_mlc_kv_state_kind k);
 
 /**
@@ -329,7 +333,9 @@ typedef struct mpk_mlc_tensor_cache {
  */
 MPK_API int mpk_mlc_tensor_cache_parse(const void *data, size_t len, const char *file,
                                        mpk_mlc_tensor_cache **out, mpk_error *err);
+/** Read and parse `path` (see mpk_mlc_tensor_cache_parse). */
 MPK_API int mpk_mlc_tensor_cache_load(const char *path, mpk_mlc_tensor_cache **out, mpk_error *err);
+/** Free the mpk_mlc_tensor_cache and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_tensor_cache_free(mpk_mlc_tensor_cache *tc);
 
 /**
@@ -388,6 +394,7 @@ MPK_API int mpk_mlc_params_from_metadata(const mpk_mlc_metadata *md, mpk_mlc_par
  */
 MPK_API int mpk_mlc_params_parse(const void *json, size_t len, const char *file,
                                  mpk_mlc_params **out, mpk_error *err);
+/** Free the mpk_mlc_params and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_params_free(mpk_mlc_params *params);
 
 /**
@@ -469,6 +476,7 @@ typedef struct mpk_mlc_build_result {
  * before they are returned.
  */
 MPK_API int mpk_mlc_build(const mpk_mlc_build_input *in, mpk_mlc_build_result *out, mpk_error *err);
+/** Release what the result's members own and zero it (not the struct itself); accepts NULL. */
 MPK_API void mpk_mlc_build_result_free(mpk_mlc_build_result *out);
 
 /* ============================================================================================
@@ -588,6 +596,7 @@ typedef struct mpk_mlc_fit_report {
  */
 MPK_API int mpk_mlc_fit_package(const char *dir, const mpk_mlc_fit_options *opts,
                                 mpk_mlc_fit_report **out, mpk_error *err);
+/** Free the mpk_mlc_fit_report and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_fit_report_free(mpk_mlc_fit_report *report);
 
 /* ============================================================================================
@@ -637,6 +646,7 @@ typedef struct mpk_mlc_report {
  */
 MPK_API int mpk_mlc_check(const char *dir, const mpk_mlc_check_options *opts,
                           mpk_mlc_report **out, mpk_error *err);
+/** Free the mpk_mlc_report and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_report_free(mpk_mlc_report *report);
 
 /* ============================================================================================
@@ -723,6 +733,7 @@ MPK_API int mpk_mlc_planner_new(const mpk_mlc_prefill_config *cfg, mpk_mlc_plann
  */
 MPK_API int mpk_mlc_planner_open(const char *dir, const char *lib_path, mpk_mlc_planner **out,
                                  mpk_error *err);
+/** Free the mpk_mlc_planner and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_planner_free(mpk_mlc_planner *p);
 
 /** One prefill call. Its rows are the prompt positions [offset, offset + n). */
@@ -790,6 +801,7 @@ MPK_API int mpk_mlc_prefill_add_media(mpk_mlc_prefill_builder *b, mpk_mlc_segmen
  * MPK_ELIMIT when it and the filled KV cache exceed the context window (no sliding window).
  */
 MPK_API int mpk_mlc_prefill_finish(mpk_mlc_prefill_builder *b, mpk_mlc_prefill_plan **out, mpk_error *err);
+/** Free the mpk_mlc_prefill_builder and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_prefill_builder_free(mpk_mlc_prefill_builder *b);
 
 /** One segment of a prompt, for planning in one call. */
@@ -804,6 +816,7 @@ typedef struct mpk_mlc_segment {
 MPK_API int mpk_mlc_prefill_plan_segments(const mpk_mlc_planner *planner, int64_t filled_kv_cache_length,
                                           const mpk_mlc_segment *segments, size_t n,
                                           mpk_mlc_prefill_plan **out, mpk_error *err);
+/** Free the mpk_mlc_prefill_plan and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_prefill_plan_free(mpk_mlc_prefill_plan *plan);
 
 /** A prompt described as JSON (the SEGMENTS.json of `modelpkg mlc plan`, docs/prefill.md). */
@@ -821,6 +834,7 @@ typedef struct mpk_mlc_segments {
  */
 MPK_API int mpk_mlc_segments_parse(const void *data, size_t len, const char *file, mpk_mlc_segments **out,
                                    mpk_error *err);
+/** Free the mpk_mlc_segments and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_segments_free(mpk_mlc_segments *s);
 
 /* Packages without a manifest: WebLLM's getChunkedPrefillInputData. Images are never split and
@@ -857,6 +871,7 @@ typedef struct mpk_mlc_legacy_plan {
  */
 MPK_API int mpk_mlc_legacy_chunks(const mpk_mlc_legacy_item *items, size_t n, int64_t prefill_chunk_size,
                                   mpk_mlc_legacy_plan **out, mpk_error *err);
+/** Free the mpk_mlc_legacy_plan and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_legacy_plan_free(mpk_mlc_legacy_plan *plan);
 
 #ifdef __cplusplus

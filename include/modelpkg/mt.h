@@ -155,8 +155,11 @@ MPK_API int mpk_mt_manifest_parse_opts(const void *data, size_t len, const char 
                                        mpk_error *err);
 MPK_API int mpk_mt_manifest_load_opts(const char *path, const mpk_mt_manifest_options *opts,
                                       mpk_mt_manifest **out, mpk_error *err);
+/** Free the mpk_mt_manifest and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_manifest_free(mpk_mt_manifest *m);
 
+/** Lookups: the variant with id `id`, the download plan of variant `variant`, the listed file at
+    `path`; borrowed from `m`, NULL when absent (or when an argument is NULL). */
 MPK_API const mpk_mt_variant *mpk_mt_manifest_variant(const mpk_mt_manifest *m, const char *id);
 MPK_API const mpk_mt_plan *mpk_mt_manifest_plan(const mpk_mt_manifest *m, const char *variant);
 MPK_API const mpk_mt_file *mpk_mt_manifest_file(const mpk_mt_manifest *m, const char *path);
@@ -243,6 +246,7 @@ typedef struct mpk_mt_report {
  */
 MPK_API int mpk_mt_check(const char *dir, const mpk_mt_check_options *opts, mpk_mt_report **out,
                          mpk_error *err);
+/** Free the mpk_mt_report and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_report_free(mpk_mt_report *report);
 
 /* ============================================================================================
@@ -412,6 +416,7 @@ MPK_API int mpk_mt_handoff_parse(const void *data, size_t len, const char *file,
                                  mpk_error *err);
 /** Read a map file (or DIR/weight_handoff_map.json). */
 MPK_API int mpk_mt_handoff_load(const char *path, mpk_mt_handoff **out, mpk_error *err);
+/** Free the mpk_mt_handoff and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_handoff_free(mpk_mt_handoff *map);
 
 /**
@@ -615,6 +620,7 @@ typedef struct mpk_mt_gate_report {
  */
 MPK_API int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const mpk_mt_gate_options *opts,
                              mpk_mt_gate_report **out, mpk_error *err);
+/** Free the report and release its hold on the inference directory (merges may run again); accepts NULL. */
 MPK_API void mpk_mt_gate_report_free(mpk_mt_gate_report *r);
 /** "sidecar", "map", "none". */
 MPK_API const char *mpk_mt_authority_name(mpk_mt_authority a);
@@ -701,6 +707,7 @@ typedef struct mpk_mt_download_plan {
  */
 MPK_API int mpk_mt_plan_download(const mpk_mt_manifest *m, const char *variant, const mpk_mt_plan_options *opts,
                                  mpk_mt_download_plan **out, mpk_error *err);
+/** Free the mpk_mt_download_plan and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_download_plan_free(mpk_mt_download_plan *p);
 
 /** The device and the request a variant is selected for. Start from MPK_MT_SELECT_OPTIONS_INIT: every
@@ -790,6 +797,7 @@ typedef struct mpk_mt_selection {
  */
 MPK_API int mpk_mt_select(const mpk_mt_manifest *m, const mpk_mt_select_options *opts, mpk_mt_selection **out,
                           mpk_error *err);
+/** Free the mpk_mt_selection and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_selection_free(mpk_mt_selection *s);
 
 /* ============================================================================================
@@ -890,6 +898,7 @@ MPK_API int mpk_mt_manifest_open_source(const char *source, mpk_mt_manifest **ou
  */
 MPK_API int mpk_mt_install(const char *source, const mpk_mt_install_options *opts, mpk_mt_install_result *out,
                            mpk_error *err);
+/** Release what the result's members own and zero it (not the struct itself); accepts NULL. */
 MPK_API void mpk_mt_install_result_free(mpk_mt_install_result *r);
 /**
  * Finish what an interrupted install's commit left for `repo_id` in `cache_dir` (every install does
@@ -980,6 +989,7 @@ typedef struct mpk_mt_merge_report {
  */
 MPK_API int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *opts, mpk_mt_merge_report **out,
                          mpk_error *err);
+/** Free the mpk_mt_merge_report and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_merge_report_free(mpk_mt_merge_report *r);
 
 /** What recovering an interrupted merge did. */
@@ -1087,6 +1097,7 @@ MPK_API int mpk_mt_graph_parse(const void *data, size_t len, const char *file, c
  * opened.
  */
 MPK_API int mpk_mt_graph_load(const char *path, const mpk_mt_graph_options *opts, mpk_mt_graph **out, mpk_error *err);
+/** Free the mpk_mt_graph and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_graph_free(mpk_mt_graph *g);
 /** The initializer named `name`, or NULL. */
 MPK_API const mpk_mt_initializer *mpk_mt_graph_find(const mpk_mt_graph *g, const char *name);
@@ -1152,6 +1163,7 @@ typedef struct mpk_mt_graph_report {
  */
 MPK_API int mpk_mt_graph_report_open(const char *dir, const char *variant, const mpk_mt_graph_options *opts,
                                      mpk_mt_graph_report **out, mpk_error *err);
+/** Free the mpk_mt_graph_report and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_graph_report_free(mpk_mt_graph_report *r);
 
 typedef struct mpk_mt_handoff_build_options {
