@@ -1,6 +1,7 @@
 /*
- * modelpkg/core.h — the library's foundation: version, errors, canonical JSON and identities, dtypes,
- * digests and progress, document versions. Every other modelpkg header includes this one.
+ * modelpkg/core.h — the library's foundation: options structs, version, errors, canonical JSON and
+ * identities, dtypes, digests and progress, tensor views (DLPack), document versions. Every other
+ * modelpkg header includes this one.
  * (Include <modelpkg.h> for the whole API.)
  *
  * Conventions of the whole API (docs/API.md says the same at more length)
@@ -41,8 +42,8 @@
  *   different objects. Per object type, each header says which of two kinds it is:
  *   - immutable, shareable: every object a function returns through `**out` (loaded documents,
  *     reports, plans, selections, planners, audio, images) — except an mpk_mlc_prefill_builder —
- *     never changes until it is freed; any number of threads
- *     may read it and call `const` functions on it at once; one thread frees it, after the others.
+ *     never changes until it is freed; any number of threads may read it and call `const`
+ *     functions on it at once; one thread frees it, after the others.
  *   - one thread at a time: an mpk_error, a result struct, an options struct while a call reads it,
  *     an mpk_tensor_view while it is opened or closed, an mpk_mlc_prefill_builder.
  *   Callbacks (progress, events) may come from the library's worker threads, never two at once.

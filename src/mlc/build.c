@@ -103,8 +103,8 @@ static int check_references(const mpk_mlc_task *tasks, size_t n, const mpk_mlc_a
 }
 
 int mpk_mlc_build(const mpk_mlc_build_input *in, mpk_mlc_build_result *out, mpk_error *err) {
+  if (out) memset(out, 0, sizeof *out); /* releasable whatever happens next */
   if (!in || !out || !in->tasks_json || !in->params) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
-  memset(out, 0, sizeof *out);
   json_t *root = NULL, *programs = NULL, *art_json = NULL, *sidecar = NULL, *features = NULL;
   mpk_arena *a = mpk_arena_new();
   mpk_mlc_artifact *art = NULL;

@@ -567,8 +567,8 @@ static int run(build *b, const mpk_mt_handoff_build_options *o, mpk_mt_handoff_b
 
 int mpk_mt_handoff_build(const char *dir, const mpk_mt_handoff_build_options *opts, mpk_mt_handoff_build_result *out,
                          mpk_error *err) {
+  if (out) memset(out, 0, sizeof *out); /* releasable whatever happens next */
   if (!dir || !out) return mpk_fail(err, MPK_EINVAL, dir, NULL, "NULL argument");
-  memset(out, 0, sizeof *out);
   mpk_mt_handoff_build_options opt;
   int orc = MPK_OPTIONS_READ(mpk_mt_handoff_build_options, &opt, opts, err);
   if (orc) return orc;
