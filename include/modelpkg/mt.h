@@ -631,22 +631,8 @@ MPK_API const char *mpk_mt_tensor_status_name(mpk_mt_tensor_status s);
  * mt: choosing a variant and planning its download (what `modelpkg mt select` / `mt plan` run)
  * ========================================================================================== */
 
-/** A repo id's cache directory name is at most this many bytes (NAME_MAX). */
-#define MPK_MT_REPO_DIR_MAX 255
 /** The quantization preference when the caller gives none: the reference's default. */
 #define MPK_MT_DEFAULT_PREFER_QUANT "int4"
-
-/**
- * The name of a Hub repo id's directory in the installed cache, `<cacheDir>/<name>/` (the
- * reference sanitize_repo_id, every case of sanitize_repo_id_cases.json): per Unicode code point of
- * the UTF-8 input, '/' becomes "__", A-Z a-z 0-9 '.' '_' '-' are kept, anything else becomes one
- * '_'; no trimming, case folding or truncation. Written NUL-terminated into `out` (give
- * MPK_MT_REPO_DIR_MAX + 1 bytes). Refused, leaving `out` empty: invalid UTF-8, an empty id, a name
- * that is "." or ".." (MPK_EINVAL); a name longer than MPK_MT_REPO_DIR_MAX bytes or `out_size` - 1
- * (MPK_ELIMIT). The rule is not one-to-one ("a/b" and "a__b" share "a__b"): an installer keeps the
- * repo id in its install record and refuses a directory that holds another one.
- */
-MPK_API int mpk_mt_sanitize_repo_id(const char *repo_id, char *out, size_t out_size, mpk_error *err);
 
 /** How much of `free_bytes` a download may use: 90%, rounded down — floor(free_bytes * 9 / 10),
     computed exactly (3000 → 2700, 2999 → 2699). */
@@ -803,6 +789,21 @@ MPK_API void mpk_mt_selection_free(mpk_mt_selection *s);
 /* ============================================================================================
  * mt: installing a package into a device cache (what `modelpkg mt install` runs)
  * ========================================================================================== */
+
+/** A repo id's cache directory name is at most this many bytes (NAME_MAX). */
+#define MPK_MT_REPO_DIR_MAX 255
+
+/**
+ * The name of a Hub repo id's directory in the installed cache, `<cacheDir>/<name>/` (the
+ * reference sanitize_repo_id, every case of sanitize_repo_id_cases.json): per Unicode code point of
+ * the UTF-8 input, '/' becomes "__", A-Z a-z 0-9 '.' '_' '-' are kept, anything else becomes one
+ * '_'; no trimming, case folding or truncation. Written NUL-terminated into `out` (give
+ * MPK_MT_REPO_DIR_MAX + 1 bytes). Refused, leaving `out` empty: invalid UTF-8, an empty id, a name
+ * that is "." or ".." (MPK_EINVAL); a name longer than MPK_MT_REPO_DIR_MAX bytes or `out_size` - 1
+ * (MPK_ELIMIT). The rule is not one-to-one ("a/b" and "a__b" share "a__b"): an installer keeps the
+ * repo id in its install record and refuses a directory that holds another one.
+ */
+MPK_API int mpk_mt_sanitize_repo_id(const char *repo_id, char *out, size_t out_size, mpk_error *err);
 
 /** The install record written into every installed tree (repo id, variant, features, time). */
 #define MPK_MT_INSTALL_RECORD "modelpkg_install.json"
