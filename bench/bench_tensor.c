@@ -281,7 +281,7 @@ static int run_gate(int argc, char **argv) {
     if (!map) return 1;
     mpk_error err;
     mpk_error_clear(&err);
-    mpk_mt_gate_options opts = {.presence_only = 0, .workers = workers};
+    mpk_mt_gate_options opts = {.struct_size = sizeof opts, .presence_only = 0, .workers = workers};
     int rc = mpk_mt_load_gate(dir, map, &opts, &r, &err);
     secs[k] = now_s() - t0;
     if (rc) return fail("mpk_mt_load_gate", rc, &err);

@@ -2,7 +2,8 @@
  * modelpkg — on-device ML model packages, checked fail-closed.
  *
  * The whole public API of libmodelpkg, sectioned:
- *   core  — version, errors, canonical JSON and identities, digests, document versions, atomic writes
+ *   core  — version, errors, canonical JSON and identities, dtypes, digests, tensor views (DLPack),
+ *           document versions, atomic writes
  *   mlc   — the MLC model artifact manifest (mlc-model-manifest.json, _metadata.artifact), weights,
  *           device fit, the producer
  *   mt    — the MobileTransformers package format (manifest, validation, builder, handoff map,
@@ -11,13 +12,8 @@
  *   audio — WAV / PCM to the mono float32 an audio_decode adapter expects
  *   image — JPEG / PNG / WebP to the NHWC pixel tensor an image_decode adapter expects
  *
- * Conventions
- *   - Every function returns 0 on success or a negative MPK_E* code. Details of a failure go into
- *     a caller-owned mpk_error (which may be NULL when the caller does not want them).
- *   - Objects returned through `**out` belong to the caller and are freed with that type's
- *     _free function, which accepts NULL.
- *   - Loaded documents are immutable after loading and may be shared between threads.
- *   - Strings in documents are UTF-8, NUL-terminated; modelpkg refuses U+0000 inside them.
+ * Conventions (errors and return values, ownership, NULL arguments, options structs, threads) are
+ * stated once, at the top of modelpkg/core.h, and at more length in docs/API.md.
  */
 #ifndef MODELPKG_H
 #define MODELPKG_H

@@ -8,3 +8,10 @@ mpk_test(test_core_pool unit unit/test_core_pool.c)
 mpk_test(test_core_atomic unit unit/test_core_atomic.c)
 mpk_test(test_core_open unit unit/test_core_open.c)
 mpk_test(test_core_output unit unit/test_core_output.c)
+# ---- the public API's conventions (docs/API.md): options structs, headers, exported symbols
+mpk_test(test_api_options unit unit/test_api_options.c)
+mpk_script_test(test_public_headers unit ${MPK_IT}/test_public_headers.sh ${PROJECT_SOURCE_DIR} ${CMAKE_C_COMPILER})
+mpk_script_test(test_exported_symbols unit ${MPK_IT}/test_exported_symbols.sh $<TARGET_FILE:modelpkg>
+  ${PROJECT_SOURCE_DIR})
+mpk_script_test(test_api_null unit python3 ${MPK_IT}/test_api_null.py ${PROJECT_SOURCE_DIR} ${CMAKE_C_COMPILER}
+  $<TARGET_FILE:modelpkg>)

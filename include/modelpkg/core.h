@@ -1,7 +1,57 @@
 /*
- * modelpkg/core.h — the library's foundation: version, errors, canonical JSON and identities, dtypes,
- * digests and progress, document versions. Every other modelpkg header includes this one.
+ * modelpkg/core.h — the library's foundation: options structs, version, errors, canonical JSON and
+ * identities, dtypes, digests and progress, tensor views (DLPack), document versions. Every other
+ * modelpkg header includes this one.
  * (Include <modelpkg.h> for the whole API.)
+ *
+ * Conventions of the whole API (docs/API.md says the same at more length)
+ *
+ * Return values — a function that can fail returns `int`: 0 on success or a negative mpk_code
+ *   (MPK_E*), with the details in the caller's mpk_error. A function that returns a value never
+ *   uses a value that could be read as an MPK_E* code. The exceptions to "0 or MPK_E*", all of them:
+ *   - values: mpk_version_number(); mpk_error_format() (a length, as snprintf); mpk_dtype_bits() and
+ *     mpk_safetensors_dtype_size() (0: unknown dtype); mpk_mt_storage_budget() (bytes);
+ *     mpk_audio_canonical_length() (a double, as WebLLM computes it);
+ *   - predicates, 1 or 0: mpk_pattern_matches(), mpk_pattern_valid();
+ *   - lookups returning a pointer, NULL when absent: mpk_version(), mpk_code_name(), every
+ *     `_name()` (static strings), and the finders (mpk_mlc_package_task(), mpk_mlc_artifact_program(),
+ *     mpk_mlc_entry_get(), mpk_mt_manifest_variant/plan/file(), mpk_safetensors_find(),
+ *     mpk_safetensors_metadata(), mpk_mt_graph_find(), mpk_mt_onnx_dtype_name()), borrowed;
+ *   - void: every `_free()` / `_close()`, mpk_error_clear(), mpk_mlc_prefill_config_from_binding().
+ *   A check that runs to the end (mpk_mlc_check(), mpk_mt_check(), mpk_mlc_fit_package(),
+ *   mpk_mt_graph_report_open()) returns 0 with its problems in the report; its return code says
+ *   only whether it could run. mpk_mt_select() returns MPK_ENOVARIANT with `*out` set (the reasons).
+ *
+ * Ownership — what a function hands back, and how it is given back. There are three shapes:
+ *   - Objects: `int mpk_T_load/parse/open/...(..., mpk_T **out, ...)` allocates an mpk_T and sets
+ *     `*out` (NULL on failure). It is the caller's; `void mpk_T_free(mpk_T *)` frees it and
+ *     everything it points to (every pointer inside borrows from it). `_free(NULL)` does nothing.
+ *   - Results: `int mpk_X(..., mpk_X_result *out, ...)` fills a struct the caller owns (on the
+ *     stack, say); `void mpk_X_result_free(mpk_X_result *)` releases what its members own and zeroes
+ *     it — not the struct itself. It accepts NULL, a zeroed struct, and one already released, and the
+ *     function zeroes `*out` first, so releasing after a failure is always right. A tensor view
+ *     (mpk_tensor_view) is a result whose release is spelled mpk_tensor_view_close().
+ *   - Buffers: a `char **out` string or an array of borrowed pointers is malloc'ed; free it with
+ *     mpk_free(), which accepts NULL.
+ *   Everything else a function returns is borrowed: from the object it was given (lookups such as
+ *   mpk_mt_manifest_variant(): valid while that object lives) or static (`_name()` functions).
+ *   Inputs are never taken over: the library copies what it keeps.
+ *
+ * Threads — there is no global mutable state (libcurl's global initialization runs once, under
+ *   pthread_once) and no global error: any function may be called from several threads at once on
+ *   different objects. Per object type, each header says which of two kinds it is:
+ *   - immutable, shareable: every object a function returns through `**out` (loaded documents,
+ *     reports, plans, selections, planners, audio, images) — except an mpk_mlc_prefill_builder —
+ *     never changes until it is freed; any number of threads may read it and call `const`
+ *     functions on it at once; one thread frees it, after the others.
+ *   - one thread at a time: an mpk_error, a result struct, an options struct while a call reads it,
+ *     an mpk_tensor_view while it is opened or closed, an mpk_mlc_prefill_builder.
+ *   Callbacks (progress, events) may come from the library's worker threads, never two at once.
+ *
+ * NULL arguments — `err` may always be NULL (no details wanted). Any other pointer argument is
+ *   required unless its documentation says "may be NULL" or gives a NULL meaning (an options pointer
+ *   NULL means every default, a `len`/`n` of 0 allows a NULL array). A required pointer that is NULL
+ *   is MPK_EINVAL, never a crash; a lookup given NULL returns NULL, a predicate 0.
  */
 #ifndef MODELPKG_CORE_H
 #define MODELPKG_CORE_H
@@ -19,6 +69,24 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* ============================================================================================
+ * core: options structs
+ * ========================================================================================== */
+
+/**
+ * Every `mpk_*_options` struct starts with `size_t struct_size` and has an initializer
+ * `MPK_*_OPTIONS_INIT` that sets it and leaves every other field at its default (zero); the rule the
+ * library applies to struct_size is in docs/API.md, "Options structs". MPK_OPTIONS_INIT(T) is that
+ * initializer for type T: a designated initializer in C, a value-initialized object in C++ (C++17 has
+ * no designated initializers, and a positional {sizeof(T)} would trip -Wmissing-field-initializers in
+ * either language). Use it only to initialize: `mpk_mt_check_options o = MPK_MT_CHECK_OPTIONS_INIT;`.
+ */
+#ifdef __cplusplus
+#define MPK_OPTIONS_INIT(T) ([] { T o_{}; o_.struct_size = sizeof(T); return o_; }())
+#else
+#define MPK_OPTIONS_INIT(T) {.struct_size = sizeof(T)}
 #endif
 
 /* ============================================================================================
@@ -40,7 +108,8 @@ MPK_API int mpk_version_number(void);
  * core: errors
  * ========================================================================================== */
 
-/** The short list of expected failures. Every function returns 0 or one of these. */
+/** The short list of expected failures. A function that can fail returns 0 or one of these (the
+    exceptions, value-returning functions, are listed at the top of this header). */
 typedef enum mpk_code {
   MPK_OK = 0,
   MPK_EMALFORMED = -1,   /**< a document breaks its format or schema */
@@ -109,6 +178,7 @@ MPK_API int mpk_canonical_json(const char *json, size_t len, char **out, size_t 
 
 /** "sha256:" + lowercase hex SHA-256 of `len` bytes, written into `out` (72 bytes with NUL). */
 #define MPK_SHA256_ID_SIZE 72
+/** 0, or MPK_EINVAL (`out` NULL, or `data` NULL with `len` > 0). */
 MPK_API int mpk_sha256_id(const void *data, size_t len, char out[MPK_SHA256_ID_SIZE]);
 
 /**
@@ -128,7 +198,8 @@ MPK_API void mpk_free(void *p);
  * core: dtypes, digests, progress
  * ========================================================================================== */
 
-/** Bits per element of a dtype name ("float16" 16, "int4" 4, "float8_e4m3fn" 8, ...); -1 unknown. */
+/** Bits per element of a dtype name ("float16" 16, "int4" 4, "float8_e4m3fn" 8, ...); 0 when unknown
+    or NULL. */
 MPK_API int mpk_dtype_bits(const char *dtype);
 
 /**
@@ -161,6 +232,54 @@ typedef struct mpk_digest_job {
  */
 MPK_API int mpk_digest_files(mpk_digest_job *jobs, size_t n, unsigned workers,
                              mpk_progress_fn progress, void *progress_ctx, mpk_error *err);
+
+/* ============================================================================================
+ * core: tensor views (a dtype, a shape and bytes; DLPack)
+ *
+ * A view is one thread's at a time to open and close; the bytes it maps are read-only and may be read
+ * from any number of threads while it is open.
+ * ========================================================================================== */
+
+/** Most dimensions a tensor may have (safetensors tensors and tensor views alike). */
+#define MPK_TENSOR_MAX_DIMS 16
+
+/**
+ * A tensor over read-only memory the view owns (a memory map of a file: no copy), as
+ * mpk_mt_tensor_open() makes one from a weight's declaration and its .bin.
+ * `dl_code`/`dl_bits`/`dl_lanes` are DLPack's DLDataType (kDLInt 0, kDLUInt 1, kDLFloat 2,
+ * kDLBfloat 4). `shape` is the declared one — the logical shape for int4/uint4, which are packed
+ * two per byte (ONNX order: element 2k in the low nibble of byte k), so `nbytes` is ceil(numel / 2);
+ * `strides` are row-major, in elements. Close with mpk_tensor_view_close().
+ */
+typedef struct mpk_tensor_view {
+  const void *data;
+  char dtype[16];                       /**< "float32", "int4", ... */
+  uint8_t dl_code, dl_bits;
+  uint16_t dl_lanes;
+  int32_t ndim;
+  int64_t shape[MPK_TENSOR_MAX_DIMS];
+  int64_t strides[MPK_TENSOR_MAX_DIMS];
+  uint64_t numel;
+  uint64_t nbytes;                      /**< == the mapped file's size */
+  void *priv_;                          /**< the mapping */
+} mpk_tensor_view;
+
+/**
+ * The exact byte size of a tensor of `dtype` and `shape` (the load rule): every dimension >= 1
+ * (ndim 0 is a scalar), numel × bits / 8, ceil(numel / 2) for int4/uint4; checked against uint64
+ * overflow (MPK_ELIMIT). Unknown dtype: MPK_EUNSUPPORTED; a dimension < 1: MPK_EMALFORMED.
+ */
+MPK_API int mpk_tensor_nbytes(const char *dtype, const int64_t *shape, size_t ndim, uint64_t *numel,
+                              uint64_t *nbytes, mpk_error *err);
+
+/** Unmap a view and zero it (accepts NULL and a zeroed view). */
+MPK_API void mpk_tensor_view_close(mpk_tensor_view *v);
+/**
+ * Fill `dltensor_out`, a DLPack DLTensor (dlpack.h v0.6–v0.8 layout: data, device, ndim, dtype,
+ * shape, strides, byte_offset), with the view: device kDLCPU 0, shape/strides pointing into the
+ * view (valid while it is open), byte_offset 0. The tensor is read-only though DLTensor says void*.
+ */
+MPK_API int mpk_tensor_view_dltensor(const mpk_tensor_view *v, void *dltensor_out);
 
 /* ============================================================================================
  * core: document versions ("MAJOR.MINOR", MobileTransformers' schemaVersion / minReaderVersion)

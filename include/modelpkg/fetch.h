@@ -22,13 +22,6 @@
 extern "C" {
 #endif
 
-/* The options structs' initializers: `struct_size` set, every other field zero (its default).
-   Designated in C (no -Wmissing-field-initializers), positional in C++ (valid C++17). */
-#ifdef __cplusplus
-#define MPK_FETCH_INIT_(T) {sizeof(T)}
-#else
-#define MPK_FETCH_INIT_(T) {.struct_size = sizeof(T)}
-#endif
 
 /* ============================================================================================
  * fetch: sources
@@ -57,7 +50,7 @@ typedef struct mpk_fetch_source_options {
 } mpk_fetch_source_options;
 
 /** Initializer: every field its default, `struct_size` set. */
-#define MPK_FETCH_SOURCE_OPTIONS_INIT MPK_FETCH_INIT_(mpk_fetch_source_options)
+#define MPK_FETCH_SOURCE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_fetch_source_options)
 
 /**
  * Open a source. `location` is required; `opts` may be NULL (the defaults) and is copied. A location
@@ -124,7 +117,7 @@ typedef struct mpk_fetch_stage_options {
   int wait_for_lock;       /**< 1: wait for another holder of this stage; 0: fail at once (MPK_EIO) */
 } mpk_fetch_stage_options;
 
-#define MPK_FETCH_STAGE_OPTIONS_INIT MPK_FETCH_INIT_(mpk_fetch_stage_options)
+#define MPK_FETCH_STAGE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_fetch_stage_options)
 
 /**
  * Create `cache_dir` (one level) and the staging directory, take the lock (flock: dropped by the
@@ -177,7 +170,7 @@ typedef struct mpk_fetch_options {
   void *ctx;
 } mpk_fetch_options;
 
-#define MPK_FETCH_OPTIONS_INIT MPK_FETCH_INIT_(mpk_fetch_options)
+#define MPK_FETCH_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_fetch_options)
 
 /** What a download did. */
 typedef struct mpk_fetch_result {

@@ -1,6 +1,11 @@
 /*
  * modelpkg/media.h — input frontends: audio (WAV / PCM to the mono float32 an audio_decode adapter
  * expects) and images (JPEG / PNG / WebP to the NHWC pixel tensor an image_decode adapter expects).
+ *
+ * Threads: every function may run in several threads at once; an mpk_audio or mpk_image is plain
+ * data once returned, readable from any thread. A conversion with mpk_audio_target.threads > 1 runs
+ * workers inside the call and joins them before it returns; an mpk_audio_sink_fn is called from the
+ * caller's thread only, in output order.
  */
 #ifndef MODELPKG_MEDIA_H
 #define MODELPKG_MEDIA_H
@@ -155,6 +160,7 @@ MPK_API int mpk_audio_from_data(const char *text, size_t len, const mpk_audio_ta
  */
 MPK_API int mpk_audio_from_pcm_f32(const float *samples, size_t n, double sample_rate,
                                    const mpk_audio_target *target, mpk_audio **out, mpk_error *err);
+/** Free the mpk_audio and everything it points to; accepts NULL. */
 MPK_API void mpk_audio_free(mpk_audio *a);
 
 /* ============================================================================================
@@ -220,10 +226,13 @@ MPK_API int mpk_image_plan_resize(int64_t src_width, int64_t src_height, const m
                                   mpk_image_plan *out, mpk_error *err);
 
 typedef struct mpk_image_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   int ignore_orientation;  /**< 1: pixels as stored, EXIF orientation not applied */
   uint64_t max_pixels;     /**< bound on source width * height; 0: MPK_IMAGE_DEFAULT_MAX_PIXELS */
   uint64_t max_decode_bytes; /**< decoding memory budget; 0: MPK_IMAGE_DEFAULT_MAX_DECODE_BYTES */
 } mpk_image_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_IMAGE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_image_options)
 
 /** The pixel tensor and a report of where it came from. Freed with mpk_image_free(). */
 typedef struct mpk_image {
@@ -257,6 +266,7 @@ typedef struct mpk_image {
 MPK_API int mpk_image_from_bytes(const void *data, size_t len, const char *file,
                                  const mpk_image_target *target, const mpk_image_options *opts,
                                  mpk_image **out, mpk_error *err);
+/** Free the mpk_image and everything it points to; accepts NULL. */
 MPK_API void mpk_image_free(mpk_image *img);
 
 /**

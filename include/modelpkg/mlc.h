@@ -3,6 +3,11 @@
  * half (_metadata.artifact) and a library's _metadata, binding a package to a library, device checks,
  * weights (tensor-cache.json), parameters, the producer, device fit, checking a package, prompt
  * assembly and prefill planning.
+ *
+ * Threads: loaded documents (package, artifact, metadata, tensor cache, parameters), reports, planners
+ * and plans are immutable once returned and may be shared between threads; a prefill builder is one
+ * thread's at a time; bindings, fits and build results are plain data of the caller's (a binding
+ * borrows from the package and artifact it was resolved from).
  */
 #ifndef MODELPKG_MLC_H
 #define MODELPKG_MLC_H
@@ -73,7 +78,7 @@ typedef struct mpk_mlc_task {
   size_t n_inputs;
 } mpk_mlc_task;
 
-/** A parsed mlc-model-manifest.json. Read-only; freed with mpk_mlc_package_free(). */
+/** A parsed mlc-model-manifest.json. Immutable, shareable; freed with mpk_mlc_package_free(). */
 typedef struct mpk_mlc_package {
   int64_t schema_version;
   const char *chat_config;          /**< "mlc-chat-config.json" (the default when absent) */
@@ -96,6 +101,7 @@ MPK_API int mpk_mlc_package_parse(const void *data, size_t len, const char *file
                                   mpk_error *err);
 /** Read and parse `path` (see mpk_mlc_package_parse). */
 MPK_API int mpk_mlc_package_load(const char *path, mpk_mlc_package **out, mpk_error *err);
+/** Free the mpk_mlc_package and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_package_free(mpk_mlc_package *pkg);
 
 /** Find a task by name, NULL when absent. */
@@ -136,7 +142,7 @@ typedef struct mpk_mlc_program {
   size_t n_adapter_dtypes;
 } mpk_mlc_program;
 
-/** A parsed _metadata.artifact. Read-only; freed with mpk_mlc_artifact_free(). */
+/** A parsed _metadata.artifact. Immutable, shareable; freed with mpk_mlc_artifact_free(). */
 typedef struct mpk_mlc_artifact {
   int64_t schema_version;
   const char *interface_id;
@@ -153,6 +159,7 @@ typedef struct mpk_mlc_artifact {
 /** Parse the JSON text of the `artifact` object with WebLLM 0.2.86's rules. */
 MPK_API int mpk_mlc_artifact_parse(const void *data, size_t len, const char *file,
                                    mpk_mlc_artifact **out, mpk_error *err);
+/** Free the mpk_mlc_artifact and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_artifact_free(mpk_mlc_artifact *art);
 
 /** Look up a program by name / an entry by key; NULL when absent. */
@@ -164,7 +171,7 @@ MPK_API const char *mpk_mlc_entry_get(const mpk_mlc_entry *entries, size_t n, co
  * mlc: a compiled library's _metadata
  * ========================================================================================== */
 
-/** The _metadata of a compiled model library. Read-only; freed with mpk_mlc_metadata_free(). */
+/** The _metadata of a compiled model library. Immutable, shareable; freed with mpk_mlc_metadata_free(). */
 typedef struct mpk_mlc_metadata {
   const char *json;          /**< the _metadata JSON text, byte-exact as stored in the library */
   size_t json_len;
@@ -187,6 +194,7 @@ MPK_API int mpk_mlc_metadata_load(const char *path, mpk_mlc_metadata **out, mpk_
 /** The same from bytes in memory (`file` names them in errors). */
 MPK_API int mpk_mlc_metadata_from_bytes(const void *data, size_t len, const char *file,
                                         mpk_mlc_metadata **out, mpk_error *err);
+/** Free the mpk_mlc_metadata and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_metadata_free(mpk_mlc_metadata *md);
 
 /**
@@ -249,6 +257,7 @@ MPK_API int mpk_mlc_resolve(const mpk_mlc_package *pkg, const mpk_mlc_artifact *
 
 /** Parse a _metadata kv_state_kind string (NULL means "kv_cache", as WebLLM reads it). */
 MPK_API int mpk_mlc_kv_state_kind_parse(const char *s, mpk_mlc_kv_state_kind *out, mpk_error *err);
+/** "kv_cache", "hybrid", "rnn_state", "none"; "unknown" for another value (static strings). */
 MPK_API const char *mpk_mlc_kv_state_kind_name(mpk_mlc_kv_state_kind k);
 
 /**
@@ -303,7 +312,7 @@ typedef struct mpk_mlc_shard {
   size_t n_records;
 } mpk_mlc_shard;
 
-/** A parsed and structurally checked tensor cache. Read-only; freed with _free(). */
+/** A parsed and structurally checked tensor cache. Immutable, shareable; freed with _free(). */
 typedef struct mpk_mlc_tensor_cache {
   int has_param_size;
   int64_t param_size;      /**< metadata.ParamSize */
@@ -324,7 +333,9 @@ typedef struct mpk_mlc_tensor_cache {
  */
 MPK_API int mpk_mlc_tensor_cache_parse(const void *data, size_t len, const char *file,
                                        mpk_mlc_tensor_cache **out, mpk_error *err);
+/** Read and parse `path` (see mpk_mlc_tensor_cache_parse). */
 MPK_API int mpk_mlc_tensor_cache_load(const char *path, mpk_mlc_tensor_cache **out, mpk_error *err);
+/** Free the mpk_mlc_tensor_cache and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_tensor_cache_free(mpk_mlc_tensor_cache *tc);
 
 /**
@@ -358,7 +369,7 @@ typedef struct mpk_mlc_param {
   const char *dtype;
 } mpk_mlc_param;
 
-/** A list of parameters in source order. Read-only; freed with mpk_mlc_params_free(). */
+/** A list of parameters in source order. Immutable, shareable; freed with mpk_mlc_params_free(). */
 typedef struct mpk_mlc_params {
   const mpk_mlc_param *items;
   size_t n;
@@ -383,6 +394,7 @@ MPK_API int mpk_mlc_params_from_metadata(const mpk_mlc_metadata *md, mpk_mlc_par
  */
 MPK_API int mpk_mlc_params_parse(const void *json, size_t len, const char *file,
                                  mpk_mlc_params **out, mpk_error *err);
+/** Free the mpk_mlc_params and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_params_free(mpk_mlc_params *params);
 
 /**
@@ -445,8 +457,8 @@ typedef struct mpk_mlc_build_input {
   size_t n_required_features;
 } mpk_mlc_build_input;
 
-/** The two documents, malloc'ed; free with mpk_mlc_build_output_free(). */
-typedef struct mpk_mlc_build_output {
+/** The two documents, malloc'ed; free with mpk_mlc_build_result_free(). */
+typedef struct mpk_mlc_build_result {
   char *manifest;        /**< mlc-model-manifest.json bytes, as MLC's Python writer writes them */
   size_t manifest_len;
   char *artifact;        /**< the `artifact` object to embed in the library's _metadata */
@@ -454,7 +466,7 @@ typedef struct mpk_mlc_build_output {
   char interface_id[MPK_SHA256_ID_SIZE];
   char parameter_schema_id[MPK_SHA256_ID_SIZE];
   mpk_mlc_resources resources;
-} mpk_mlc_build_output;
+} mpk_mlc_build_result;
 
 /**
  * Produce the sidecar and the artifact. The sidecar is byte-identical to MLC's Python writer:
@@ -463,8 +475,9 @@ typedef struct mpk_mlc_build_output {
  * adapter the programs do not declare; both documents are re-read with the consumer's rules
  * before they are returned.
  */
-MPK_API int mpk_mlc_build(const mpk_mlc_build_input *in, mpk_mlc_build_output *out, mpk_error *err);
-MPK_API void mpk_mlc_build_output_free(mpk_mlc_build_output *out);
+MPK_API int mpk_mlc_build(const mpk_mlc_build_input *in, mpk_mlc_build_result *out, mpk_error *err);
+/** Release what the result's members own and zero it (not the struct itself); accepts NULL. */
+MPK_API void mpk_mlc_build_result_free(mpk_mlc_build_result *out);
 
 /* ============================================================================================
  * mlc: device fit — what a model needs of a device, and whether it fits (`modelpkg fit`)
@@ -540,6 +553,7 @@ MPK_API int mpk_mlc_fit_check(const mpk_mlc_fit *fit, const mpk_mlc_artifact *ar
                               mpk_problem_fn on_problem, void *problem_ctx, mpk_error *err);
 
 typedef struct mpk_mlc_fit_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   const char *lib_path;            /**< compiled library or _metadata JSON; NULL: parameters from
                                         the package's tensor cache only (fit not complete) */
   int64_t context;                 /**< > 0: size the KV cache for this many tokens; 0: default */
@@ -550,8 +564,10 @@ typedef struct mpk_mlc_fit_options {
   int has_device_memory;           /**< 1: check total_bytes against device_memory_bytes */
   int64_t device_memory_bytes;
 } mpk_mlc_fit_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MLC_FIT_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mlc_fit_options)
 
-/** What `modelpkg fit` found. Read-only; freed with mpk_mlc_fit_report_free(). */
+/** What `modelpkg fit` found. Immutable, shareable; freed with mpk_mlc_fit_report_free(). */
 typedef struct mpk_mlc_fit_report {
   const char *dir;
   const char *lib_path;           /**< NULL without a library */
@@ -580,6 +596,7 @@ typedef struct mpk_mlc_fit_report {
  */
 MPK_API int mpk_mlc_fit_package(const char *dir, const mpk_mlc_fit_options *opts,
                                 mpk_mlc_fit_report **out, mpk_error *err);
+/** Free the mpk_mlc_fit_report and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_fit_report_free(mpk_mlc_fit_report *report);
 
 /* ============================================================================================
@@ -587,6 +604,7 @@ MPK_API void mpk_mlc_fit_report_free(mpk_mlc_fit_report *report);
  * ========================================================================================== */
 
 typedef struct mpk_mlc_check_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   const char *lib_path;          /**< compiled library or _metadata JSON; NULL: none */
   const mpk_mlc_device *device;  /**< NULL: no device checks */
   int no_weights;                /**< 1: do not read the shard files (sizes, MD5) */
@@ -594,8 +612,10 @@ typedef struct mpk_mlc_check_options {
   mpk_progress_fn progress;      /**< shard hashing progress; may be NULL */
   void *progress_ctx;
 } mpk_mlc_check_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MLC_CHECK_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mlc_check_options)
 
-/** Everything `modelpkg check` found. Read-only; freed with mpk_mlc_report_free(). */
+/** Everything `modelpkg check` found. Immutable, shareable; freed with mpk_mlc_report_free(). */
 typedef struct mpk_mlc_report {
   const char *dir;
   int has_manifest;                  /**< mlc-model-manifest.json exists */
@@ -626,6 +646,7 @@ typedef struct mpk_mlc_report {
  */
 MPK_API int mpk_mlc_check(const char *dir, const mpk_mlc_check_options *opts,
                           mpk_mlc_report **out, mpk_error *err);
+/** Free the mpk_mlc_report and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_report_free(mpk_mlc_report *report);
 
 /* ============================================================================================
@@ -687,7 +708,7 @@ typedef struct mpk_mlc_prefill_config {
  */
 MPK_API void mpk_mlc_prefill_config_from_binding(const mpk_mlc_binding *b, mpk_mlc_prefill_config *cfg);
 
-/** A checked, immutable copy of a configuration; shareable between threads. Freed with _free(). */
+/** A checked copy of a configuration. Immutable, shareable; freed with mpk_mlc_planner_free(). */
 typedef struct mpk_mlc_planner {
   mpk_mlc_prefill_config config;     /**< every pointer owned by the planner */
   const char *prefill_chunk_size_from; /**< where mpk_mlc_planner_open() found it: "_metadata" (the
@@ -712,6 +733,7 @@ MPK_API int mpk_mlc_planner_new(const mpk_mlc_prefill_config *cfg, mpk_mlc_plann
  */
 MPK_API int mpk_mlc_planner_open(const char *dir, const char *lib_path, mpk_mlc_planner **out,
                                  mpk_error *err);
+/** Free the mpk_mlc_planner and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_planner_free(mpk_mlc_planner *p);
 
 /** One prefill call. Its rows are the prompt positions [offset, offset + n). */
@@ -736,7 +758,7 @@ typedef struct mpk_mlc_prefill_item {
   size_t n_chunks;
 } mpk_mlc_prefill_item;
 
-/** A prompt planned. Read-only; freed with mpk_mlc_prefill_plan_free(). */
+/** A prompt planned. Immutable, shareable; freed with mpk_mlc_prefill_plan_free(). */
 typedef struct mpk_mlc_prefill_plan {
   size_t prompt_length;             /**< positions the prompt adds to the KV cache */
   int64_t filled_kv_cache_length;   /**< positions already in the KV cache before it */
@@ -779,6 +801,7 @@ MPK_API int mpk_mlc_prefill_add_media(mpk_mlc_prefill_builder *b, mpk_mlc_segmen
  * MPK_ELIMIT when it and the filled KV cache exceed the context window (no sliding window).
  */
 MPK_API int mpk_mlc_prefill_finish(mpk_mlc_prefill_builder *b, mpk_mlc_prefill_plan **out, mpk_error *err);
+/** Free the mpk_mlc_prefill_builder and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_prefill_builder_free(mpk_mlc_prefill_builder *b);
 
 /** One segment of a prompt, for planning in one call. */
@@ -793,6 +816,7 @@ typedef struct mpk_mlc_segment {
 MPK_API int mpk_mlc_prefill_plan_segments(const mpk_mlc_planner *planner, int64_t filled_kv_cache_length,
                                           const mpk_mlc_segment *segments, size_t n,
                                           mpk_mlc_prefill_plan **out, mpk_error *err);
+/** Free the mpk_mlc_prefill_plan and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_prefill_plan_free(mpk_mlc_prefill_plan *plan);
 
 /** A prompt described as JSON (the SEGMENTS.json of `modelpkg mlc plan`, docs/prefill.md). */
@@ -810,6 +834,7 @@ typedef struct mpk_mlc_segments {
  */
 MPK_API int mpk_mlc_segments_parse(const void *data, size_t len, const char *file, mpk_mlc_segments **out,
                                    mpk_error *err);
+/** Free the mpk_mlc_segments and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_segments_free(mpk_mlc_segments *s);
 
 /* Packages without a manifest: WebLLM's getChunkedPrefillInputData. Images are never split and
@@ -832,7 +857,7 @@ typedef struct mpk_mlc_legacy_chunk {
   int64_t length;             /**< positions, at most the chunk size */
 } mpk_mlc_legacy_chunk;
 
-/** Read-only; freed with mpk_mlc_legacy_plan_free(). */
+/** Immutable, shareable; freed with mpk_mlc_legacy_plan_free(). */
 typedef struct mpk_mlc_legacy_plan {
   const mpk_mlc_legacy_chunk *chunks;
   size_t n_chunks;
@@ -846,6 +871,7 @@ typedef struct mpk_mlc_legacy_plan {
  */
 MPK_API int mpk_mlc_legacy_chunks(const mpk_mlc_legacy_item *items, size_t n, int64_t prefill_chunk_size,
                                   mpk_mlc_legacy_plan **out, mpk_error *err);
+/** Free the mpk_mlc_legacy_plan and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_legacy_plan_free(mpk_mlc_legacy_plan *plan);
 
 #ifdef __cplusplus

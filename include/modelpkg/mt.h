@@ -1,7 +1,15 @@
 /*
  * modelpkg/mt.h — the MobileTransformers package format: manifest, checking, sealing, the weight
- * handoff map, safetensors, tensors and the load gate, selection and download plans, installing into
- * a device cache, the on-device LoRA merge, the ONNX inference graph.
+ * handoff map, safetensors, its tensors (views: core.h) and the load gate, selection and download
+ * plans, installing into a device cache, the on-device LoRA merge, the ONNX inference graph.
+ *
+ * Threads: every loaded or computed object here (manifest, report, handoff map, safetensors, gate
+ * report, download plan, selection, merge report, graph, graph report) is immutable once returned and
+ * may be shared between threads; results (mpk_mt_build_result, mpk_mt_install_result,
+ * mpk_mt_handoff_build_result) are plain data of the caller's. Between processes and threads alike,
+ * the writers lock what they write: one mpk_mt_install per cache and repo id (flock), one mpk_mt_merge
+ * per inference directory, and a merge waits for no reader — it fails while a gate report holds the
+ * directory (mpk_mt_load_gate()).
  */
 #ifndef MODELPKG_MT_H
 #define MODELPKG_MT_H
@@ -72,7 +80,7 @@ typedef struct mpk_mt_file {
   const char *sha256;                  /**< 64 lowercase hex digits, or NULL when not listed */
 } mpk_mt_file;
 
-/** A parsed manifest. Read-only; freed with mpk_mt_manifest_free(). */
+/** A parsed manifest. Immutable, shareable; freed with mpk_mt_manifest_free(). */
 typedef struct mpk_mt_manifest {
   const char *schema_version;
   const char *min_reader_version;
@@ -135,17 +143,23 @@ MPK_API int mpk_mt_manifest_load(const char *path, mpk_mt_manifest **out, mpk_er
 /** The environment variable that sets the file budget when the caller gives none. */
 #define MPK_MT_MANIFEST_MAX_FILES_ENV "MODELPKG_MT_MAX_FILES"
 typedef struct mpk_mt_manifest_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   size_t max_files; /**< 0: $MODELPKG_MT_MAX_FILES when set (a positive integer), else
                          MPK_MT_MANIFEST_DEFAULT_MAX_FILES */
 } mpk_mt_manifest_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_MANIFEST_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_manifest_options)
 /** mpk_mt_manifest_parse / _load with a budget (`opts` NULL: the default budget). */
 MPK_API int mpk_mt_manifest_parse_opts(const void *data, size_t len, const char *file,
                                        const mpk_mt_manifest_options *opts, mpk_mt_manifest **out,
                                        mpk_error *err);
 MPK_API int mpk_mt_manifest_load_opts(const char *path, const mpk_mt_manifest_options *opts,
                                       mpk_mt_manifest **out, mpk_error *err);
+/** Free the mpk_mt_manifest and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_manifest_free(mpk_mt_manifest *m);
 
+/** Lookups: the variant with id `id`, the download plan of variant `variant`, the listed file at
+    `path`; borrowed from `m`, NULL when absent (or when an argument is NULL). */
 MPK_API const mpk_mt_variant *mpk_mt_manifest_variant(const mpk_mt_manifest *m, const char *id);
 MPK_API const mpk_mt_plan *mpk_mt_manifest_plan(const mpk_mt_manifest *m, const char *variant);
 MPK_API const mpk_mt_file *mpk_mt_manifest_file(const mpk_mt_manifest *m, const char *path);
@@ -171,6 +185,7 @@ MPK_API int mpk_mt_plan_files(const mpk_mt_manifest *m, const char *variant, con
  * ========================================================================================== */
 
 typedef struct mpk_mt_check_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   const char *variant;      /**< the variant to check; NULL: the manifest's defaultVariant */
   int all_variants;         /**< 1: every variant, and every file the manifest lists (not with variant) */
   int no_hash;              /**< 1: presence, confinement and sizes only; no digest is computed */
@@ -180,8 +195,10 @@ typedef struct mpk_mt_check_options {
   mpk_progress_fn progress; /**< hashing progress (bytes); may be NULL; non-zero return cancels */
   void *progress_ctx;
 } mpk_mt_check_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_CHECK_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_check_options)
 
-/** Everything the check found. Read-only; freed with mpk_mt_report_free(). */
+/** Everything the check found. Immutable, shareable; freed with mpk_mt_report_free(). */
 typedef struct mpk_mt_report {
   const char *dir;
   const mpk_mt_manifest *manifest;     /**< NULL when it could not be read (the problem says why) */
@@ -229,6 +246,7 @@ typedef struct mpk_mt_report {
  */
 MPK_API int mpk_mt_check(const char *dir, const mpk_mt_check_options *opts, mpk_mt_report **out,
                          mpk_error *err);
+/** Free the mpk_mt_report and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_report_free(mpk_mt_report *report);
 
 /* ============================================================================================
@@ -364,7 +382,7 @@ typedef struct mpk_mt_handoff_entry {
   mpk_mt_transpose_policy transpose_policy;
 } mpk_mt_handoff_entry;
 
-/** A read and validated handoff map. Immutable; freed with mpk_mt_handoff_free(). */
+/** A read and validated handoff map. Immutable, shareable; freed with mpk_mt_handoff_free(). */
 typedef struct mpk_mt_handoff {
   const char *schema_version;
   const char *min_reader_version;
@@ -398,6 +416,7 @@ MPK_API int mpk_mt_handoff_parse(const void *data, size_t len, const char *file,
                                  mpk_error *err);
 /** Read a map file (or DIR/weight_handoff_map.json). */
 MPK_API int mpk_mt_handoff_load(const char *path, mpk_mt_handoff **out, mpk_error *err);
+/** Free the mpk_mt_handoff and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_handoff_free(mpk_mt_handoff *map);
 
 /**
@@ -422,24 +441,22 @@ MPK_API int mpk_mt_handoff_json(const mpk_mt_handoff *map, char **out, size_t *l
  * mt: safetensors (adapter factors)
  * ========================================================================================== */
 
-/** Most dimensions a tensor may have (safetensors tensors and tensor views alike). */
-#define MPK_TENSOR_MAX_DIMS 16
 /** The largest safetensors header read: the reference library's limit (MAX_HEADER_SIZE). */
-#define MPK_ST_MAX_HEADER 100000000u
+#define MPK_SAFETENSORS_MAX_HEADER 100000000u
 /** The reader's memory budget by default (docs/safetensors.md rule 4a): parsing a header
     takes about 16 times its size, so the header bytes and the tensor count are checked against a
     budget before anything is allocated. */
-#define MPK_ST_DEFAULT_HEADER_BUDGET (16u * 1024 * 1024)
-#define MPK_ST_DEFAULT_TENSOR_BUDGET 100000u
+#define MPK_SAFETENSORS_DEFAULT_HEADER_BUDGET (16u * 1024 * 1024)
+#define MPK_SAFETENSORS_DEFAULT_TENSOR_BUDGET 100000u
 
 /** A safetensors reader's memory budget; 0 in a field: its default. */
-typedef struct mpk_st_budget {
-  uint64_t max_header_bytes;            /**< N at most this (and never above MPK_ST_MAX_HEADER) */
+typedef struct mpk_safetensors_budget {
+  uint64_t max_header_bytes;            /**< N at most this (and never above MPK_SAFETENSORS_MAX_HEADER) */
   uint64_t max_tensors;                 /**< members of the header at most this */
-} mpk_st_budget;
+} mpk_safetensors_budget;
 
 /** One tensor of a safetensors file. Borrowed from its mpk_safetensors. */
-typedef struct mpk_st_tensor {
+typedef struct mpk_safetensors_tensor {
   const char *name;                     /**< non-empty */
   char dtype[8];                        /**< as in the file: "F32", "F16", "BF16", "F64", "I8", "U8", "I16",
                                              "U16", "I32", "U32", "I64", "U64", "BOOL", "F8_E4M3", "F8_E5M2" */
@@ -448,12 +465,12 @@ typedef struct mpk_st_tensor {
   uint64_t numel;
   uint64_t begin, end;                  /**< data_offsets, relative to the data section */
   const void *data;                     /**< end - begin bytes, little-endian, not necessarily aligned */
-} mpk_st_tensor;
+} mpk_safetensors_tensor;
 
-/** A safetensors file, read. Immutable; shareable between threads. */
+/** A safetensors file, read. Immutable, shareable; freed with mpk_safetensors_free(). */
 typedef struct mpk_safetensors {
   const char *file;                     /**< the name errors use (a copy; "safetensors" when none given) */
-  const mpk_st_tensor *tensors;         /**< sorted by name (bytewise) */
+  const mpk_safetensors_tensor *tensors;         /**< sorted by name (bytewise) */
   size_t n_tensors;
   const mpk_mt_pair *metadata;          /**< "__metadata__", string → string, sorted by key (bytewise) */
   size_t n_metadata;
@@ -464,7 +481,7 @@ typedef struct mpk_safetensors {
 
 /**
  * Read a safetensors file held in memory, strictly (rules: docs/safetensors.md): at least 8 bytes;
- * the header length N little-endian u64, at most MPK_ST_MAX_HEADER (MPK_ELIMIT), 8 + N within the
+ * the header length N little-endian u64, at most MPK_SAFETENSORS_MAX_HEADER (MPK_ELIMIT), 8 + N within the
  * file; the header strict JSON (duplicate keys, invalid UTF-8 and U+0000 refused) starting with '{',
  * JSON whitespace after the object allowed; an optional "__metadata__" object of strings; every
  * other member a tensor with exactly "dtype", "shape", "data_offsets"; dtype one of the fifteen above
@@ -485,74 +502,41 @@ MPK_API int mpk_safetensors_open(const char *path, mpk_safetensors **out, mpk_er
  * of the header bytes, before the JSON is parsed), is MPK_ELIMIT naming the budget — refused before
  * any allocation that depends on it.
  */
-MPK_API int mpk_safetensors_parse_budget(const void *data, size_t len, const char *file, const mpk_st_budget *budget,
-                                         mpk_safetensors **out, mpk_error *err);
-MPK_API int mpk_safetensors_open_budget(const char *path, const mpk_st_budget *budget, mpk_safetensors **out,
-                                        mpk_error *err);
+MPK_API int mpk_safetensors_parse_budget(const void *data, size_t len, const char *file,
+                                         const mpk_safetensors_budget *budget, mpk_safetensors **out,
+                                         mpk_error *err);
+MPK_API int mpk_safetensors_open_budget(const char *path, const mpk_safetensors_budget *budget,
+                                        mpk_safetensors **out, mpk_error *err);
+/** Free a reader and its mapping (accepts NULL). */
+MPK_API void mpk_safetensors_free(mpk_safetensors *st);
 /** The tensor named `name` (binary search), or NULL. */
-MPK_API const mpk_st_tensor *mpk_safetensors_find(const mpk_safetensors *st, const char *name);
+MPK_API const mpk_safetensors_tensor *mpk_safetensors_find(const mpk_safetensors *st, const char *name);
 /** The value of "__metadata__" key `key`, or NULL. */
 MPK_API const char *mpk_safetensors_metadata(const mpk_safetensors *st, const char *key);
-MPK_API void mpk_safetensors_free(mpk_safetensors *st);
-/** Bytes per element of a safetensors dtype name ("F32" 4, "BOOL" 1, ...); -1 when unknown. */
-MPK_API int mpk_st_dtype_size(const char *dtype);
+/** Bytes per element of a safetensors dtype name ("F32" 4, "BOOL" 1, ...); 0 when unknown or NULL. */
+MPK_API int mpk_safetensors_dtype_size(const char *dtype);
 /**
  * A tensor's elements as float32, in a malloc'ed array of numel floats (freed with mpk_free(); a
  * valid pointer even when numel is 0). F32 is copied, F16 and BF16 are widened exactly (subnormals,
  * infinities and NaN payloads kept), F64 is rounded to nearest — a finite F64 value beyond the float32
  * range is refused (MPK_ELIMIT) rather than turned into infinity. Other dtypes: MPK_EUNSUPPORTED.
  */
-MPK_API int mpk_st_tensor_to_f32(const mpk_st_tensor *t, float **out, mpk_error *err);
+MPK_API int mpk_safetensors_tensor_to_f32(const mpk_safetensors_tensor *t, float **out, mpk_error *err);
 
 /* ============================================================================================
  * mt: loading tensors (load_tensor_raw) and the load gate (loadMergedWeightsReady)
  * ========================================================================================== */
 
 /**
- * A tensor constructed from its declaration over a read-only memory map of its .bin (no copy).
- * `dl_code`/`dl_bits`/`dl_lanes` are DLPack's DLDataType (kDLInt 0, kDLUInt 1, kDLFloat 2,
- * kDLBfloat 4). `shape` is the declared one — the logical shape for int4/uint4, which are packed
- * two per byte (ONNX order: element 2k in the low nibble of byte k), so `nbytes` is ceil(numel / 2);
- * `strides` are row-major, in elements. Close with mpk_tensor_view_close().
- */
-typedef struct mpk_tensor_view {
-  const void *data;
-  char dtype[16];                       /**< "float32", "int4", ... */
-  uint8_t dl_code, dl_bits;
-  uint16_t dl_lanes;
-  int32_t ndim;
-  int64_t shape[MPK_TENSOR_MAX_DIMS];
-  int64_t strides[MPK_TENSOR_MAX_DIMS];
-  uint64_t numel;
-  uint64_t nbytes;                      /**< == the file's size */
-  void *priv_;                          /**< the mapping */
-} mpk_tensor_view;
-
-/**
- * The exact byte size of a tensor of `dtype` and `shape` (the load rule): every dimension >= 1
- * (ndim 0 is a scalar), numel × bits / 8, ceil(numel / 2) for int4/uint4; checked against uint64
- * overflow (MPK_ELIMIT). Unknown dtype: MPK_EUNSUPPORTED; a dimension < 1: MPK_EMALFORMED.
- */
-MPK_API int mpk_tensor_nbytes(const char *dtype, const int64_t *shape, size_t ndim, uint64_t *numel,
-                              uint64_t *nbytes, mpk_error *err);
-
-/**
  * Open entry `e`'s tensor for `role` (session_cache.h::load_tensor_raw): the dtype and shape from
  * mpk_mt_handoff_role_layout() (per-role tensorDtypes/tensorShapes; the entry-level pair only for a
  * single non-quantized role), the file inference_dir/externalDataLocation[role] mapped read-only,
  * and refused (MPK_EMISMATCH, naming the entry, role, file, declared layout and both sizes) unless
- * its size is exactly mpk_tensor_nbytes(). On failure `*out` is zeroed.
+ * its size is exactly mpk_tensor_nbytes(). On failure `*out` is zeroed. The view is the caller's:
+ * mpk_tensor_view_close() (core.h) unmaps it.
  */
 MPK_API int mpk_mt_tensor_open(const char *inference_dir, const mpk_mt_handoff_entry *e, mpk_mt_role role,
                                mpk_tensor_view *out, mpk_error *err);
-/** Unmap a view (accepts NULL and a zeroed view). */
-MPK_API void mpk_tensor_view_close(mpk_tensor_view *v);
-/**
- * Fill `dltensor_out`, a DLPack DLTensor (dlpack.h v0.6–v0.8 layout: data, device, ndim, dtype,
- * shape, strides, byte_offset), with the view: device kDLCPU 0, shape/strides pointing into the
- * view (valid while it is open), byte_offset 0. The tensor is read-only though DLTensor says void*.
- */
-MPK_API int mpk_tensor_view_dltensor(const mpk_tensor_view *v, void *dltensor_out);
 
 /** Which digest a tensor was checked against (checksum precedence: the sidecar wins). */
 typedef enum mpk_mt_authority {
@@ -595,11 +579,14 @@ typedef struct mpk_mt_gate_tensor {
 } mpk_mt_gate_tensor;
 
 typedef struct mpk_mt_gate_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   int presence_only;      /**< 1: nothing is hashed: files present, and each sidecar (a few bytes) shipped or recorded */
   unsigned workers;       /**< threads hashing files; 0: one per CPU, at most 8 */
 } mpk_mt_gate_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_GATE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_gate_options)
 
-/** What the gate found. Read-only; freed with mpk_mt_gate_report_free(). */
+/** What the gate found. Immutable, shareable; freed with mpk_mt_gate_report_free(). */
 typedef struct mpk_mt_gate_report {
   int no_merged_weights;              /**< 1: no map or no entries — use the base weights (ready) */
   int ready;                          /**< 1: every tensor verified (or present, presence_only) */
@@ -633,6 +620,7 @@ typedef struct mpk_mt_gate_report {
  */
 MPK_API int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const mpk_mt_gate_options *opts,
                              mpk_mt_gate_report **out, mpk_error *err);
+/** Free the report and release its hold on the inference directory (merges may run again); accepts NULL. */
 MPK_API void mpk_mt_gate_report_free(mpk_mt_gate_report *r);
 /** "sidecar", "map", "none". */
 MPK_API const char *mpk_mt_authority_name(mpk_mt_authority a);
@@ -643,22 +631,8 @@ MPK_API const char *mpk_mt_tensor_status_name(mpk_mt_tensor_status s);
  * mt: choosing a variant and planning its download (what `modelpkg mt select` / `mt plan` run)
  * ========================================================================================== */
 
-/** A repo id's cache directory name is at most this many bytes (NAME_MAX). */
-#define MPK_MT_REPO_DIR_MAX 255
 /** The quantization preference when the caller gives none: the reference's default. */
 #define MPK_MT_DEFAULT_PREFER_QUANT "int4"
-
-/**
- * The name of a Hub repo id's directory in the installed cache, `<cacheDir>/<name>/` (the
- * reference sanitize_repo_id, every case of sanitize_repo_id_cases.json): per Unicode code point of
- * the UTF-8 input, '/' becomes "__", A-Z a-z 0-9 '.' '_' '-' are kept, anything else becomes one
- * '_'; no trimming, case folding or truncation. Written NUL-terminated into `out` (give
- * MPK_MT_REPO_DIR_MAX + 1 bytes). Refused, leaving `out` empty: invalid UTF-8, an empty id, a name
- * that is "." or ".." (MPK_EINVAL); a name longer than MPK_MT_REPO_DIR_MAX bytes or `out_size` - 1
- * (MPK_ELIMIT). The rule is not one-to-one ("a/b" and "a__b" share "a__b"): an installer keeps the
- * repo id in its install record and refuses a directory that holds another one.
- */
-MPK_API int mpk_mt_sanitize_repo_id(const char *repo_id, char *out, size_t out_size, mpk_error *err);
 
 /** How much of `free_bytes` a download may use: 90%, rounded down — floor(free_bytes * 9 / 10),
     computed exactly (3000 → 2700, 2999 → 2699). */
@@ -674,6 +648,7 @@ typedef struct mpk_mt_planned_file {
 } mpk_mt_planned_file;
 
 typedef struct mpk_mt_plan_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   /** Feature groups to fetch besides "core" and "checksums", which are always planned. NULL/0:
       {"inference"}. Each must be a feature the variant declares and a group of its plan. */
   const char *const *features;
@@ -682,8 +657,10 @@ typedef struct mpk_mt_plan_options {
       `problems`) instead of failing — for showing a plan, never for installing one. */
   int allow_unverifiable;
 } mpk_mt_plan_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_PLAN_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_plan_options)
 
-/** The files to fetch for a variant and its feature groups. Read-only; mpk_mt_download_plan_free(). */
+/** The files to fetch for a variant and its feature groups. Immutable, shareable; mpk_mt_download_plan_free(). */
 typedef struct mpk_mt_download_plan {
   const char *variant;
   const char *const *features;         /**< the requested features as used (default applied, deduplicated) */
@@ -716,11 +693,13 @@ typedef struct mpk_mt_download_plan {
  */
 MPK_API int mpk_mt_plan_download(const mpk_mt_manifest *m, const char *variant, const mpk_mt_plan_options *opts,
                                  mpk_mt_download_plan **out, mpk_error *err);
+/** Free the mpk_mt_download_plan and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_download_plan_free(mpk_mt_download_plan *p);
 
-/** The device and the request a variant is selected for. Zero-initialize it: every field left
-    unset (NULL, 0, `present` 0) is "unspecified", and an unspecified fact filters nothing. */
+/** The device and the request a variant is selected for. Start from MPK_MT_SELECT_OPTIONS_INIT: every
+    field left unset (NULL, 0, `present` 0) is "unspecified", and an unspecified fact filters nothing. */
 typedef struct mpk_mt_select_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   const char *const *abis;             /**< device ABIs; a variant matches when its abi list shares one */
   size_t n_abis;
   const char *execution_provider;      /**< exact match with the variant's executionProvider */
@@ -736,6 +715,8 @@ typedef struct mpk_mt_select_options {
                                             {MPK_MT_DEFAULT_PREFER_QUANT}; non-NULL with 0: no preference */
   size_t n_prefer_quant;
 } mpk_mt_select_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_SELECT_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_select_options)
 
 /** The filters, in the order they are applied; a candidate records the first that excluded it. */
 typedef enum mpk_mt_filter {
@@ -767,7 +748,7 @@ typedef struct mpk_mt_candidate {
   int chosen;
 } mpk_mt_candidate;
 
-/** A selection and its explanation. Read-only; freed with mpk_mt_selection_free(). */
+/** A selection and its explanation. Immutable, shareable; freed with mpk_mt_selection_free(). */
 typedef struct mpk_mt_selection {
   const mpk_mt_variant *chosen;        /**< NULL when no variant fits */
   const mpk_mt_candidate *candidates;  /**< one per variant, in manifest order */
@@ -802,11 +783,27 @@ typedef struct mpk_mt_selection {
  */
 MPK_API int mpk_mt_select(const mpk_mt_manifest *m, const mpk_mt_select_options *opts, mpk_mt_selection **out,
                           mpk_error *err);
+/** Free the mpk_mt_selection and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_selection_free(mpk_mt_selection *s);
 
 /* ============================================================================================
  * mt: installing a package into a device cache (what `modelpkg mt install` runs)
  * ========================================================================================== */
+
+/** A repo id's cache directory name is at most this many bytes (NAME_MAX). */
+#define MPK_MT_REPO_DIR_MAX 255
+
+/**
+ * The name of a Hub repo id's directory in the installed cache, `<cacheDir>/<name>/` (the
+ * reference sanitize_repo_id, every case of sanitize_repo_id_cases.json): per Unicode code point of
+ * the UTF-8 input, '/' becomes "__", A-Z a-z 0-9 '.' '_' '-' are kept, anything else becomes one
+ * '_'; no trimming, case folding or truncation. Written NUL-terminated into `out` (give
+ * MPK_MT_REPO_DIR_MAX + 1 bytes). Refused, leaving `out` empty: invalid UTF-8, an empty id, a name
+ * that is "." or ".." (MPK_EINVAL); a name longer than MPK_MT_REPO_DIR_MAX bytes or `out_size` - 1
+ * (MPK_ELIMIT). The rule is not one-to-one ("a/b" and "a__b" share "a__b"): an installer keeps the
+ * repo id in its install record and refuses a directory that holds another one.
+ */
+MPK_API int mpk_mt_sanitize_repo_id(const char *repo_id, char *out, size_t out_size, mpk_error *err);
 
 /** The install record written into every installed tree (repo id, variant, features, time). */
 #define MPK_MT_INSTALL_RECORD "modelpkg_install.json"
@@ -836,13 +833,10 @@ typedef struct mpk_mt_install_event {
     from worker threads, never concurrently. */
 typedef int (*mpk_mt_install_fn)(void *ctx, const mpk_mt_install_event *ev);
 
-/** Options of mpk_mt_install(). Start from MPK_MT_INSTALL_OPTIONS_INIT (or set `struct_size` to
-    sizeof(mpk_mt_install_options)): fields added in later versions go after the last one here, and the
-    library reads only those the caller's `struct_size` covers, so a program built against this header
-    keeps working with a later library. `struct_size` 0 means this layout (every field below). Every
-    field's zero value is its default. */
+/** Options of mpk_mt_install(). Start from MPK_MT_INSTALL_OPTIONS_INIT; every field's zero value is its
+    default (the struct_size rule: docs/API.md, "Options structs"). */
 typedef struct mpk_mt_install_options {
-  size_t struct_size;               /**< sizeof(mpk_mt_install_options) as the caller was compiled; 0: this layout */
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   const char *repo_id;              /**< the Hub repo id, e.g. "org/name" (required) */
   const char *cache_dir;            /**< the cache root; created when missing (its parent must exist) */
   const char *variant;              /**< the variant id; NULL: chosen by mpk_mt_select() with `select` */
@@ -868,8 +862,8 @@ typedef struct mpk_mt_install_options {
                                          deadline); 0: 30 */
 } mpk_mt_install_options;
 
-/** Initializer of mpk_mt_install_options: every field its default, `struct_size` set. */
-#define MPK_MT_INSTALL_OPTIONS_INIT {.struct_size = sizeof(mpk_mt_install_options)}
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_INSTALL_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_install_options)
 
 /** What an install did. Freed with mpk_mt_install_result_free() (fields only, not the struct); empty
     after a failure. */
@@ -905,6 +899,7 @@ MPK_API int mpk_mt_manifest_open_source(const char *source, mpk_mt_manifest **ou
  */
 MPK_API int mpk_mt_install(const char *source, const mpk_mt_install_options *opts, mpk_mt_install_result *out,
                            mpk_error *err);
+/** Release what the result's members own and zero it (not the struct itself); accepts NULL. */
 MPK_API void mpk_mt_install_result_free(mpk_mt_install_result *r);
 /**
  * Finish what an interrupted install's commit left for `repo_id` in `cache_dir` (every install does
@@ -939,6 +934,7 @@ typedef enum mpk_mt_orientation {
 MPK_API const char *mpk_mt_orientation_name(mpk_mt_orientation o);
 
 typedef struct mpk_mt_merge_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   const char *variant;             /**< NULL: the manifest's defaultVariant */
   const char *adapter;             /**< the adapter's .safetensors file (required) */
   int has_scale;                   /**< 1: `scale` overrides every configuration file */
@@ -947,8 +943,10 @@ typedef struct mpk_mt_merge_options {
                                         square, and it must agree with what is observed */
   unsigned workers;                /**< merge threads; 0: one per CPU, at most 8 */
   int dry_run;                     /**< 1: decide and report, write nothing */
-  mpk_st_budget adapter_budget;    /**< the adapter reader's memory budget (zeros: the defaults) */
+  mpk_safetensors_budget adapter_budget;    /**< the adapter reader's memory budget (zeros: the defaults) */
 } mpk_mt_merge_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_MERGE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_merge_options)
 
 /** One merged handoff entry. */
 typedef struct mpk_mt_merge_entry {
@@ -966,7 +964,7 @@ typedef struct mpk_mt_merge_entry {
   char digest[MPK_MT_ROLE_COUNT][65]; /**< the written files' SHA-256 per role ("" when not written) */
 } mpk_mt_merge_entry;
 
-/** What a merge decided and did. Read-only; freed with mpk_mt_merge_report_free(). */
+/** What a merge decided and did. Immutable, shareable; freed with mpk_mt_merge_report_free(). */
 typedef struct mpk_mt_merge_report {
   const char *variant;
   const char *inference_dir;
@@ -992,6 +990,7 @@ typedef struct mpk_mt_merge_report {
  */
 MPK_API int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *opts, mpk_mt_merge_report **out,
                          mpk_error *err);
+/** Free the mpk_mt_merge_report and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_merge_report_free(mpk_mt_merge_report *r);
 
 /** What recovering an interrupted merge did. */
@@ -1033,10 +1032,13 @@ MPK_API int mpk_mt_merge_recover(const char *inference_dir, mpk_mt_recovery *out
 #define MPK_MT_GRAPH_MAX_DIMS 64
 
 typedef struct mpk_mt_graph_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   uint64_t max_bytes;         /**< file size bound; 0: MPK_MT_GRAPH_DEFAULT_MAX_BYTES */
   uint64_t max_decoded_bytes; /**< memory the decoded message may take; 0: 64 MiB + 4 x the file size */
   size_t max_initializers;    /**< 0: MPK_MT_GRAPH_DEFAULT_MAX_INITIALIZERS */
 } mpk_mt_graph_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_GRAPH_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_graph_options)
 
 /** One initializer of the main graph, in graph order. */
 typedef struct mpk_mt_initializer {
@@ -1059,7 +1061,7 @@ typedef struct mpk_mt_initializer {
   uint64_t embedded_bytes;    /**< bytes of raw_data (typed fields: values x their width) */
 } mpk_mt_initializer;
 
-/** A read graph (initializers only are kept). Immutable; freed with mpk_mt_graph_free(). */
+/** A read graph (initializers only are kept). Immutable, shareable; freed with mpk_mt_graph_free(). */
 typedef struct mpk_mt_graph {
   const char *file;
   int64_t ir_version;
@@ -1096,6 +1098,7 @@ MPK_API int mpk_mt_graph_parse(const void *data, size_t len, const char *file, c
  * opened.
  */
 MPK_API int mpk_mt_graph_load(const char *path, const mpk_mt_graph_options *opts, mpk_mt_graph **out, mpk_error *err);
+/** Free the mpk_mt_graph and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_graph_free(mpk_mt_graph *g);
 /** The initializer named `name`, or NULL. */
 MPK_API const mpk_mt_initializer *mpk_mt_graph_find(const mpk_mt_graph *g, const char *name);
@@ -1107,10 +1110,12 @@ MPK_API const char *mpk_mt_onnx_dtype_name(int32_t data_type);
  * describe_graph_precision): elements counted per data type, skipping INT32, INT64 and BOOL (shape,
  * index and mask constants); one name when homogeneous ("float32"), else "mixed(a/b/...)" ordered by
  * element count (ties in first-seen order), "unknown" with no counted initializer. Names: float32
- * uint8 int8 float16 bfloat16 uint4 int4, else "elem_type=N". Writes at most `size` bytes with a NUL
- * (like snprintf) and returns the length wanted; -1 when out of memory.
+ * uint8 int8 float16 bfloat16 uint4 int4, else "elem_type=N". Writes at most `size` bytes into `out`,
+ * NUL-terminated (cut like snprintf); `*needed` (may be NULL) gets the name's full length without the
+ * NUL. Returns 0 when it fit, MPK_ELIMIT when it was cut (`out` NULL with `size` 0 asks for the length
+ * alone), MPK_ENOMEM, or MPK_EINVAL (`out` NULL with `size` > 0). `g` NULL reads as no initializer.
  */
-MPK_API int mpk_mt_graph_precision(const mpk_mt_graph *g, char *out, size_t size);
+MPK_API int mpk_mt_graph_precision(const mpk_mt_graph *g, char *out, size_t size, size_t *needed);
 
 /**
  * Check a handoff map against the graph it describes (`model_dir`: the graph's directory, where the
@@ -1159,15 +1164,19 @@ typedef struct mpk_mt_graph_report {
  */
 MPK_API int mpk_mt_graph_report_open(const char *dir, const char *variant, const mpk_mt_graph_options *opts,
                                      mpk_mt_graph_report **out, mpk_error *err);
+/** Free the mpk_mt_graph_report and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_graph_report_free(mpk_mt_graph_report *r);
 
 typedef struct mpk_mt_handoff_build_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   const char *variant;           /**< NULL: defaultVariant */
   const char *peft_method;       /**< "lora" "lora-xs" "mars" "all" "nolora"; NULL: the manifest's single
                                       peftMethods entry */
   const char *attention_module;  /**< the architecture's attention module name; NULL: "self_attn" */
   int dry_run;                   /**< 1: build and validate, write nothing */
 } mpk_mt_handoff_build_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_HANDOFF_BUILD_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_handoff_build_options)
 
 typedef struct mpk_mt_handoff_build_result {
   char *path;                    /**< the map written: <inference dir>/weight_handoff_map.json */

@@ -106,7 +106,7 @@ int mpk_cmd_check(int argc, char **argv) {
       return mpk_cli_usage(&spec, json, "%s applies to an MLC package; %s is a MobileTransformers package", mlc_option,
                            dir);
     if (variant && all) return mpk_cli_usage(&spec, json, "give --variant ID or --all-variants, not both");
-    mpk_mt_check_options o = {.variant = variant, .all_variants = all, .no_hash = no_hash, .no_graph = no_graph,
+    mpk_mt_check_options o = {.struct_size = sizeof o, .variant = variant, .all_variants = all, .no_hash = no_hash, .no_graph = no_graph,
                               .workers = (unsigned)jobs};
     return mpk_cli_check_mt(dir, &o, json);
   }
@@ -124,7 +124,7 @@ int mpk_cmd_check(int argc, char **argv) {
   }
   mpk_cli_bar bar;
   mpk_cli_bar_init(&bar, "hashing shards");
-  mpk_mlc_check_options mo = {.lib_path = lib,
+  mpk_mlc_check_options mo = {.struct_size = sizeof mo, .lib_path = lib,
                                 .device = dev.given ? &dev.dev : NULL,
                                 .no_weights = no_weights,
                                 .workers = (unsigned)jobs,

@@ -225,7 +225,7 @@ int mpk_cmd_fit(int argc, char **argv) {
   const char *features = NULL, *context_s = NULL, *memory_s = NULL, *binding_s = NULL;
   bool json = false;
   long long binding = -1, n;
-  mpk_mlc_fit_options opts = {0};
+  mpk_mlc_fit_options opts = MPK_MLC_FIT_OPTIONS_INIT;
   sets ss = {0};
   int status = MPK_EXIT_USAGE;
   mpk_cli_device dev = {0};

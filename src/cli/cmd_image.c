@@ -270,7 +270,7 @@ int mpk_cmd_image(int argc, char **argv) {
   size_t bytes = 0;
   if (!rc) {
     mpk_mapped m;
-    mpk_image_options o = {.ignore_orientation = ignore_orientation, .max_pixels = (uint64_t)max_pixels,
+    mpk_image_options o = {.struct_size = sizeof o, .ignore_orientation = ignore_orientation, .max_pixels = (uint64_t)max_pixels,
                            .max_decode_bytes = (uint64_t)max_mib << 20};
     rc = mpk_map_file(in, IMAGE_MAX_FILE, &m, &err);
     if (!rc) {

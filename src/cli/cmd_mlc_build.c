@@ -111,7 +111,7 @@ int mpk_cmd_mlc_build(int argc, char **argv) {
   char *features = a.features ? strdup(a.features) : NULL;
   const char *feat[64];
   size_t n_feat = 0;
-  mpk_mlc_build_output out = {0};
+  mpk_mlc_build_result out = {0};
   char *manifest_path = mpk_cli_path_join(a.dir, MPK_MLC_MANIFEST_FILENAME);
   int status = MPK_EXIT_FAIL;
 
@@ -169,7 +169,7 @@ fail:
   mpk_cli_error(&err);
   if (json) mpk_cli_json_refuse("mlc build", build_keys, &err);
 done:
-  mpk_mlc_build_output_free(&out);
+  mpk_mlc_build_result_free(&out);
   free(manifest_path);
   free(tasks);
   free(programs);

@@ -284,7 +284,7 @@ int mpk_cmd_mt_handoff_build(int argc, char **argv) {
   if (st != MPK_CLI_GO_ON) return st;
   mpk_error err;
   mpk_error_clear(&err);
-  mpk_mt_handoff_build_options o = {.variant = a.variant, .peft_method = a.peft, .attention_module = a.attn,
+  mpk_mt_handoff_build_options o = {.struct_size = sizeof o, .variant = a.variant, .peft_method = a.peft, .attention_module = a.attn,
                                     .dry_run = a.dry_run};
   mpk_mt_handoff_build_result res;
   if (mpk_mt_handoff_build(a.dir, &o, &res, &err)) {

@@ -79,12 +79,12 @@ static int print_json(const mpk_mt_merge_report *r) {
   return mpk_cli_json_end(root, NULL, 0, r->notes, r->n_notes);
 }
 
-/* A positive integer (a header budget at most MPK_ST_MAX_HEADER bytes). */
+/* A positive integer (a header budget at most MPK_SAFETENSORS_MAX_HEADER bytes). */
 static bool budget(const char *val, bool header, uint64_t *out) {
   char *end;
   errno = 0;
   unsigned long long v = strtoull(val, &end, 10);
-  if (!*val || *end || errno || v == 0 || val[0] == '-' || (header && v > MPK_ST_MAX_HEADER)) return false;
+  if (!*val || *end || errno || v == 0 || val[0] == '-' || (header && v > MPK_SAFETENSORS_MAX_HEADER)) return false;
   *out = v;
   return true;
 }
@@ -92,7 +92,7 @@ static bool budget(const char *val, bool header, uint64_t *out) {
 int mpk_cmd_mt_merge(int argc, char **argv) {
   const char *cmd = "mt merge", *jobs_s = NULL, *scale_s = NULL, *orient_s = NULL, *header_s = NULL,
              *tensors_s = NULL;
-  mpk_mt_merge_options o = {0};
+  mpk_mt_merge_options o = MPK_MT_MERGE_OPTIONS_INIT;
   bool json = false, dry_run = false;
   const mpk_cli_opt opts[] = {
       {"--adapter", 0, "FILE", "the adapter: factors found by each entry's checkpointNames (adapter_A [rank, in],\n"

@@ -276,7 +276,7 @@ int mpk_cmd_mt_plan(int argc, char **argv) {
   mpk_mt_manifest *m = NULL;
   mpk_mt_download_plan *p = NULL;
   /* Unverifiable files are shown, then refused: the plan says which. */
-  mpk_mt_plan_options po = {.features = features.given ? features.items : NULL, .n_features = features.n,
+  mpk_mt_plan_options po = {.struct_size = sizeof po, .features = features.given ? features.items : NULL, .n_features = features.n,
                             .allow_unverifiable = 1};
   int rc = load_manifest(source, &m, &err);
   if (!rc) rc = mpk_mt_plan_download(m, variant, &po, &p, &err);

@@ -76,7 +76,7 @@ static int list_json(const char *dir, const mpk_mt_variant_gate *vg, bool ok) {
 static int list(const char *dir, const char *variant, unsigned jobs, bool json) {
   mpk_error err;
   mpk_error_clear(&err);
-  mpk_mt_gate_options go = {.workers = jobs};
+  mpk_mt_gate_options go = {.struct_size = sizeof go, .workers = jobs};
   mpk_mt_variant_gate *vg = NULL;
   const mpk_mt_gate_report *g = NULL;
   int status = MPK_EXIT_FAIL;

@@ -83,6 +83,7 @@ int mpk_cli_list_option(void *ctx, const mpk_cli_spec *cmd, bool json, const cha
 }
 
 void mpk_cli_select_finish(mpk_cli_select *s) {
+  s->o.struct_size = sizeof s->o;
   s->o.abis = s->abis.items;
   s->o.n_abis = s->abis.n;
   s->o.features = s->features.given ? s->features.items : NULL;

@@ -17,6 +17,23 @@
 int mpk_fail_at(mpk_error *err, int code, const char *file, int64_t offset, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* ---------------------------------------------------------------- options structs (options.c) */
+
+/* The one reader of a caller's options struct (docs/API.md, "Options structs"). Fills `local` (this
+   version's layout, `size` bytes) from `given`: NULL gives every field its default (zero); otherwise
+   the caller's struct_size says how many bytes it has — 0 means `base_size`, the layout of modelpkg
+   0.1 (every options struct's first release with struct_size); fields past it are zero, their
+   defaults. A struct_size below sizeof(size_t) or not a multiple of the struct's alignment is
+   MPK_EINVAL; one above `size` (a caller built against a later header) is accepted only when every
+   byte this version does not know is zero (else MPK_EUNSUPPORTED). local->struct_size is set to
+   `size`. Library code reads options only through the copy. */
+int mpk_options_read(void *local, size_t size, size_t align, size_t base_size, const void *given, const char *type,
+                     mpk_error *err);
+/* mpk_options_read for an options type T whose layout has not grown since 0.1 (base size = sizeof(T)).
+   When a field is added to T, its callers pass the 0.1 size to mpk_options_read instead. */
+#define MPK_OPTIONS_READ(T, local, given, err) \
+  mpk_options_read((local), sizeof(T), _Alignof(T), sizeof(T), (const T *)(given), #T, (err))
+
 /* ---------------------------------------------------------------- arena (arena.c) */
 
 /* Bump allocator: every object of one loaded document lives in one arena, freed at once. */
@@ -231,6 +248,14 @@ bool mpk_is_temp_suffix(const char *s);
 int mpk_fsync_dir(int dfd);
 /* dir + "/" + name into a fresh malloc'ed string. */
 char *mpk_path_join(const char *dir, const char *name);
+
+/* ---------------------------------------------------------------- tensor views (tensor.c) */
+
+/* Make `out` a view of the mapping `m` (malloc'ed; the view takes it over and mpk_tensor_view_close
+   unmaps and frees it) as a tensor of `dtype` and `shape`: the caller has checked the dtype, ndim <=
+   MPK_TENSOR_MAX_DIMS, and m->size == mpk_tensor_nbytes() (numel its element count). */
+void mpk_tensor_view_fill(mpk_tensor_view *out, mpk_mapped *m, const char *dtype, const int64_t *shape, size_t ndim,
+                          uint64_t numel);
 
 /* ---------------------------------------------------------------- outputs (output.c) */
 

@@ -29,6 +29,7 @@ void mpk_hex(const uint8_t *bytes, size_t n, char *out) {
 }
 
 int mpk_sha256_id(const void *data, size_t len, char out[MPK_SHA256_ID_SIZE]) {
+  if (!out || (!data && len)) return MPK_EINVAL;
   uint8_t d[MPK_SHA256_LEN];
   int rc = mpk_sha256(data, len, d);
   if (rc) return rc;

@@ -16,8 +16,8 @@ static const struct {
 };
 
 int mpk_dtype_bits(const char *dtype) {
-  if (!dtype) return -1;
+  if (!dtype) return 0;
   for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
     if (strcmp(dtypes[i].name, dtype) == 0) return dtypes[i].bits;
-  return -1;
+  return 0;
 }

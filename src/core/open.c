@@ -24,7 +24,7 @@
 #define MAX_LINKS 40 /* as the kernel's own limit on links in one resolution */
 #define MAX_DEPTH 256
 
-static int force_walk = -1; /* tests: MPK_OPEN_FORCE_WALK=1 exercises the portable walk */
+static _Atomic int force_walk = -1; /* tests: MPK_OPEN_FORCE_WALK=1 exercises the portable walk */
 
 const char *mpk_file_type_name(unsigned mode) {
   switch (mode & S_IFMT) {

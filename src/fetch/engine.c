@@ -26,11 +26,9 @@ int mpk_fetch_source_open(const char *location, const mpk_fetch_source_options *
   if (!out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   mpk_src_retry retry = {0};
   if (opts) {
-    mpk_fetch_source_options o = {0};
-    size_t have = opts->struct_size ? opts->struct_size : sizeof o;
-    if (have < offsetof(mpk_fetch_source_options, low_speed_secs) + sizeof o.low_speed_secs)
-      return mpk_fail(err, MPK_EINVAL, NULL, NULL, "mpk_fetch_source_options.struct_size %zu is too small", have);
-    memcpy(&o, opts, have < sizeof o ? have : sizeof o);
+    mpk_fetch_source_options o;
+    int rc = MPK_OPTIONS_READ(mpk_fetch_source_options, &o, opts, err);
+    if (rc) return rc;
     retry = (mpk_src_retry){.attempts = o.attempts,
                             .base_ms = o.retry_delay_ms,
                             .max_ms = o.retry_max_ms,
@@ -430,12 +428,8 @@ int mpk_fetch_download(mpk_fetch_stage *st, mpk_fetch_source *src, const mpk_fet
   if (out) memset(out, 0, sizeof *out);
   if (!st || !src) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   run r = {.st = st, .src = src};
-  if (opts) {
-    size_t have = opts->struct_size ? opts->struct_size : sizeof r.o;
-    if (have < offsetof(mpk_fetch_options, ctx) + sizeof r.o.ctx)
-      return mpk_fail(err, MPK_EINVAL, NULL, NULL, "mpk_fetch_options.struct_size %zu is too small", have);
-    memcpy(&r.o, opts, have < sizeof r.o ? have : sizeof r.o);
-  }
+  int orc = MPK_OPTIONS_READ(mpk_fetch_options, &r.o, opts, err);
+  if (orc) return orc;
   if (r.o.jobs > MPK_FETCH_MAX_JOBS) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "at most %d jobs", MPK_FETCH_MAX_JOBS);
   r.plan_name = r.o.plan_name ? r.o.plan_name : "the plan";
   const mpk_fetch_file **sorted;

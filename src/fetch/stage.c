@@ -415,11 +415,9 @@ int mpk_fetch_stage_open(const char *cache_dir, const char *name, const mpk_fetc
                          mpk_fetch_stage **out, mpk_error *err) {
   if (out) *out = NULL;
   if (!cache_dir || !name || !opts || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
-  mpk_fetch_stage_options o = {0};
-  size_t have = opts->struct_size ? opts->struct_size : sizeof o;
-  if (have < offsetof(mpk_fetch_stage_options, wait_for_lock) + sizeof o.wait_for_lock)
-    return mpk_fail(err, MPK_EINVAL, NULL, NULL, "mpk_fetch_stage_options.struct_size %zu is too small", have);
-  memcpy(&o, opts, have < sizeof o ? have : sizeof o);
+  mpk_fetch_stage_options o;
+  int orc = MPK_OPTIONS_READ(mpk_fetch_stage_options, &o, opts, err);
+  if (orc) return orc;
   if (!o.record_name || check_name(o.record_name, NULL))
     return mpk_fail(err, MPK_EINVAL, NULL, NULL, "the stage's record_name must be one path component");
   int rc = check_name(name, err);

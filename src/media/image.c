@@ -49,12 +49,16 @@ static bool transposes(int orientation) { return orientation >= 5 && orientation
 static uint32_t clamp_u32(int64_t v) { return v < 0 ? 0 : v > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)v; }
 
 int mpk_image_from_bytes(const void *data, size_t len, const char *file, const mpk_image_target *target,
-                         const mpk_image_options *opts, mpk_image **out, mpk_error *err) {
+                         const mpk_image_options *given, mpk_image **out, mpk_error *err) {
   if (!file) file = "image";
   if (!out) return mpk_fail(err, MPK_EINVAL, file, NULL, "no output");
   *out = NULL;
+  mpk_image_options opt;
+  int rc = MPK_OPTIONS_READ(mpk_image_options, &opt, given, err);
+  if (rc) return rc;
+  const mpk_image_options *opts = &opt;
   uint64_t max_pixels = opts && opts->max_pixels ? opts->max_pixels : MPK_IMAGE_DEFAULT_MAX_PIXELS;
-  int rc = check_target(target, err);
+  rc = check_target(target, err);
   if (rc) return rc;
   mpk_image_header h;
   if ((rc = mpk_image_probe(data, len, file, max_pixels, &h, err))) return rc;

@@ -102,9 +102,9 @@ static int check_references(const mpk_mlc_task *tasks, size_t n, const mpk_mlc_a
   return 0;
 }
 
-int mpk_mlc_build(const mpk_mlc_build_input *in, mpk_mlc_build_output *out, mpk_error *err) {
+int mpk_mlc_build(const mpk_mlc_build_input *in, mpk_mlc_build_result *out, mpk_error *err) {
+  if (out) memset(out, 0, sizeof *out); /* releasable whatever happens next */
   if (!in || !out || !in->tasks_json || !in->params) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
-  memset(out, 0, sizeof *out);
   json_t *root = NULL, *programs = NULL, *art_json = NULL, *sidecar = NULL, *features = NULL;
   mpk_arena *a = mpk_arena_new();
   mpk_mlc_artifact *art = NULL;
@@ -179,14 +179,13 @@ out:
   json_decref(features);
   json_decref(root);
   mpk_arena_free(a);
-  if (rc) mpk_mlc_build_output_free(out);
+  if (rc) mpk_mlc_build_result_free(out);
   return rc;
 }
 
-void mpk_mlc_build_output_free(mpk_mlc_build_output *out) {
+void mpk_mlc_build_result_free(mpk_mlc_build_result *out) {
   if (!out) return;
   mpk_free(out->manifest);
   mpk_free(out->artifact);
-  out->manifest = out->artifact = NULL;
-  out->manifest_len = out->artifact_len = 0;
+  memset(out, 0, sizeof *out);
 }

@@ -245,10 +245,14 @@ static void check_library(mpk_mlc_report *r, const mpk_mlc_device *dev) {
   }
 }
 
-int mpk_mlc_check(const char *dir, const mpk_mlc_check_options *opts, mpk_mlc_report **out,
+int mpk_mlc_check(const char *dir, const mpk_mlc_check_options *given, mpk_mlc_report **out,
                   mpk_error *err) {
   if (!dir || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   *out = NULL;
+  mpk_mlc_check_options opt;
+  int orc = MPK_OPTIONS_READ(mpk_mlc_check_options, &opt, given, err);
+  if (orc) return orc;
+  const mpk_mlc_check_options *opts = &opt;
   if (!mpk_is_dir(dir)) return mpk_fail(err, MPK_ENOTFOUND, dir, NULL, "not a directory");
   mpk_mlc_report *r = calloc(1, sizeof *r);
   struct mpk_mlc_report_priv *p = r ? calloc(1, sizeof *p) : NULL;

@@ -666,12 +666,14 @@ out:
   return rc;
 }
 
-int mpk_mlc_fit_package(const char *dir, const mpk_mlc_fit_options *opts, mpk_mlc_fit_report **out,
+int mpk_mlc_fit_package(const char *dir, const mpk_mlc_fit_options *given, mpk_mlc_fit_report **out,
                         mpk_error *err) {
   if (!dir || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   *out = NULL;
-  static const mpk_mlc_fit_options none = {0};
-  const mpk_mlc_fit_options *o = opts ? opts : &none;
+  mpk_mlc_fit_options opt;
+  int orc = MPK_OPTIONS_READ(mpk_mlc_fit_options, &opt, given, err);
+  if (orc) return orc;
+  const mpk_mlc_fit_options *o = &opt;
   if (o->n_dims && !o->dims) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   if (o->context < 0)
     return mpk_fail(err, MPK_EINVAL, NULL, NULL, "context must be >= 0, not %lld", (long long)o->context);

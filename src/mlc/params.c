@@ -76,7 +76,7 @@ static int parse_param(mpk_jv *v, const json_t *value, mpk_arena *a, mpk_mlc_par
   if (!rc) rc = mpk_jv_strdup(v, a, s, &out->name);
   if (!rc) rc = mpk_jv_string(v, dtype, &s);
   if (rc) return rc;
-  if (mpk_dtype_bits(s) < 0) return mpk_jv_fail(v, MPK_EUNSUPPORTED, "parameter \"%s\": unknown dtype \"%s\"", out->name, s);
+  if (mpk_dtype_bits(s) <= 0) return mpk_jv_fail(v, MPK_EUNSUPPORTED, "parameter \"%s\": unknown dtype \"%s\"", out->name, s);
   if ((rc = mpk_jv_strdup(v, a, s, &out->dtype))) return rc;
   if (!json_is_array(shape)) return mpk_jv_fail(v, MPK_EMALFORMED, "parameter \"%s\": shape must be an array", out->name);
   out->ndim = json_array_size(shape);
@@ -220,7 +220,7 @@ int mpk_mlc_params_resources(const mpk_mlc_params *p, const mpk_mlc_named_dim *d
   for (size_t i = 0; i < p->n; i++) {
     const mpk_mlc_param *x = &p->items[i];
     int bits = mpk_dtype_bits(x->dtype);
-    if (bits < 0) return mpk_fail(err, MPK_EUNSUPPORTED, NULL, NULL, "parameter %s: unknown dtype \"%s\"", x->name, x->dtype);
+    if (bits <= 0) return mpk_fail(err, MPK_EUNSUPPORTED, NULL, NULL, "parameter %s: unknown dtype \"%s\"", x->name, x->dtype);
     int64_t bytes = (bits + 7) / 8;
     for (size_t d = 0; d < x->ndim; d++) {
       int64_t v;

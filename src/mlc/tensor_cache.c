@@ -60,7 +60,7 @@ static int parse_record(mpk_jv *v, const json_t *obj, mpk_arena *a, mpk_mlc_tens
   r->shape = dims;
   AT_KEY(v, "dtype", mpk_jv_string(v, json_object_get(obj, "dtype"), &s));
   int bits = mpk_dtype_bits(s);
-  if (bits < 0) AT_KEY(v, "dtype", mpk_jv_fail(v, MPK_EUNSUPPORTED, "unknown dtype \"%s\"", s));
+  if (bits <= 0) AT_KEY(v, "dtype", mpk_jv_fail(v, MPK_EUNSUPPORTED, "unknown dtype \"%s\"", s));
   if ((rc = mpk_jv_strdup(v, a, s, &r->dtype))) return rc;
   AT_KEY(v, "format", mpk_jv_string(v, json_object_get(obj, "format"), &s));
   if ((rc = mpk_jv_strdup(v, a, s, &r->format))) return rc;

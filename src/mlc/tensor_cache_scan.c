@@ -179,7 +179,7 @@ static int on_value(scan *s, const mpk_json_event *e, role in) {
         opens = SHAPE;
         break;
       case F_DTYPE:
-        if (!text(s, e, &r->dtype) || (s->bits = mpk_dtype_bits(r->dtype)) < 0) return GIVE_UP;
+        if (!text(s, e, &r->dtype) || (s->bits = mpk_dtype_bits(r->dtype)) <= 0) return GIVE_UP;
         break;
       case F_FORMAT:
         if (!text(s, e, &r->format)) return GIVE_UP;

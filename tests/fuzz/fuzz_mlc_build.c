@@ -29,13 +29,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char *const feat[] = {"shader-f16"};
   mpk_mlc_build_input in = {.tasks_json = (const char *)data, .tasks_len = size, .params = params, .dims = dims,
                             .n_dims = n_dims, .required_features = feat, .n_required_features = 1};
-  mpk_mlc_build_output out;
+  mpk_mlc_build_result out;
   memset(&out, 0, sizeof out);
   if (mpk_mlc_build(&in, &out, &err) == 0) {
     mpk_mlc_package *p = NULL;
     if (mpk_mlc_package_parse(out.manifest, out.manifest_len, "built", 0, &p, &err) != 0) __builtin_trap();
     mpk_mlc_package_free(p);
   }
-  mpk_mlc_build_output_free(&out);
+  mpk_mlc_build_result_free(&out);
   return 0;
 }

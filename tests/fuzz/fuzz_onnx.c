@@ -37,8 +37,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   if (ext != g->n_external) __builtin_trap();
   char p[64];
-  int need = mpk_mt_graph_precision(g, p, sizeof p);
-  if (need < 0 || (size_t)need < strlen(p)) __builtin_trap();
+  size_t need = 0;
+  int prc = mpk_mt_graph_precision(g, p, sizeof p, &need);
+  if ((prc && prc != MPK_ELIMIT) || need < strlen(p) || (prc == 0) != (need < sizeof p)) __builtin_trap();
   if (g->n_initializers == 0 && strcmp(p, "unknown") != 0) __builtin_trap();
   mpk_mt_graph_free(g);
   return 0;

@@ -36,10 +36,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   span *spans = malloc((st->n_tensors ? st->n_tensors : 1) * sizeof *spans);
   if (!spans) return 0;
   for (size_t i = 0; i < st->n_tensors; i++) {
-    const mpk_st_tensor *t = &st->tensors[i];
+    const mpk_safetensors_tensor *t = &st->tensors[i];
     if (!t->name[0] || (i && strcmp(st->tensors[i - 1].name, t->name) >= 0)) __builtin_trap();
     if (mpk_safetensors_find(st, t->name) != t) __builtin_trap();
-    int es = mpk_st_dtype_size(t->dtype);
+    int es = mpk_safetensors_dtype_size(t->dtype);
     if (es <= 0 || t->ndim < 0 || t->ndim > MPK_TENSOR_MAX_DIMS) __builtin_trap();
     uint64_t numel = 1;
     for (int32_t d = 0; d < t->ndim; d++) {
@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (uint64_t b = 0; b < t->end - t->begin; b++) x ^= ((const uint8_t *)t->data)[b];
     sink = x;
     float *f = NULL;
-    rc = mpk_st_tensor_to_f32(t, &f, &err);
+    rc = mpk_safetensors_tensor_to_f32(t, &f, &err);
     if (!strcmp(t->dtype, "F32") || !strcmp(t->dtype, "F16") || !strcmp(t->dtype, "BF16")) {
       if (rc || !f) __builtin_trap();
     } else if (!strcmp(t->dtype, "F64")) {

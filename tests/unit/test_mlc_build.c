@@ -20,7 +20,7 @@ static mpk_mlc_params *params_of(const json_t *list) {
 }
 
 static int build(const char *tasks, const char *progs, const mpk_mlc_params *p, const char *const *feat,
-                 size_t n_feat, mpk_mlc_build_output *out, mpk_error *err) {
+                 size_t n_feat, mpk_mlc_build_result *out, mpk_error *err) {
   mpk_mlc_build_input in = {.tasks_json = tasks, .tasks_len = strlen(tasks), .programs_json = progs,
                             .programs_len = progs ? strlen(progs) : 0, .params = p,
                             .required_features = feat, .n_required_features = n_feat};
@@ -37,7 +37,7 @@ static void test_reference_sidecars_byte_exact(void **state) {
     char *tasks = tu_dumps(json_object_get(c, "tasks"));
     mpk_mlc_params *p = params_of(json_object_get(c, "params"));
     const char *feat[] = {"shader-f16", "shader-f16"};
-    mpk_mlc_build_output out;
+    mpk_mlc_build_result out;
     mpk_error err;
     if (build(tasks, programs, p, feat, 2, &out, &err)) fail_msg("case %zu: %s", i, tu_err(&err));
     const char *want = json_string_value(json_object_get(c, "expected_text"));
@@ -55,7 +55,7 @@ static void test_reference_sidecars_byte_exact(void **state) {
     assert_int_equal(art->estimated_device_memory_bytes, 32);
     mpk_mlc_artifact_free(art);
     mpk_mlc_package_free(pkg);
-    mpk_mlc_build_output_free(&out);
+    mpk_mlc_build_result_free(&out);
     mpk_mlc_params_free(p);
     free(tasks);
     ran++;
@@ -76,7 +76,7 @@ static void test_refusals(void **state) {
   json_t *plist = json_loads("[[\"w\", [2, 3], \"float16\"]]", 0, NULL);
   mpk_mlc_params *p = params_of(plist);
   char tasks[2048];
-  mpk_mlc_build_output out;
+  mpk_mlc_build_result out;
   mpk_error err;
   snprintf(tasks, sizeof tasks, audio_tasks, "audio", "embeddings", "encoder");
   assert_int_equal(build(tasks, programs, p, NULL, 0, &out, &err), MPK_EMISMATCH);
@@ -112,7 +112,7 @@ static void test_program_sources(void **state) {
   snprintf(wrapped, sizeof wrapped, "{\"programs\":%s,\"tasks\":%s}", programs, tasks);
   mpk_mlc_named_dim dims[] = {{"vocab_size", 10}};
   mpk_mlc_build_input in = {.tasks_json = wrapped, .tasks_len = strlen(wrapped), .params = p, .dims = dims, .n_dims = 1};
-  mpk_mlc_build_output out, out2;
+  mpk_mlc_build_result out, out2;
   mpk_error err;
   if (mpk_mlc_build(&in, &out, &err)) fail_msg("%s", tu_err(&err));
   assert_int_equal(out.resources.estimated_device_memory_bytes, 120);
@@ -125,13 +125,13 @@ static void test_program_sources(void **state) {
   assert_memory_equal(out.manifest, out2.manifest, out.manifest_len);
   assert_int_equal(out.artifact_len, out2.artifact_len);
   /* A named dimension without a value cannot be sized. */
-  mpk_mlc_build_output_free(&out2);
+  mpk_mlc_build_result_free(&out2);
   in.n_dims = 0;
   assert_int_equal(mpk_mlc_build(&in, &out2, &err) != 0, 1);
   assert_non_null(strstr(err.message, "vocab_size"));
   mpk_mlc_artifact_free(art);
-  mpk_mlc_build_output_free(&out);
-  mpk_mlc_build_output_free(&out2);
+  mpk_mlc_build_result_free(&out);
+  mpk_mlc_build_result_free(&out2);
   mpk_mlc_params_free(p);
   json_decref(plist);
 }
@@ -142,7 +142,7 @@ static void test_ascii_escaping(void **state) {
   json_t *plist = json_loads("[[\"w\", [2], \"float16\"]]", 0, NULL);
   mpk_mlc_params *p = params_of(plist);
   const char *tasks = "{\"\xe5\xaf\xb9\xe8\xaf\x9d\":{\"executor\":\"generation\",\"inputs\":{\"\xf0\x9f\x98\x80\":{\"processor\":\"tokenizer\"}},\"output\":\"text\"}}";
-  mpk_mlc_build_output out;
+  mpk_mlc_build_result out;
   mpk_error err;
   if (build(tasks, programs, p, NULL, 0, &out, &err)) fail_msg("%s", tu_err(&err));
   assert_non_null(strstr(out.manifest, "\"\\u5bf9\\u8bdd\": {"));
@@ -150,7 +150,7 @@ static void test_ascii_escaping(void **state) {
   char id[MPK_SHA256_ID_SIZE];
   assert_int_equal(mpk_mlc_interface_id(tasks, strlen(tasks), id, &err), 0);
   assert_string_equal(id, out.interface_id);
-  mpk_mlc_build_output_free(&out);
+  mpk_mlc_build_result_free(&out);
   mpk_mlc_params_free(p);
   json_decref(plist);
 }

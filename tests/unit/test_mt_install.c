@@ -264,8 +264,9 @@ static void test_header_limits(void **state) {
   assert_non_null(strstr(h.why, "Location"));
 }
 
-/* A program that sets struct_size gets its fields read; one that gives a size smaller than any
-   layout is refused; 0 means this layout. */
+/* A program that sets struct_size gets its fields read; a size that is no layout is refused; one
+   that covers only struct_size leaves every field at its default (no repo id: refused); 0 means the
+   0.1 layout (docs/API.md, "Options structs"). */
 static void test_options_struct_size(void **state) {
   (void)state;
   const char *dir = tu_tmpdir();
@@ -279,9 +280,12 @@ static void test_options_struct_size(void **state) {
   o.timeout_secs = 5;
   mpk_error err;
   assert_int_equal(mpk_mt_install(tiny(), &o, NULL, &err), 0);
-  o.struct_size = 8;
+  o.struct_size = 4;
   assert_int_equal(mpk_mt_install(tiny(), &o, NULL, &err), MPK_EINVAL);
   assert_non_null(strstr(err.message, "struct_size"));
+  o.struct_size = sizeof(size_t);
+  assert_int_equal(mpk_mt_install(tiny(), &o, NULL, &err), MPK_EINVAL);
+  assert_non_null(strstr(err.message, "repo id"));
   o.struct_size = 0;
   assert_int_equal(mpk_mt_install(tiny(), &o, NULL, &err), 0);
   tu_sh("rm -rf '%s'", dir);

@@ -138,7 +138,9 @@ static void test_reference_layout(void **state) {
   assert_int_equal(s->length, 16);
   assert_null(mpk_mt_graph_find(gr, "nope"));
   char p[64];
-  assert_int_equal(mpk_mt_graph_precision(gr, p, sizeof p), 7);
+  size_t len = 0;
+  assert_int_equal(mpk_mt_graph_precision(gr, p, sizeof p, &len), 0);
+  assert_int_equal(len, 7);
   assert_string_equal(p, "float32");
   mpk_mt_graph_free(gr);
 }
@@ -159,7 +161,7 @@ static void test_quantized_initializers(void **state) {
   assert_string_equal(sc->dtype, "float32");
   assert_string_equal(zp->dtype, "uint8");
   char p[64];
-  mpk_mt_graph_precision(gr, p, sizeof p);
+  assert_int_equal(mpk_mt_graph_precision(gr, p, sizeof p, NULL), 0);
   assert_string_equal(p, "mixed(float32/uint8)");
   mpk_mt_graph_free(gr);
 }
@@ -180,7 +182,7 @@ static void test_precision_cases(void **state) {
     mpk_error err;
     if (mpk_mt_graph_load(g(cases[i].file), NULL, &gr, &err)) fail_msg("%s: %s", cases[i].file, tu_err(&err));
     char p[64];
-    mpk_mt_graph_precision(gr, p, sizeof p);
+    assert_int_equal(mpk_mt_graph_precision(gr, p, sizeof p, NULL), 0);
     assert_string_equal(p, cases[i].expected);
     assert_string_equal(p, json_string_value(json_object_get(want, cases[i].key)));
     if (strcmp(cases[i].key, "precision/empty") == 0) assert_int_equal(gr->n_initializers, 0);
@@ -200,11 +202,16 @@ static void test_precision_ordering_and_truncation(void **state) {
   mpk_error err;
   if (parse(&m, NULL, &gr, &err)) fail_msg("%s", tu_err(&err));
   char p[64], small[8];
-  int n = mpk_mt_graph_precision(gr, p, sizeof p);
+  size_t n = 0, n2 = 0;
+  assert_int_equal(mpk_mt_graph_precision(gr, p, sizeof p, &n), 0);
   assert_string_equal(p, "mixed(float16/uint8/int8)");
-  assert_int_equal(n, (int)strlen(p));
-  assert_int_equal(mpk_mt_graph_precision(gr, small, sizeof small), n);
+  assert_int_equal(n, strlen(p));
+  /* too small: cut, NUL-terminated, MPK_ELIMIT (not a length that could be read as an error code) */
+  assert_int_equal(mpk_mt_graph_precision(gr, small, sizeof small, &n2), MPK_ELIMIT);
+  assert_int_equal(n2, n);
   assert_string_equal(small, "mixed(f");
+  assert_int_equal(mpk_mt_graph_precision(gr, NULL, 0, &n2), MPK_ELIMIT);
+  assert_int_equal(n2, n);
   mpk_mt_graph_free(gr);
   for (int i = 0; i < 4; i++) free(ts[i].d);
   free(m.d);

@@ -1,4 +1,4 @@
-/* The strict safetensors reader (mpk_safetensors_parse/open/find, mpk_st_tensor_to_f32): files built
+/* The strict safetensors reader (mpk_safetensors_parse/open/find, mpk_safetensors_tensor_to_f32): files built
    byte by byte for every rule of docs/safetensors.md, the byte vectors of the reference library's own
    tests (huggingface/safetensors, safetensors/src/tensor.rs: written by its serializer, or its
    accept/refuse cases), and exact float conversions (every binary16 value). */
@@ -93,7 +93,7 @@ static void test_valid_several_dtypes(void **state) {
   assert_null(mpk_safetensors_find(st, "zz"));
   assert_null(mpk_safetensors_find(st, ""));
   const uint8_t *data = p + 8 + strlen(h);
-  const mpk_st_tensor *t = mpk_safetensors_find(st, "a.f32");
+  const mpk_safetensors_tensor *t = mpk_safetensors_find(st, "a.f32");
   assert_string_equal(t->dtype, "F32");
   assert_int_equal(t->ndim, 2);
   assert_int_equal(t->shape[0], 2);
@@ -139,7 +139,7 @@ static void test_every_dtype(void **state) {
   char h[4096] = "{";
   size_t at = 0;
   for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
-    assert_int_equal(mpk_st_dtype_size(d[i].name), d[i].size);
+    assert_int_equal(mpk_safetensors_dtype_size(d[i].name), d[i].size);
     char one[200];
     snprintf(one, sizeof one, "%s\"t%02zu\":{\"dtype\":\"%s\",\"shape\":[3],\"data_offsets\":[%zu,%zu]}", i ? "," : "",
              i, d[i].name, at, at + 3 * (size_t)d[i].size);
@@ -154,9 +154,9 @@ static void test_every_dtype(void **state) {
   for (size_t i = 0; i < st->n_tensors; i++) assert_string_equal(st->tensors[i].dtype, d[i].name);
   mpk_safetensors_free(st);
   free(p);
-  assert_int_equal(mpk_st_dtype_size("f32"), -1);
-  assert_int_equal(mpk_st_dtype_size("F8_E4M3FN"), -1);
-  assert_int_equal(mpk_st_dtype_size(NULL), -1);
+  assert_int_equal(mpk_safetensors_dtype_size("f32"), 0);
+  assert_int_equal(mpk_safetensors_dtype_size("F8_E4M3FN"), 0);
+  assert_int_equal(mpk_safetensors_dtype_size(NULL), 0);
 }
 
 /* The tiling rule is over data order, not header order; empty tensors may sit anywhere inside. */
@@ -199,13 +199,13 @@ static const uint8_t ref_empty_meta[] = {40,  0,   0,   0,   0,   0,   0,   0,  
 static void check_attn(const uint8_t *bytes, size_t len, const char *name, int32_t ndim) {
   mpk_safetensors *st = parse_ok(bytes, len);
   assert_int_equal(st->n_tensors, 1);
-  const mpk_st_tensor *t = mpk_safetensors_find(st, name);
+  const mpk_safetensors_tensor *t = mpk_safetensors_find(st, name);
   assert_non_null(t);
   assert_int_equal(t->ndim, ndim);
   assert_int_equal(t->numel, 6);
   float *f;
   mpk_error err;
-  assert_int_equal(mpk_st_tensor_to_f32(t, &f, &err), 0);
+  assert_int_equal(mpk_safetensors_tensor_to_f32(t, &f, &err), 0);
   for (int i = 0; i < 6; i++) assert_true(f[i] == (float)i);
   mpk_free(f);
   mpk_safetensors_free(st);
@@ -528,7 +528,7 @@ static float *convert(const char *dtype, const void *data, size_t size, size_t c
   uint8_t *p = build_n(strlen(h), h, strlen(h), data, size, &len);
   mpk_safetensors *st = parse_ok(p, len);
   float *f = NULL;
-  *rc = mpk_st_tensor_to_f32(&st->tensors[0], &f, err);
+  *rc = mpk_safetensors_tensor_to_f32(&st->tensors[0], &f, err);
   mpk_safetensors_free(st);
   free(p);
   return f;
@@ -650,7 +650,7 @@ static void test_bf16_f32_f64(void **state) {
   assert_int_equal(rc, 0);
   assert_non_null(f);
   mpk_free(f);
-  assert_int_equal(mpk_st_tensor_to_f32(NULL, &f, &err), MPK_EINVAL);
+  assert_int_equal(mpk_safetensors_tensor_to_f32(NULL, &f, &err), MPK_EINVAL);
 }
 
 /* ---------------------------------------------------------------- files */
@@ -672,11 +672,11 @@ static void test_open(void **state) {
   mpk_safetensors *st = NULL;
   assert_int_equal(mpk_safetensors_open(path, &st, &err), 0);
   assert_string_equal(st->file, path);
-  const mpk_st_tensor *t = mpk_safetensors_find(st, "attn0");
+  const mpk_safetensors_tensor *t = mpk_safetensors_find(st, "attn0");
   assert_non_null(t);
   assert_int_equal(((uintptr_t)t->data) % 4, 0); /* the writer's padding aligns the data */
   float *f;
-  assert_int_equal(mpk_st_tensor_to_f32(t, &f, &err), 0);
+  assert_int_equal(mpk_safetensors_tensor_to_f32(t, &f, &err), 0);
   assert_true(f[5] == 5.0f);
   mpk_free(f);
   mpk_safetensors_free(st);
@@ -724,7 +724,7 @@ static void test_budget(void **state) {
   uint8_t *p = build(h, 8, &len);
   mpk_safetensors *st = NULL;
   mpk_error err;
-  mpk_st_budget two = {.max_tensors = 2}, one = {.max_tensors = 1}, small = {.max_header_bytes = 16};
+  mpk_safetensors_budget two = {.max_tensors = 2}, one = {.max_tensors = 1}, small = {.max_header_bytes = 16};
   mpk_error_clear(&err);
   assert_int_equal(mpk_safetensors_parse_budget(p, len, "x", &two, &st, &err), 0);
   assert_int_equal(st->n_tensors, 2);
@@ -737,7 +737,7 @@ static void test_budget(void **state) {
   assert_string_equal(err.file, "x");
   /* the default budget: 16 MiB of header */
   free(p);
-  size_t big = MPK_ST_DEFAULT_HEADER_BUDGET + 1;
+  size_t big = MPK_SAFETENSORS_DEFAULT_HEADER_BUDGET + 1;
   char *hdr = malloc(big + 1);
   assert_non_null(hdr);
   memset(hdr, ' ', big);

@@ -36,7 +36,9 @@ static const char *precision_name(int32_t t, char *buf, size_t size) {
   }
 }
 
-int mpk_mt_graph_precision(const mpk_mt_graph *g, char *out, size_t size) {
+int mpk_mt_graph_precision(const mpk_mt_graph *g, char *out, size_t size, size_t *needed) {
+  if (needed) *needed = 0;
+  if (!out && size) return MPK_EINVAL;
   /* Per data type in first-seen order: Python's dict keeps insertion order and its sort is stable. */
   size_t cap = g && g->n_initializers ? g->n_initializers : 1;
   int32_t *types = malloc(cap * sizeof *types);
@@ -45,7 +47,7 @@ int mpk_mt_graph_precision(const mpk_mt_graph *g, char *out, size_t size) {
     free(types);
     free(counts);
     if (size) out[0] = '\0';
-    return -1;
+    return MPK_ENOMEM;
   }
   size_t n = 0;
   for (size_t i = 0; g && i < g->n_initializers; i++) {
@@ -97,5 +99,6 @@ int mpk_mt_graph_precision(const mpk_mt_graph *g, char *out, size_t size) {
   if (size) out[len < size ? len : size - 1] = '\0';
   free(types);
   free(counts);
-  return len > INT32_MAX ? INT32_MAX : (int)len;
+  if (needed) *needed = len;
+  return len < size ? 0 : MPK_ELIMIT;
 }

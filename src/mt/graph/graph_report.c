@@ -136,10 +136,10 @@ static void run(mpk_mt_graph_report *r, const char *dir, const mpk_mt_variant *v
     else on_problem(r, &e);
   } else {
     r->graph = p->graph;
-    char buf[256];
-    int need = mpk_mt_graph_precision(p->graph, buf, sizeof buf);
-    if (need < 0 || !(p->measured = malloc((size_t)need + 1))) p->found.oom = true;
-    else mpk_mt_graph_precision(p->graph, p->measured, (size_t)need + 1);
+    size_t need = 0;
+    int prc = mpk_mt_graph_precision(p->graph, NULL, 0, &need);
+    if ((prc && prc != MPK_ELIMIT) || !(p->measured = malloc(need + 1))) p->found.oom = true;
+    else if (mpk_mt_graph_precision(p->graph, p->measured, need + 1, NULL)) p->found.oom = true;
     r->measured = p->measured;
   }
   if (v->weight_handoff) {
@@ -198,12 +198,16 @@ int mpk_mt_graph_report_variant(const char *dir, const mpk_mt_manifest *m, const
   return 0;
 }
 
-int mpk_mt_graph_report_open(const char *dir, const char *variant, const mpk_mt_graph_options *opts,
+int mpk_mt_graph_report_open(const char *dir, const char *variant, const mpk_mt_graph_options *given,
                              mpk_mt_graph_report **out, mpk_error *err) {
   if (!dir || !out) return mpk_fail(err, MPK_EINVAL, dir, NULL, "NULL argument");
   *out = NULL;
+  mpk_mt_graph_options opt;
+  int rc = MPK_OPTIONS_READ(mpk_mt_graph_options, &opt, given, err);
+  if (rc) return rc;
+  const mpk_mt_graph_options *opts = &opt;
   mpk_mt_located loc;
-  int rc = mpk_mt_locate(dir, variant, &loc, err);
+  rc = mpk_mt_locate(dir, variant, &loc, err);
   if (rc) return rc;
   mpk_mt_graph_report *r = NULL;
   if ((rc = mpk_mt_graph_report_variant(dir, loc.manifest, loc.variant, opts, &r, err))) {

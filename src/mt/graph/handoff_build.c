@@ -567,10 +567,12 @@ static int run(build *b, const mpk_mt_handoff_build_options *o, mpk_mt_handoff_b
 
 int mpk_mt_handoff_build(const char *dir, const mpk_mt_handoff_build_options *opts, mpk_mt_handoff_build_result *out,
                          mpk_error *err) {
+  if (out) memset(out, 0, sizeof *out); /* releasable whatever happens next */
   if (!dir || !out) return mpk_fail(err, MPK_EINVAL, dir, NULL, "NULL argument");
-  memset(out, 0, sizeof *out);
-  static const mpk_mt_handoff_build_options defaults = {0};
-  const mpk_mt_handoff_build_options *o = opts ? opts : &defaults;
+  mpk_mt_handoff_build_options opt;
+  int orc = MPK_OPTIONS_READ(mpk_mt_handoff_build_options, &opt, opts, err);
+  if (orc) return orc;
+  const mpk_mt_handoff_build_options *o = &opt;
   build b = {.attn = o->attention_module ? o->attention_module : "self_attn", .err = err};
   int rc = mpk_mt_locate(dir, o->variant, &b.loc, err);
   if (rc) return rc;

@@ -212,11 +212,13 @@ static int initializer(const Onnx__TensorProto *t, size_t index, mpk_arena *a, c
 
 /* ---------------------------------------------------------------- the model */
 
-static void resolve_opts(const mpk_mt_graph_options *opts, size_t len, mpk_mt_graph_options *o) {
-  *o = opts ? *opts : (mpk_mt_graph_options){0};
+static int resolve_opts(const mpk_mt_graph_options *opts, size_t len, mpk_mt_graph_options *o, mpk_error *err) {
+  int rc = MPK_OPTIONS_READ(mpk_mt_graph_options, o, opts, err);
+  if (rc) return rc;
   if (!o->max_bytes) o->max_bytes = MPK_MT_GRAPH_DEFAULT_MAX_BYTES;
   if (!o->max_initializers) o->max_initializers = MPK_MT_GRAPH_DEFAULT_MAX_INITIALIZERS;
   if (!o->max_decoded_bytes) o->max_decoded_bytes = ((uint64_t)64 << 20) + 4 * (uint64_t)len;
+  return 0;
 }
 
 static int extract(const Onnx__ModelProto *m, mpk_mt_graph *g, mpk_arena *a, const char *file, mpk_error *err) {
@@ -285,7 +287,8 @@ int mpk_mt_graph_parse(const void *data, size_t len, const char *file, const mpk
   static const uint8_t nothing[1];
   if (!len) data = nothing; /* no arithmetic on a NULL pointer */
   mpk_mt_graph_options o;
-  resolve_opts(opts, len, &o);
+  int rc = resolve_opts(opts, len, &o, err);
+  if (rc) return rc;
   if ((uint64_t)len > o.max_bytes)
     return mpk_fail(err, MPK_ELIMIT, file, NULL, "%zu bytes exceed the limit of %llu bytes", len,
                     (unsigned long long)o.max_bytes);
@@ -294,7 +297,7 @@ int mpk_mt_graph_parse(const void *data, size_t len, const char *file, const mpk
                     "is not an ONNX protobuf (it is empty: a placeholder?): export the model into it, or check the "
                     "rest of the package without the graph (modelpkg check --no-graph)");
   mpk_onnx_scan scan;
-  int rc = mpk_onnx_prescan(&onnx__model_proto__descriptor, data, len, file, &o, &scan, err);
+  rc = mpk_onnx_prescan(&onnx__model_proto__descriptor, data, len, file, &o, &scan, err);
   if (rc == MPK_EMALFORMED && looks_like_text(data, len))
     return mpk_fail_at(err, MPK_EMALFORMED, file, 0,
                     "is not an ONNX protobuf (it looks like text: a placeholder?): export the model into it, or "
@@ -333,7 +336,8 @@ int mpk_mt_graph_load(const char *path, const mpk_mt_graph_options *opts, mpk_mt
   if (!path || !out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
   *out = NULL;
   mpk_mt_graph_options o;
-  resolve_opts(opts, 0, &o);
+  int orc = resolve_opts(opts, 0, &o, err);
+  if (orc) return orc;
   /* Never open something that is not a regular file of a sane size (a FIFO would block). */
   struct stat st;
   if (stat(path, &st) != 0)

@@ -22,6 +22,7 @@
 static const char *const stages[] = {"embedding", "inference", "tokenizer", "train"};
 
 int mpk_mt_installed_path(const mpk_mt_variant *v, const char *pkg, char **out, mpk_error *err) {
+  if (!out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   *out = NULL;
   if (!v || !pkg) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   char ck[600];
@@ -203,26 +204,12 @@ int mpk_mt_install(const char *source, const mpk_mt_install_options *o, mpk_mt_i
   return mpk_mt_install_ex(source, o, NULL, out, err);
 }
 
-/* The caller's options in this version's layout: `struct_size` says how much of the struct the
-   caller has (0: the layout of modelpkg 0.1, which has every field below); fields it does not have
-   are zero, their defaults. */
-static int copy_options(const mpk_mt_install_options *o, mpk_mt_install_options *copy, mpk_error *err) {
-  memset(copy, 0, sizeof *copy);
-  size_t have = o->struct_size ? o->struct_size : sizeof *copy;
-  if (have < offsetof(mpk_mt_install_options, low_speed_secs) + sizeof o->low_speed_secs)
-    return mpk_fail(err, MPK_EINVAL, NULL, NULL,
-                    "mpk_mt_install_options.struct_size %zu is smaller than any layout this library knows", have);
-  memcpy(copy, o, have < sizeof *copy ? have : sizeof *copy);
-  copy->struct_size = sizeof *copy;
-  return 0;
-}
-
 int mpk_mt_install_ex(const char *source, const mpk_mt_install_options *given, const mpk_mt_install_test *test,
                       mpk_mt_install_result *out, mpk_error *err) {
   if (out) memset(out, 0, sizeof *out);
-  if (!source || !given) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "the source and the options are required");
+  if (!source) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "the source and the options are required");
   mpk_mt_install_options opts;
-  int rc = copy_options(given, &opts, err);
+  int rc = MPK_OPTIONS_READ(mpk_mt_install_options, &opts, given, err);
   if (rc) return rc;
   const mpk_mt_install_options *o = &opts;
   if (!o->repo_id || !o->cache_dir)
@@ -264,8 +251,8 @@ int mpk_mt_install_ex(const char *source, const mpk_mt_install_options *given, c
     }
   } else {
     /* Selected for the device; the storage budget is the cache's free space unless given. */
-    mpk_mt_select_options so = {0};
-    if (o->select) so = *o->select;
+    mpk_mt_select_options so;
+    if ((rc = MPK_OPTIONS_READ(mpk_mt_select_options, &so, o->select, err))) goto out;
     so.features = o->features;
     so.n_features = o->n_features;
     if (!so.free_bytes.present) {
@@ -355,5 +342,5 @@ void mpk_mt_install_result_free(mpk_mt_install_result *r) {
   if (!r) return;
   free(r->repo_dir);
   free(r->variant);
-  r->repo_dir = r->variant = NULL;
+  memset(r, 0, sizeof *r);
 }

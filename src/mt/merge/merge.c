@@ -160,7 +160,7 @@ static int stage_record(const merge_plan *p, const json_t *old, char (*digests)[
 /* The frozen base [out, in] from the adapter, in the on-disk dtype and layout (malloc'ed). */
 static int frozen_base(const merge_item *it, mpk_mt_orientation o, mpk_mk_dtype dt, void **out, mpk_error *err) {
   float *w = NULL;
-  int rc = mpk_st_tensor_to_f32(it->frozen, &w, err);
+  int rc = mpk_safetensors_tensor_to_f32(it->frozen, &w, err);
   if (rc) return rc;
   size_t n = (size_t)it->out * (size_t)it->in, size = mpk_mk_dtype_size(dt);
   uint8_t *dst = malloc(n * size);
@@ -364,11 +364,15 @@ oom:
   return mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
 }
 
-int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *opts, mpk_mt_merge_report **out, mpk_error *err) {
-  if (!dir || !opts || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
+int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *given, mpk_mt_merge_report **out, mpk_error *err) {
+  if (!dir || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   *out = NULL;
+  mpk_mt_merge_options opt;
+  int rc = MPK_OPTIONS_READ(mpk_mt_merge_options, &opt, given, err);
+  if (rc) return rc;
+  const mpk_mt_merge_options *opts = &opt;
   merge_plan p;
-  int rc = mpk_merge_plan(dir, opts, &p, err);
+  rc = mpk_merge_plan(dir, opts, &p, err);
   if (rc) return rc;
   char (*digests)[MPK_MT_ROLE_COUNT][65] = calloc(p.n_items, sizeof *digests);
   mpk_txn *txn = NULL;

@@ -7,8 +7,8 @@
 /* One handoff entry to merge: its factors, scale, on-disk layout and observed orientation. */
 typedef struct merge_item {
   const mpk_mt_handoff_entry *e;
-  const mpk_st_tensor *a, *b;   /* the adapter's factors */
-  const mpk_st_tensor *frozen;  /* the adapter's frozen base weight, or NULL */
+  const mpk_safetensors_tensor *a, *b;   /* the adapter's factors */
+  const mpk_safetensors_tensor *frozen;  /* the adapter's frozen base weight, or NULL */
   float *A, *B;                 /* float32 copies: A [rank, in], B [out, rank] */
   int64_t out, in, rank;
   mpk_mt_role role;             /* the weight-like role: weight, or weight_quantized */

@@ -210,10 +210,10 @@ static const char *checkpoint_name(const mpk_mt_handoff_entry *e, const char *ro
 
 /* A factor by checkpointNames[role], else by its PEFT names: <module>.lora_X.weight with the module
    in raw space (base_model.model.model....) or without peft's "base_model.model." wrapper. */
-static const mpk_st_tensor *find_factor(const mpk_safetensors *st, const mpk_mt_handoff_entry *e, const char *role,
+static const mpk_safetensors_tensor *find_factor(const mpk_safetensors *st, const mpk_mt_handoff_entry *e, const char *role,
                                         const char *lora) {
   const char *cn = checkpoint_name(e, role);
-  const mpk_st_tensor *t = cn ? mpk_safetensors_find(st, cn) : NULL;
+  const mpk_safetensors_tensor *t = cn ? mpk_safetensors_find(st, cn) : NULL;
   if (t) return t;
   char module[512], name[600];
   raw_module(e->training_base_layer_name, module, sizeof module);
@@ -227,10 +227,10 @@ static const mpk_st_tensor *find_factor(const mpk_safetensors *st, const mpk_mt_
   return t;
 }
 
-static int factor_f32(const mpk_st_tensor *t, const char *file, const char *layer, float **out, mpk_error *err) {
+static int factor_f32(const mpk_safetensors_tensor *t, const char *file, const char *layer, float **out, mpk_error *err) {
   mpk_error why; /* the caller's err may be NULL */
   mpk_error_clear(&why);
-  int rc = mpk_st_tensor_to_f32(t, out, &why);
+  int rc = mpk_safetensors_tensor_to_f32(t, out, &why);
   if (rc)
     return mpk_fail(err, rc, file, NULL, "entry \"%.200s\": factor \"%.200s\" (%s) cannot be read as float: %s", layer,
                     t->name, t->dtype, why.message);
@@ -400,7 +400,7 @@ void mpk_merge_plan_free(merge_plan *p) {
 static void note_unused(merge_plan *p) {
   size_t unused = 0;
   for (size_t k = 0; k < p->adapter->n_tensors; k++) {
-    const mpk_st_tensor *t = &p->adapter->tensors[k];
+    const mpk_safetensors_tensor *t = &p->adapter->tensors[k];
     bool used = false;
     for (size_t i = 0; i < p->n_items && !used; i++)
       used = p->items[i].a == t || p->items[i].b == t || p->items[i].frozen == t;

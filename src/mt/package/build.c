@@ -618,9 +618,9 @@ static int write_doc(const char *dir, const doc *d, bool dry_run, results *r, mp
 /* ================================================================ mpk_mt_build */
 
 int mpk_mt_build(const char *dir, const mpk_mt_build_input *in, mpk_mt_build_result *out, mpk_error *err) {
+  if (out) memset(out, 0, sizeof *out); /* releasable whatever happens next */
   if (!dir || !in || !out || (in->describe == NULL && in->describe_len))
     return mpk_fail(err, MPK_EINVAL, dir, NULL, "NULL argument");
-  memset(out, 0, sizeof *out);
   if (!mpk_is_dir(dir)) return mpk_fail(err, MPK_ENOTFOUND, dir, NULL, "not a directory");
 
   char *manifest_path = mpk_path_join(dir, MANIFEST);

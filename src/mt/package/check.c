@@ -706,11 +706,13 @@ static int run(check *c) {
   return check_unlisted(c);
 }
 
-int mpk_mt_check(const char *dir, const mpk_mt_check_options *opts, mpk_mt_report **out, mpk_error *err) {
+int mpk_mt_check(const char *dir, const mpk_mt_check_options *given, mpk_mt_report **out, mpk_error *err) {
   if (!dir || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   *out = NULL;
-  static const mpk_mt_check_options defaults = {0};
-  if (!opts) opts = &defaults;
+  mpk_mt_check_options opt;
+  int orc = MPK_OPTIONS_READ(mpk_mt_check_options, &opt, given, err);
+  if (orc) return orc;
+  const mpk_mt_check_options *opts = &opt;
   if (opts->variant && opts->all_variants)
     return mpk_fail(err, MPK_EINVAL, dir, NULL, "give one variant or all variants, not both");
   if (!mpk_is_dir(dir)) return mpk_fail(err, MPK_ENOTFOUND, dir, NULL, "not a directory");

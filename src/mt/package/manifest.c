@@ -346,9 +346,13 @@ static int parse_manifest(mpk_jv *v, const json_t *root, mpk_arena *a, size_t ma
 /* ---------------------------------------------------------------- the budget */
 
 /* The file budget: the caller's, else $MODELPKG_MT_MAX_FILES, else the default. */
-static int file_budget(const mpk_mt_manifest_options *opts, const char *file, size_t *out, mpk_error *err) {
+static int file_budget(const mpk_mt_manifest_options *given, const char *file, size_t *out, mpk_error *err) {
   *out = MPK_MT_MANIFEST_DEFAULT_MAX_FILES;
-  if (opts && opts->max_files) {
+  mpk_mt_manifest_options opt;
+  int rc = MPK_OPTIONS_READ(mpk_mt_manifest_options, &opt, given, err);
+  if (rc) return rc;
+  const mpk_mt_manifest_options *opts = &opt;
+  if (opts->max_files) {
     *out = opts->max_files;
     return 0;
   }

@@ -238,8 +238,10 @@ int mpk_mt_plan_download(const mpk_mt_manifest *m, const char *variant, const mp
   priv->arena = a;
   p->priv_ = priv;
   request rq;
-  int rc = resolve_request(a, opts ? opts->features : NULL, opts ? opts->n_features : 0, &rq, err);
-  if (!rc) rc = plan_into(a, m, variant, &rq, opts && opts->allow_unverifiable, p, err);
+  mpk_mt_plan_options o;
+  int rc = MPK_OPTIONS_READ(mpk_mt_plan_options, &o, opts, err);
+  if (!rc) rc = resolve_request(a, o.features, o.n_features, &rq, err);
+  if (!rc) rc = plan_into(a, m, variant, &rq, o.allow_unverifiable, p, err);
   if (rc) {
     mpk_arena_free(a);
     return rc;
@@ -437,10 +439,10 @@ int mpk_mt_select(const mpk_mt_manifest *m, const mpk_mt_select_options *opts, m
   if (!out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   *out = NULL;
   if (!m) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
-  static const mpk_mt_select_options none;
   static const char *const default_prefer[] = {MPK_MT_DEFAULT_PREFER_QUANT};
-  mpk_mt_select_options o = opts ? *opts : none;
-  int rc = check_options(&o, err);
+  mpk_mt_select_options o;
+  int rc = MPK_OPTIONS_READ(mpk_mt_select_options, &o, opts, err);
+  if (!rc) rc = check_options(&o, err);
   if (rc) return rc;
   if (!o.prefer_quant) {
     o.prefer_quant = default_prefer;

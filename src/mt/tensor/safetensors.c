@@ -28,10 +28,10 @@ static const struct {
     {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4},     {"F64", 8},     {"I64", 8}, {"U64", 8},
 };
 
-int mpk_st_dtype_size(const char *dtype) {
+int mpk_safetensors_dtype_size(const char *dtype) {
   for (size_t i = 0; dtype && i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
     if (strcmp(st_dtypes[i].name, dtype) == 0) return st_dtypes[i].size;
-  return -1;
+  return 0;
 }
 
 /* ---------------------------------------------------------------- header */
@@ -43,7 +43,7 @@ static uint64_t le64(const uint8_t *p) {
 }
 
 /* "[4, 3]" */
-static const char *dims_str(const mpk_st_tensor *t, char *buf, size_t size) {
+static const char *dims_str(const mpk_safetensors_tensor *t, char *buf, size_t size) {
   size_t len = (size_t)snprintf(buf, size, "[");
   for (int32_t i = 0; i < t->ndim && len < size; i++)
     len += (size_t)snprintf(buf + len, size - len, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
@@ -51,7 +51,7 @@ static const char *dims_str(const mpk_st_tensor *t, char *buf, size_t size) {
   return buf;
 }
 
-static int read_shape(mpk_jv *v, const char *name, const json_t *shape, mpk_st_tensor *t) {
+static int read_shape(mpk_jv *v, const char *name, const json_t *shape, mpk_safetensors_tensor *t) {
   if (!json_is_array(shape))
     return mpk_jv_fail(v, MPK_EMALFORMED, "tensor \"%.200s\": shape must be an array of integers", name);
   size_t n = json_array_size(shape);
@@ -79,7 +79,7 @@ static int read_shape(mpk_jv *v, const char *name, const json_t *shape, mpk_st_t
   return 0;
 }
 
-static int read_tensor(mpk_jv *v, const char *name, const json_t *value, uint64_t data_len, mpk_st_tensor *t) {
+static int read_tensor(mpk_jv *v, const char *name, const json_t *value, uint64_t data_len, mpk_safetensors_tensor *t) {
   static const char *const keys[] = {"dtype", "shape", "data_offsets", NULL};
   if (!json_is_object(value))
     return mpk_jv_fail(v, MPK_EMALFORMED, "tensor \"%.200s\" must be an object with dtype, shape, data_offsets",
@@ -95,12 +95,12 @@ static int read_tensor(mpk_jv *v, const char *name, const json_t *value, uint64_
   const json_t *dtype = json_object_get(value, "dtype");
   size_t prev = mpk_path_push_key(&v->path, "dtype");
   if (!json_is_string(dtype)) rc = mpk_jv_fail(v, MPK_EMALFORMED, "tensor \"%.200s\": dtype must be a string", name);
-  else if (mpk_st_dtype_size(json_string_value(dtype)) < 0)
+  else if (mpk_safetensors_dtype_size(json_string_value(dtype)) == 0)
     rc = mpk_jv_fail(v, MPK_EUNSUPPORTED, "tensor \"%.200s\": unknown dtype \"%.40s\"", name, json_string_value(dtype));
   mpk_path_pop(&v->path, prev);
   if (rc) return rc;
   snprintf(t->dtype, sizeof t->dtype, "%s", json_string_value(dtype)); /* known: fits */
-  uint64_t size = (uint64_t)mpk_st_dtype_size(t->dtype);
+  uint64_t size = (uint64_t)mpk_safetensors_dtype_size(t->dtype);
 
   prev = mpk_path_push_key(&v->path, "shape");
   rc = read_shape(v, name, json_object_get(value, "shape"), t);
@@ -176,27 +176,27 @@ static int cmp_pair(const void *x, const void *y) {
 }
 
 static int cmp_name(const void *x, const void *y) {
-  return strcmp(((const mpk_st_tensor *)x)->name, ((const mpk_st_tensor *)y)->name);
+  return strcmp(((const mpk_safetensors_tensor *)x)->name, ((const mpk_safetensors_tensor *)y)->name);
 }
 
 /* Data order: by begin, then end (empty tensors before the one that starts where they sit). */
 static int cmp_offsets(const void *x, const void *y) {
-  const mpk_st_tensor *a = *(const mpk_st_tensor *const *)x, *b = *(const mpk_st_tensor *const *)y;
+  const mpk_safetensors_tensor *a = *(const mpk_safetensors_tensor *const *)x, *b = *(const mpk_safetensors_tensor *const *)y;
   if (a->begin != b->begin) return a->begin < b->begin ? -1 : 1;
   if (a->end != b->end) return a->end < b->end ? -1 : 1;
   return strcmp(a->name, b->name);
 }
 
 /* The tensors, in data order, must tile [0, data_len): no hole, no overlap, nothing left over. */
-static int check_tiling(mpk_jv *v, mpk_st_tensor *t, size_t n, uint64_t data_len) {
-  const mpk_st_tensor **order = malloc((n ? n : 1) * sizeof *order);
+static int check_tiling(mpk_jv *v, mpk_safetensors_tensor *t, size_t n, uint64_t data_len) {
+  const mpk_safetensors_tensor **order = malloc((n ? n : 1) * sizeof *order);
   if (!order) return mpk_jv_fail(v, MPK_ENOMEM, "out of memory");
   for (size_t i = 0; i < n; i++) order[i] = &t[i];
   qsort(order, n, sizeof *order, cmp_offsets);
   uint64_t at = 0;
   int rc = 0;
   for (size_t i = 0; !rc && i < n; i++) {
-    const mpk_st_tensor *cur = order[i];
+    const mpk_safetensors_tensor *cur = order[i];
     if (cur->begin == at) {
       at = cur->end;
       continue;
@@ -242,7 +242,7 @@ static int read_header(mpk_jv *v, const json_t *root, const uint8_t *data_sectio
   size_t n;
   if (mpk_json_keys_insertion(root, &keys, &n)) return mpk_jv_fail(v, MPK_ENOMEM, "out of memory");
   size_t n_tensors = n - (json_object_get(root, ST_METADATA_KEY) ? 1 : 0);
-  mpk_st_tensor *t = mpk_arena_array(a, n_tensors ? n_tensors : 1, sizeof *t);
+  mpk_safetensors_tensor *t = mpk_arena_array(a, n_tensors ? n_tensors : 1, sizeof *t);
   int rc = t ? 0 : mpk_jv_fail(v, MPK_ENOMEM, "out of memory");
   size_t k = 0;
   for (size_t i = 0; !rc && i < n; i++) {
@@ -253,7 +253,7 @@ static int read_header(mpk_jv *v, const json_t *root, const uint8_t *data_sectio
     } else if (keys[i][0] == '\0') {
       rc = mpk_jv_fail(v, MPK_EMALFORMED, "a tensor name must not be empty");
     } else {
-      mpk_st_tensor *cur = &t[k++];
+      mpk_safetensors_tensor *cur = &t[k++];
       rc = read_tensor(v, keys[i], value, data_len, cur);
       if (!rc && !(cur->name = mpk_arena_strdup(a, keys[i]))) rc = mpk_jv_fail(v, MPK_ENOMEM, "out of memory");
       if (!rc) cur->data = data_section + cur->begin; /* end <= data_len: inside, or one past for empty */
@@ -302,11 +302,11 @@ int mpk_safetensors_parse(const void *data, size_t len, const char *file, mpk_sa
   return mpk_safetensors_parse_budget(data, len, file, NULL, out, err);
 }
 
-int mpk_safetensors_parse_budget(const void *data, size_t len, const char *file, const mpk_st_budget *budget,
+int mpk_safetensors_parse_budget(const void *data, size_t len, const char *file, const mpk_safetensors_budget *budget,
                                  mpk_safetensors **out, mpk_error *err) {
   if (!out || (!data && len)) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
-  uint64_t max_header = budget && budget->max_header_bytes ? budget->max_header_bytes : MPK_ST_DEFAULT_HEADER_BUDGET;
-  uint64_t max_tensors = budget && budget->max_tensors ? budget->max_tensors : MPK_ST_DEFAULT_TENSOR_BUDGET;
+  uint64_t max_header = budget && budget->max_header_bytes ? budget->max_header_bytes : MPK_SAFETENSORS_DEFAULT_HEADER_BUDGET;
+  uint64_t max_tensors = budget && budget->max_tensors ? budget->max_tensors : MPK_SAFETENSORS_DEFAULT_TENSOR_BUDGET;
   *out = NULL;
   if (!file) file = ST_DEFAULT_FILE;
   const uint8_t *p = data;
@@ -314,9 +314,9 @@ int mpk_safetensors_parse_budget(const void *data, size_t len, const char *file,
     return mpk_fail_at(err, MPK_EMALFORMED, file, 0,
                        "the file is %zu bytes: a safetensors file starts with an 8-byte header length", len);
   uint64_t n = le64(p);
-  if (n > MPK_ST_MAX_HEADER)
+  if (n > MPK_SAFETENSORS_MAX_HEADER)
     return mpk_fail_at(err, MPK_ELIMIT, file, 0, "the header length %llu exceeds the limit of %u bytes",
-                       (unsigned long long)n, MPK_ST_MAX_HEADER);
+                       (unsigned long long)n, MPK_SAFETENSORS_MAX_HEADER);
   if (n > (uint64_t)(len - 8))
     return mpk_fail_at(err, MPK_EMALFORMED, file, 0,
                        "the header length %llu runs past the end of the file (%zu bytes after the length)",
@@ -336,7 +336,7 @@ int mpk_safetensors_parse_budget(const void *data, size_t len, const char *file,
                        "%llu tensors (mt merge --max-adapter-tensors; docs/safetensors.md rule 4a)",
                        (unsigned long long)max_tensors, (unsigned long long)max_tensors);
 
-  mpk_json_opts opts = {.max_bytes = MPK_ST_MAX_HEADER};
+  mpk_json_opts opts = {.max_bytes = MPK_SAFETENSORS_MAX_HEADER};
   mpk_error sub;
   mpk_error_clear(&sub);
   json_t *root;
@@ -374,7 +374,7 @@ int mpk_safetensors_open(const char *path, mpk_safetensors **out, mpk_error *err
   return mpk_safetensors_open_budget(path, NULL, out, err);
 }
 
-int mpk_safetensors_open_budget(const char *path, const mpk_st_budget *budget, mpk_safetensors **out,
+int mpk_safetensors_open_budget(const char *path, const mpk_safetensors_budget *budget, mpk_safetensors **out,
                                 mpk_error *err) {
   if (!path || !out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
   *out = NULL;
@@ -389,7 +389,7 @@ int mpk_safetensors_open_budget(const char *path, const mpk_st_budget *budget, m
   return 0;
 }
 
-const mpk_st_tensor *mpk_safetensors_find(const mpk_safetensors *st, const char *name) {
+const mpk_safetensors_tensor *mpk_safetensors_find(const mpk_safetensors *st, const char *name) {
   if (!st || !name) return NULL;
   size_t lo = 0, hi = st->n_tensors;
   while (lo < hi) {
@@ -438,7 +438,7 @@ static float half_to_f32(uint16_t h) {
   return f32_bits(sign | (exp + 112) << 23 | mant << 13);
 }
 
-int mpk_st_tensor_to_f32(const mpk_st_tensor *t, float **out, mpk_error *err) {
+int mpk_safetensors_tensor_to_f32(const mpk_safetensors_tensor *t, float **out, mpk_error *err) {
   if (!t || !out || (!t->data && t->numel)) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "invalid argument");
   *out = NULL;
   const char *name = t->name ? t->name : "?";
