@@ -7,4 +7,5 @@ mpk_script_test(test_core_txn_sigkill unit $<TARGET_FILE:test_core_txn> --sigkil
 mpk_test(test_core_parallel unit unit/test_core_parallel.c)
 mpk_test(test_core_atomic unit unit/test_core_atomic.c)
 mpk_test(test_core_open unit unit/test_core_open.c)
+mpk_test(test_core_dtype unit unit/test_core_dtype.c)
 mpk_test(test_core_output unit unit/test_core_output.c)

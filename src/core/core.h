@@ -144,6 +144,51 @@ int mpk_sha256(const void *data, size_t len, uint8_t out[MPK_SHA256_LEN]);
 int mpk_sha256_fd(int fd, char hex[65]);
 void mpk_hex(const uint8_t *bytes, size_t n, char *out); /* writes 2n chars + NUL */
 
+/* ---------------------------------------------------------------- the dtype registry (dtype.c) */
+
+/* One row per element type: its MLC/TVM name, bits, DLPack type, safetensors name, ONNX data
+   type. The int4-packing rule is stated beside the table (mpk_dtype_packed_bytes). */
+typedef enum mpk_dtype_id {
+  MPK_DT_UNKNOWN = 0,
+  MPK_DT_FLOAT64, MPK_DT_FLOAT32, MPK_DT_FLOAT16, MPK_DT_BFLOAT16,
+  MPK_DT_FLOAT8_E4M3FN, MPK_DT_FLOAT8_E5M2, MPK_DT_FLOAT8_E4M3FNUZ, MPK_DT_FLOAT8_E5M2FNUZ,
+  MPK_DT_FLOAT8_E8M0FNU, MPK_DT_FLOAT4_E2M1FN,
+  MPK_DT_INT64, MPK_DT_INT32, MPK_DT_INT16, MPK_DT_INT8, MPK_DT_INT4,
+  MPK_DT_UINT64, MPK_DT_UINT32, MPK_DT_UINT16, MPK_DT_UINT8, MPK_DT_UINT4,
+  MPK_DT_BOOL,
+  MPK_DT_ONNX_STRING, MPK_DT_COMPLEX64, MPK_DT_COMPLEX128, /* ONNX only: no MLC name */
+  MPK_DT_COUNT
+} mpk_dtype_id;
+
+/* A MobileTransformers handoff map may declare it, and a tensor view can load it. */
+#define MPK_DTYPE_HANDOFF 1u
+
+typedef struct mpk_dtype {
+  mpk_dtype_id id;
+  const char *name;                  /* MLC/TVM spelling (float16); NULL for ONNX-only types */
+  int bits;                          /* per element; 0 for ONNX strings */
+  uint8_t dl_code, dl_bits, dl_lanes; /* DLPack DLDataType; dl_lanes 0: DLPack has no code */
+  const char *st_name;               /* safetensors' (F16); NULL: not a safetensors dtype */
+  int32_t onnx_type;                 /* ONNX TensorProto.DataType; 0: none */
+  const char *onnx_name;             /* numpy's name, as ONNX's reference records it, where not `name` */
+  unsigned flags;                    /* MPK_DTYPE_* */
+} mpk_dtype;
+
+size_t mpk_dtype_count(void);
+const mpk_dtype *mpk_dtype_at(size_t i);          /* NULL past the end */
+const mpk_dtype *mpk_dtype_get(mpk_dtype_id id);  /* NULL for MPK_DT_UNKNOWN or out of range */
+const char *mpk_dtype_name(mpk_dtype_id id);      /* the MLC/TVM name */
+const mpk_dtype *mpk_dtype_by_name(const char *name);    /* NULL: unknown (or NULL) */
+const mpk_dtype *mpk_dtype_by_st_name(const char *name); /* NULL: not a safetensors dtype */
+const mpk_dtype *mpk_dtype_by_onnx(int32_t type);        /* NULL: not an ONNX data type we know */
+const char *mpk_dtype_onnx_name(const mpk_dtype *d);     /* onnx_name, else name */
+bool mpk_dtype_is(const char *name, mpk_dtype_id id);   /* name spells that dtype */
+/* Bytes of `numel` packed elements (the int4-packing rule in dtype.c); false: 0-bit type or
+   overflow. */
+bool mpk_dtype_packed_bytes(const mpk_dtype *d, uint64_t numel, uint64_t *out);
+/* Bytes one element takes stored unpacked, as MLC's tensor cache does: (bits + 7) / 8. */
+int mpk_dtype_unpacked_bytes(int bits);
+
 /* ---------------------------------------------------------------- findings (findings.c) */
 
 /* Problems (copies of mpk_error) and notes, collected by a check that goes on after a failure. */

@@ -148,7 +148,7 @@ static void cross_problem(void *ctx, const mpk_error *e) {
 
 static bool has_f16(const mpk_mlc_params *p) {
   for (size_t i = 0; p && i < p->n; i++)
-    if (strcmp(p->items[i].dtype, "float16") == 0) return true;
+    if (mpk_dtype_is(p->items[i].dtype, MPK_DT_FLOAT16)) return true;
   return false;
 }
 

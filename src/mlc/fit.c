@@ -68,7 +68,7 @@ static int count_params(const mpk_mlc_params *p, bool from_md, const mpk_mlc_nam
   out->max_binding_bytes = res.max_storage_buffer_binding_size;
   for (size_t i = 0; i < p->n; i++) {
     const mpk_mlc_param *x = &p->items[i];
-    if (strcmp(x->dtype, "float16") == 0) out->uses_float16 = 1;
+    if (mpk_dtype_is(x->dtype, MPK_DT_FLOAT16)) out->uses_float16 = 1;
     if (!out->max_binding_parameter[0]) {
       /* The first parameter of the largest size: a one-item view of the same list. */
       mpk_mlc_params one = {.items = x, .n = 1};
@@ -112,9 +112,9 @@ static int library_context(const json_t *root, int64_t *ctx, const char **field,
 /* The KV cache element type, read from the quantization name as MLC's model_metadata tool does:
    "f32" anywhere means float32, else "bf16" bfloat16, else "f16" float16. */
 static const char *kv_dtype_of(const char *quantization) {
-  if (strstr(quantization, "f32")) return "float32";
-  if (strstr(quantization, "bf16")) return "bfloat16";
-  if (strstr(quantization, "f16")) return "float16";
+  if (strstr(quantization, "f32")) return mpk_dtype_name(MPK_DT_FLOAT32);
+  if (strstr(quantization, "bf16")) return mpk_dtype_name(MPK_DT_BFLOAT16);
+  if (strstr(quantization, "f16")) return mpk_dtype_name(MPK_DT_FLOAT16);
   return NULL;
 }
 
@@ -270,7 +270,7 @@ static int count_library(const json_t *root, const mpk_mlc_metadata *md, int64_t
     return rc;
   }
   if ((rc = count_workspace(root, out, err))) return rc;
-  if (out->kv_dtype && strcmp(out->kv_dtype, "float16") == 0) out->uses_float16 = 1;
+  if (mpk_dtype_is(out->kv_dtype, MPK_DT_FLOAT16)) out->uses_float16 = 1;
   int64_t total = out->parameter_bytes;
   if (!add_safe(&total, out->kv_cache_bytes) || !add_safe(&total, out->workspace_bytes))
     return mpk_fail(err, MPK_ELIMIT, MD_FILE, NULL, "the total size exceeds 2^53 bytes");
@@ -395,7 +395,7 @@ int mpk_mlc_fit_check(const mpk_mlc_fit *fit, const mpk_mlc_artifact *art, const
         reason_fail(&r, MPK_EMISMATCH,
                     "features: the model computes in float16 (%s), which needs the WebGPU feature "
                     "\"shader-f16\"; the device does not offer it",
-                    fit->kv_dtype && strcmp(fit->kv_dtype, "float16") == 0 ? "its KV cache" : "its parameters");
+                    mpk_dtype_is(fit->kv_dtype, MPK_DT_FLOAT16) ? "its KV cache" : "its parameters");
     }
   }
   return r.first;

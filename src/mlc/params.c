@@ -221,7 +221,7 @@ int mpk_mlc_params_resources(const mpk_mlc_params *p, const mpk_mlc_named_dim *d
     const mpk_mlc_param *x = &p->items[i];
     int bits = mpk_dtype_bits(x->dtype);
     if (bits < 0) return mpk_fail(err, MPK_EUNSUPPORTED, NULL, NULL, "parameter %s: unknown dtype \"%s\"", x->name, x->dtype);
-    int64_t bytes = (bits + 7) / 8;
+    int64_t bytes = mpk_dtype_unpacked_bytes(bits);
     for (size_t d = 0; d < x->ndim; d++) {
       int64_t v;
       int rc = dim_value(x, d, dims, n_dims, &v, err);

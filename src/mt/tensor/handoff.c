@@ -29,13 +29,10 @@ static int role_index(const char *key) {
   return -1;
 }
 
-static const char *const known_dtypes[] = {"float32", "float16", "bfloat16", "int8", "uint8",
-                                           "int4",    "uint4",   "int32",    "int64"};
-
+/* The dtypes a map may declare: core's registry, MPK_DTYPE_HANDOFF. */
 static bool known_dtype(const char *s) {
-  for (size_t i = 0; i < sizeof known_dtypes / sizeof known_dtypes[0]; i++)
-    if (strcmp(s, known_dtypes[i]) == 0) return true;
-  return false;
+  const mpk_dtype *d = mpk_dtype_by_name(s);
+  return d && (d->flags & MPK_DTYPE_HANDOFF);
 }
 
 /* A failure naming the entry (by its trainingBaseLayerName) and the rule, at the current path. */
