@@ -120,6 +120,30 @@ int mpk_jv_each_member(mpk_jv *v, const json_t *obj, mpk_jv_member_fn fn, void *
 bool mpk_json_safe_integer(const json_t *value, int64_t *out);
 bool mpk_is_sha256_id(const char *s);
 
+/* ---------------------------------------------------------------- documents (document.c) */
+
+/* A JSON document type: how to find it in a directory and how to check it. */
+typedef struct mpk_document {
+  const char *name; /* the file name inside a package directory; also names a document given as bytes */
+  /* Optional: a look at the text before it is parsed (a budget, say). 0 or an MPK_E* code. */
+  int (*prescan)(void *ctx, const void *data, size_t len, const char *file, mpk_error *err);
+  /* Check the parsed document and build the result in `a` (which the result then owns), errors
+     through v (v->file, v->path, v->err). 0 or an MPK_E* code; on failure the skeleton frees the
+     arena and the root. */
+  int (*validate)(void *ctx, mpk_jv *v, json_t *root, mpk_arena *a);
+  bool keep_root; /* the result keeps the root (and releases it when freed) */
+  /* Optional: a type that parses in its own way (mpk_document_load then calls this, not the
+     skeleton's parse). */
+  int (*parse)(void *ctx, const void *data, size_t len, const char *file, mpk_error *err);
+  void *ctx;
+} mpk_document;
+
+/* Parse bytes as document `d` (file NULL: d->name names it in errors). */
+int mpk_document_parse(const mpk_document *d, const void *data, size_t len, const char *file, mpk_error *err);
+/* Load document `d` from `path`: the file itself, or, when `path` is a directory, d->name inside it
+   (opened beneath it). At most MPK_JSON_DEFAULT_MAX_BYTES; errors name the file. */
+int mpk_document_load(const mpk_document *d, const char *path, mpk_error *err);
+
 /* ---------------------------------------------------------------- canonical JSON (canonical_json.c) */
 
 /* Serialize `value` canonically (see mpk_canonical_json in modelpkg.h). */

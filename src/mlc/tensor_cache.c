@@ -271,15 +271,16 @@ int mpk_mlc_tensor_cache_parse(const void *data, size_t len, const char *file,
   return 0;
 }
 
+/* A core document (document.c) that parses in its own way (the scan first, above). */
+static int parse_document(void *ctx, const void *data, size_t len, const char *file, mpk_error *err) {
+  return mpk_mlc_tensor_cache_parse(data, len, file, ctx, err);
+}
+
 int mpk_mlc_tensor_cache_load(const char *path, mpk_mlc_tensor_cache **out, mpk_error *err) {
-  if (!path || !out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
+  if (!out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
   *out = NULL;
-  mpk_mapped m;
-  int rc = mpk_map_file(path, MPK_JSON_DEFAULT_MAX_BYTES, &m, err);
-  if (rc) return rc;
-  rc = mpk_mlc_tensor_cache_parse(m.data, m.size, path, out, err);
-  mpk_unmap_file(&m);
-  return rc;
+  return mpk_document_load(
+      &(mpk_document){.name = MPK_MLC_TENSOR_CACHE_FILENAME, .parse = parse_document, .ctx = out}, path, err);
 }
 
 int mpk_mlc_tensor_cache_load_beneath(const char *dir, const char *rel, mpk_mlc_tensor_cache **out,

@@ -505,46 +505,31 @@ static int parse_map(mpk_jv *v, const json_t *root, mpk_arena *a, mpk_mt_handoff
   return 0;
 }
 
-int mpk_mt_handoff_parse(const void *data, size_t len, const char *file, mpk_mt_handoff **out, mpk_error *err) {
-  if (!out || (!data && len)) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
-  *out = NULL;
-  if (!file) file = MPK_MT_HANDOFF_FILENAME;
-  json_t *root;
-  int rc = mpk_json_parse(data, len, NULL, file, &root, err);
-  if (rc) return rc;
-  mpk_arena *a = mpk_arena_new();
-  mpk_mt_handoff *m = a ? mpk_arena_alloc(a, sizeof *m) : NULL;
+/* The map as a core document (document.c): the result keeps its root. */
+static int validate_map(void *ctx, mpk_jv *v, json_t *root, mpk_arena *a) {
+  mpk_mt_handoff *m = mpk_arena_alloc(a, sizeof *m);
   struct mpk_mt_handoff_priv *priv = m ? mpk_arena_alloc(a, sizeof *priv) : NULL;
-  if (!priv) {
-    json_decref(root);
-    mpk_arena_free(a);
-    return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
-  }
+  if (!priv) return mpk_fail(v->err, MPK_ENOMEM, v->file, NULL, "out of memory");
   priv->arena = a;
   priv->root = root;
   m->priv_ = priv;
-  mpk_jv v = {.file = file, .err = err};
-  mpk_path_init(&v.path);
-  rc = parse_map(&v, root, a, m);
-  if (rc) {
-    mpk_mt_handoff_free(m);
-    return rc;
-  }
-  *out = m;
-  return 0;
+  int rc = parse_map(v, root, a, m);
+  if (!rc) *(mpk_mt_handoff **)ctx = m;
+  return rc;
+}
+
+#define HANDOFF_DOCUMENT(out) {.name = MPK_MT_HANDOFF_FILENAME, .validate = validate_map, .keep_root = true, .ctx = (out)}
+
+int mpk_mt_handoff_parse(const void *data, size_t len, const char *file, mpk_mt_handoff **out, mpk_error *err) {
+  if (!out) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
+  *out = NULL;
+  return mpk_document_parse(&(mpk_document)HANDOFF_DOCUMENT(out), data, len, file, err);
 }
 
 int mpk_mt_handoff_load(const char *path, mpk_mt_handoff **out, mpk_error *err) {
-  if (!path || !out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
+  if (!out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
   *out = NULL;
-  char *file;
-  mpk_mapped mp;
-  int rc = mpk_map_document(path, MPK_MT_HANDOFF_FILENAME, &file, &mp, err);
-  if (rc) return rc;
-  rc = mpk_mt_handoff_parse(mp.data, mp.size, file, out, err);
-  mpk_unmap_file(&mp);
-  free(file);
-  return rc;
+  return mpk_document_load(&(mpk_document)HANDOFF_DOCUMENT(out), path, err);
 }
 
 void mpk_mt_handoff_free(mpk_mt_handoff *m) {
