@@ -222,9 +222,32 @@ typedef struct mpk_findings {
   char **notes;
   size_t n_notes;
   bool oom; /* a problem could not be stored */
+  /* The report's public view (mpk_findings_publish), kept current after every addition. */
+  const mpk_error **view_problems;
+  size_t *view_n_problems;
+  const char *const **view_notes;
+  size_t *view_n_notes;
 } mpk_findings;
 
+/* Keep a report's problems/n_problems/notes/n_notes (any may be NULL) pointing at what f holds. */
+void mpk_findings_publish(mpk_findings *f, const mpk_error **problems, size_t *n_problems, const char *const **notes,
+                          size_t *n_notes);
+/* The four public fields every report struct has, by name. */
+#define MPK_FINDINGS_PUBLISH(f, report) \
+  mpk_findings_publish((f), &(report)->problems, &(report)->n_problems, &(report)->notes, &(report)->n_notes)
+
+/* Where a document a library function names by its logical name ("_metadata.artifact") really is:
+   its file, and the JSON pointer of the document inside that file ("/artifact"). */
+typedef struct mpk_findings_doc {
+  const char *name; /* as the error names it ("" for an error naming no file) */
+  const char *file;
+  const char *pointer_prefix;
+} mpk_findings_doc;
+
 void mpk_findings_problem(mpk_findings *f, const mpk_error *e);
+/* The problem filed under its real file: an error naming docs[i].name (docs ends at a NULL name) is
+   kept with docs[i].file and the pointer prefixed by docs[i].pointer_prefix. */
+void mpk_findings_problem_in(mpk_findings *f, const mpk_error *e, const mpk_findings_doc *docs);
 /* A problem built in place: mpk_fail's arguments, kept instead of returned. */
 void mpk_findings_fail(mpk_findings *f, int code, const char *file, const char *pointer, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

@@ -408,30 +408,14 @@ struct mpk_mlc_fit_report_priv {
   char *dir, *lib_path, *chat_config_path, *weights_path;
 };
 
-/* Keep the report's public view of the findings current. */
-static void sync(mpk_mlc_fit_report *r) {
-  mpk_findings *f = &r->priv_->found;
-  r->problems = f->problems;
-  r->n_problems = f->n_problems;
-  r->notes = (const char *const *)f->notes;
-  r->n_notes = f->n_notes;
-}
-
+/* Errors about the artifact name the library file, pointing into its _metadata. */
 static void add_problem(void *ctx, const mpk_error *e) {
   mpk_mlc_fit_report *r = ctx;
-  mpk_error copy = *e;
-  /* Errors about the artifact name the library file, pointing into its _metadata. */
-  if (r->lib_path && strcmp(copy.file, "_metadata.artifact") == 0) {
-    char ptr[sizeof copy.pointer + 16];
-    snprintf(ptr, sizeof ptr, "/artifact%s", copy.pointer);
-    snprintf(copy.pointer, sizeof copy.pointer, "%.*s", (int)sizeof copy.pointer - 1, ptr);
-    snprintf(copy.file, sizeof copy.file, "%s", r->lib_path);
-  }
-  mpk_findings_problem(&r->priv_->found, &copy);
-  sync(r);
+  const mpk_findings_doc docs[] = {{"_metadata.artifact", r->lib_path, "/artifact"}, {NULL, NULL, NULL}};
+  mpk_findings_problem_in(&r->priv_->found, e, docs);
 }
 
-#define add_note(r, ...) (mpk_findings_note(&(r)->priv_->found, __VA_ARGS__), sync(r))
+#define add_note(r, ...) mpk_findings_note(&(r)->priv_->found, __VA_ARGS__)
 
 void mpk_mlc_fit_report_free(mpk_mlc_fit_report *r) {
   if (!r) return;
@@ -685,6 +669,7 @@ int mpk_mlc_fit_package(const char *dir, const mpk_mlc_fit_options *opts, mpk_ml
     return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
   }
   r->priv_ = p;
+  MPK_FINDINGS_PUBLISH(&p->found, r);
   r->dir = p->dir = strdup(dir);
   if (o->lib_path) r->lib_path = p->lib_path = strdup(o->lib_path);
   int rc = !r->dir || (o->lib_path && !r->lib_path) ? mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory")
