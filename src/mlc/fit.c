@@ -296,16 +296,17 @@ int mpk_mlc_fit_compute(const mpk_mlc_metadata *md, const mpk_mlc_params *weight
     return mpk_fail(err, MPK_ENOTFOUND, MD_FILE, "",
                     "only the artifact object was given: the fit needs the whole _metadata (params, "
                     "kv_cache, memory_usage)");
-  json_t *root = NULL;
+  const json_t *root = NULL;
+  json_t *owned = NULL;
   int rc = 0;
-  if (md && (rc = mpk_json_parse(md->json, md->json_len, NULL, MD_FILE, &root, err))) return rc;
-  mpk_mlc_params *owned = NULL;
+  if (md && (rc = mpk_mlc_metadata_tree(md, MD_FILE, &root, &owned, err))) return rc;
+  mpk_mlc_params *owned_params = NULL;
   const mpk_mlc_params *p = weights;
-  if (!p && !(rc = mpk_mlc_params_from_metadata(md, &owned, err))) p = owned;
+  if (!p && !(rc = mpk_mlc_params_from_metadata(md, &owned_params, err))) p = owned_params;
   if (!rc) rc = count_params(p, !weights, dims, n_dims, out, err);
   if (!rc && md) rc = count_library(root, md, context, out, err);
-  mpk_mlc_params_free(owned);
-  json_decref(root);
+  mpk_mlc_params_free(owned_params);
+  json_decref(owned);
   if (rc) {
     fit_init(out);
     return rc;
@@ -464,10 +465,10 @@ static int chat_config_context(const json_t *root, const char *path, int64_t *ct
 static void md_context(const mpk_mlc_metadata *md, int64_t *ctx, const char **field) {
   *ctx = 0;
   *field = NULL;
-  json_t *root = NULL;
-  if (mpk_json_parse(md->json, md->json_len, NULL, MD_FILE, &root, NULL) == 0)
-    library_context(root, ctx, field, NULL);
-  json_decref(root);
+  const json_t *root;
+  json_t *owned;
+  if (mpk_mlc_metadata_tree(md, MD_FILE, &root, &owned, NULL) == 0) library_context(root, ctx, field, NULL);
+  json_decref(owned);
 }
 
 /* Every name the caller set must be one the parameters use: a typo must not pass silently. */
