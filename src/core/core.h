@@ -18,6 +18,9 @@ int mpk_fail(mpk_error *err, int code, const char *file, const char *pointer, co
     __attribute__((format(printf, 5, 6)));
 int mpk_fail_at(mpk_error *err, int code, const char *file, int64_t offset, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* mpk_fail with the arguments of a caller's own variadic function. */
+int mpk_vfail(mpk_error *err, int code, const char *file, const char *pointer, const char *fmt, va_list ap)
+    __attribute__((format(printf, 5, 0)));
 
 /* ---------------------------------------------------------------- arena (arena.c) */
 
@@ -101,6 +104,11 @@ int mpk_jv_integer(mpk_jv *v, const json_t *value, int64_t minimum, int64_t *out
 int mpk_jv_sha256_id(mpk_jv *v, const json_t *value, const char **out);
 /* Copy a string into an arena, failing with "out of memory" at the current path. */
 int mpk_jv_strdup(mpk_jv *v, mpk_arena *a, const char *s, const char **out);
+/* A versioned document's gate, before anything else is read (a newer major may have changed
+   everything else): root is an object, its schemaVersion and minReaderVersion are "MAJOR.MINOR"
+   strings that mpk_doc_version_check() accepts for `reader`; both are copied into `a`. */
+int mpk_jv_version_gate(mpk_jv *v, const json_t *root, const char *reader, mpk_arena *a, const char **schema_version,
+                        const char **min_reader_version);
 
 /* Run one check with the path descended into key `k`; return from the caller on failure. */
 #define MPK_JV_AT(v, k, expr)                        \

@@ -52,14 +52,12 @@ void mpk_findings_problem(mpk_findings *f, const mpk_error *e) {
 }
 
 void mpk_findings_fail(mpk_findings *f, int code, const char *file, const char *pointer, const char *fmt, ...) {
-  char msg[sizeof((mpk_error *)0)->message];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
   mpk_error e;
   mpk_error_clear(&e);
-  mpk_fail(&e, code, file, pointer, "%s", msg);
+  va_list ap;
+  va_start(ap, fmt);
+  mpk_vfail(&e, code, file, pointer, fmt, ap);
+  va_end(ap);
   mpk_findings_problem(f, &e);
 }
 

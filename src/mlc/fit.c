@@ -335,12 +335,10 @@ static void reason_fail(reasons *r, int code, const char *fmt, ...) __attribute_
 static void reason_fail(reasons *r, int code, const char *fmt, ...) {
   mpk_error e;
   mpk_error_clear(&e);
-  char msg[sizeof e.message];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  mpk_vfail(&e, code, NULL, NULL, fmt, ap);
   va_end(ap);
-  mpk_fail(&e, code, NULL, NULL, "%s", msg);
   reason(r, &e);
 }
 

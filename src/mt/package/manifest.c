@@ -251,22 +251,8 @@ static int parse_files(mpk_jv *v, const json_t *root, mpk_arena *a, size_t max_f
 /* ---------------------------------------------------------------- the document */
 
 static int parse_manifest(mpk_jv *v, const json_t *root, mpk_arena *a, size_t max_files, mpk_mt_manifest *m) {
-  int rc = mpk_jv_object(v, root);
+  int rc = mpk_jv_version_gate(v, root, MPK_MT_MANIFEST_READER_VERSION, a, &m->schema_version, &m->min_reader_version);
   if (rc) return rc;
-  /* The version gate comes first: a newer major may have changed everything else. */
-  const json_t *sv = json_object_get(root, "schemaVersion"), *mr = json_object_get(root, "minReaderVersion");
-  if (sv && !json_is_string(sv))
-    AT_KEY(v, "schemaVersion", mpk_jv_fail(v, MPK_EMALFORMED, "expected a \"MAJOR.MINOR\" string"));
-  if (mr && !json_is_string(mr))
-    AT_KEY(v, "minReaderVersion", mpk_jv_fail(v, MPK_EMALFORMED, "expected a \"MAJOR.MINOR\" string"));
-  mpk_error gate;
-  mpk_error_clear(&gate);
-  rc = mpk_doc_version_check(sv ? json_string_value(sv) : NULL, mr ? json_string_value(mr) : NULL,
-                             MPK_MT_MANIFEST_READER_VERSION, &gate);
-  if (rc) return mpk_fail(v->err, rc, v->file, gate.pointer, "%s", gate.message);
-  if ((rc = mpk_jv_strdup(v, a, json_string_value(sv), &m->schema_version)) ||
-      (rc = mpk_jv_strdup(v, a, json_string_value(mr), &m->min_reader_version)))
-    return rc;
 
   static const char *const required[] = {"defaultVariant", "variants", "downloadPlan", "requiredFiles",
                                          "fileSizes", "sha256", NULL};

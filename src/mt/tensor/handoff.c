@@ -419,22 +419,8 @@ static int opt_doc_string(mpk_jv *v, const json_t *root, const char *key, const 
 }
 
 static int parse_map(mpk_jv *v, const json_t *root, mpk_arena *a, mpk_mt_handoff *m) {
-  int rc = mpk_jv_object(v, root);
+  int rc = mpk_jv_version_gate(v, root, MPK_MT_HANDOFF_READER_VERSION, a, &m->schema_version, &m->min_reader_version);
   if (rc) return rc;
-  /* The version gate comes first: a newer major may have changed everything else. */
-  const json_t *sv = json_object_get(root, "schemaVersion"), *mr = json_object_get(root, "minReaderVersion");
-  if (sv && !json_is_string(sv))
-    AT_KEY(v, "schemaVersion", mpk_jv_fail(v, MPK_EMALFORMED, "expected a \"MAJOR.MINOR\" string"));
-  if (mr && !json_is_string(mr))
-    AT_KEY(v, "minReaderVersion", mpk_jv_fail(v, MPK_EMALFORMED, "expected a \"MAJOR.MINOR\" string"));
-  mpk_error gate;
-  mpk_error_clear(&gate);
-  rc = mpk_doc_version_check(sv ? json_string_value(sv) : NULL, mr ? json_string_value(mr) : NULL,
-                             MPK_MT_HANDOFF_READER_VERSION, &gate);
-  if (rc) return mpk_fail(v->err, rc, v->file, gate.pointer, "%s", gate.message);
-  if ((rc = mpk_jv_strdup(v, a, json_string_value(sv), &m->schema_version)) ||
-      (rc = mpk_jv_strdup(v, a, json_string_value(mr), &m->min_reader_version)))
-    return rc;
 
   /* v1 supports only external_initializer; the other modes are fail-closed stubs. */
   if ((rc = opt_doc_string(v, root, "handoffMode", "external_initializer", a, &m->handoff_mode))) return rc;
