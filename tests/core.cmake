@@ -7,6 +7,9 @@ mpk_script_test(test_core_txn_sigkill unit $<TARGET_FILE:test_core_txn> --sigkil
 mpk_test(test_core_pool unit unit/test_core_pool.c)
 mpk_test(test_core_atomic unit unit/test_core_atomic.c)
 mpk_test(test_core_open unit unit/test_core_open.c)
+mpk_test(test_core_dtype unit unit/test_core_dtype.c)
+mpk_test(test_core_document unit unit/test_core_document.c)
+mpk_test(test_core_findings unit unit/test_core_findings.c)
 mpk_test(test_core_output unit unit/test_core_output.c)
 # ---- the public API's conventions (docs/API.md): options structs, headers, exported symbols
 mpk_test(test_api_options unit unit/test_api_options.c)

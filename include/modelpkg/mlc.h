@@ -99,7 +99,8 @@ typedef struct mpk_mlc_package {
 MPK_API int mpk_mlc_package_parse(const void *data, size_t len, const char *file,
                                   int skip_interface_check, mpk_mlc_package **out,
                                   mpk_error *err);
-/** Read and parse `path` (see mpk_mlc_package_parse). */
+/** Read and parse `path`, a sidecar file or a directory holding mlc-model-manifest.json (see
+ * mpk_mlc_package_parse). */
 MPK_API int mpk_mlc_package_load(const char *path, mpk_mlc_package **out, mpk_error *err);
 /** Free the mpk_mlc_package and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_package_free(mpk_mlc_package *pkg);
@@ -333,7 +334,7 @@ typedef struct mpk_mlc_tensor_cache {
  */
 MPK_API int mpk_mlc_tensor_cache_parse(const void *data, size_t len, const char *file,
                                        mpk_mlc_tensor_cache **out, mpk_error *err);
-/** Read and parse `path` (see mpk_mlc_tensor_cache_parse). */
+/** Read and parse `path`, a tensor-cache.json file or a directory holding one. */
 MPK_API int mpk_mlc_tensor_cache_load(const char *path, mpk_mlc_tensor_cache **out, mpk_error *err);
 /** Free the mpk_mlc_tensor_cache and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_tensor_cache_free(mpk_mlc_tensor_cache *tc);

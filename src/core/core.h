@@ -16,6 +16,9 @@
 /* mpk_fail is public (include/modelpkg/core.h). */
 int mpk_fail_at(mpk_error *err, int code, const char *file, int64_t offset, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* mpk_fail with the arguments of a caller's own variadic function. */
+int mpk_vfail(mpk_error *err, int code, const char *file, const char *pointer, const char *fmt, va_list ap)
+    __attribute__((format(printf, 5, 0)));
 
 /* ---------------------------------------------------------------- options structs (options.c) */
 
@@ -116,6 +119,11 @@ int mpk_jv_integer(mpk_jv *v, const json_t *value, int64_t minimum, int64_t *out
 int mpk_jv_sha256_id(mpk_jv *v, const json_t *value, const char **out);
 /* Copy a string into an arena, failing with "out of memory" at the current path. */
 int mpk_jv_strdup(mpk_jv *v, mpk_arena *a, const char *s, const char **out);
+/* A versioned document's gate, before anything else is read (a newer major may have changed
+   everything else): root is an object, its schemaVersion and minReaderVersion are "MAJOR.MINOR"
+   strings that mpk_doc_version_check() accepts for `reader`; both are copied into `a`. */
+int mpk_jv_version_gate(mpk_jv *v, const json_t *root, const char *reader, mpk_arena *a, const char **schema_version,
+                        const char **min_reader_version);
 
 /* Run one check with the path descended into key `k`; return from the caller on failure. */
 #define MPK_JV_AT(v, k, expr)                        \
@@ -134,6 +142,30 @@ typedef int (*mpk_jv_member_fn)(mpk_jv *v, size_t index, const char *key, const 
 int mpk_jv_each_member(mpk_jv *v, const json_t *obj, mpk_jv_member_fn fn, void *ctx);
 bool mpk_json_safe_integer(const json_t *value, int64_t *out);
 bool mpk_is_sha256_id(const char *s);
+
+/* ---------------------------------------------------------------- documents (document.c) */
+
+/* A JSON document type: how to find it in a directory and how to check it. */
+typedef struct mpk_document {
+  const char *name; /* the file name inside a package directory; also names a document given as bytes */
+  /* Optional: a look at the text before it is parsed (a budget, say). 0 or an MPK_E* code. */
+  int (*prescan)(void *ctx, const void *data, size_t len, const char *file, mpk_error *err);
+  /* Check the parsed document and build the result in `a` (which the result then owns), errors
+     through v (v->file, v->path, v->err). 0 or an MPK_E* code; on failure the skeleton frees the
+     arena and the root. */
+  int (*validate)(void *ctx, mpk_jv *v, json_t *root, mpk_arena *a);
+  bool keep_root; /* the result keeps the root (and releases it when freed) */
+  /* Optional: a type that parses in its own way (mpk_document_load then calls this, not the
+     skeleton's parse). */
+  int (*parse)(void *ctx, const void *data, size_t len, const char *file, mpk_error *err);
+  void *ctx;
+} mpk_document;
+
+/* Parse bytes as document `d` (file NULL: d->name names it in errors). */
+int mpk_document_parse(const mpk_document *d, const void *data, size_t len, const char *file, mpk_error *err);
+/* Load document `d` from `path`: the file itself, or, when `path` is a directory, d->name inside it
+   (opened beneath it). At most MPK_JSON_DEFAULT_MAX_BYTES; errors name the file. */
+int mpk_document_load(const mpk_document *d, const char *path, mpk_error *err);
 
 /* ---------------------------------------------------------------- canonical JSON (canonical_json.c) */
 
@@ -159,6 +191,51 @@ int mpk_sha256(const void *data, size_t len, uint8_t out[MPK_SHA256_LEN]);
 int mpk_sha256_fd(int fd, char hex[65]);
 void mpk_hex(const uint8_t *bytes, size_t n, char *out); /* writes 2n chars + NUL */
 
+/* ---------------------------------------------------------------- the dtype registry (dtype.c) */
+
+/* One row per element type: its MLC/TVM name, bits, DLPack type, safetensors name, ONNX data
+   type. The int4-packing rule is stated beside the table (mpk_dtype_packed_bytes). */
+typedef enum mpk_dtype_id {
+  MPK_DT_UNKNOWN = 0,
+  MPK_DT_FLOAT64, MPK_DT_FLOAT32, MPK_DT_FLOAT16, MPK_DT_BFLOAT16,
+  MPK_DT_FLOAT8_E4M3FN, MPK_DT_FLOAT8_E5M2, MPK_DT_FLOAT8_E4M3FNUZ, MPK_DT_FLOAT8_E5M2FNUZ,
+  MPK_DT_FLOAT8_E8M0FNU, MPK_DT_FLOAT4_E2M1FN,
+  MPK_DT_INT64, MPK_DT_INT32, MPK_DT_INT16, MPK_DT_INT8, MPK_DT_INT4,
+  MPK_DT_UINT64, MPK_DT_UINT32, MPK_DT_UINT16, MPK_DT_UINT8, MPK_DT_UINT4,
+  MPK_DT_BOOL,
+  MPK_DT_ONNX_STRING, MPK_DT_COMPLEX64, MPK_DT_COMPLEX128, /* ONNX only: no MLC name */
+  MPK_DT_COUNT
+} mpk_dtype_id;
+
+/* A MobileTransformers handoff map may declare it, and a tensor view can load it. */
+#define MPK_DTYPE_HANDOFF 1u
+
+typedef struct mpk_dtype {
+  mpk_dtype_id id;
+  const char *name;                  /* MLC/TVM spelling (float16); NULL for ONNX-only types */
+  int bits;                          /* per element; 0 for ONNX strings */
+  uint8_t dl_code, dl_bits, dl_lanes; /* DLPack DLDataType; dl_lanes 0: DLPack has no code */
+  const char *st_name;               /* safetensors' (F16); NULL: not a safetensors dtype */
+  int32_t onnx_type;                 /* ONNX TensorProto.DataType; 0: none */
+  const char *onnx_name;             /* numpy's name, as ONNX's reference records it, where not `name` */
+  unsigned flags;                    /* MPK_DTYPE_* */
+} mpk_dtype;
+
+size_t mpk_dtype_count(void);
+const mpk_dtype *mpk_dtype_at(size_t i);          /* NULL past the end */
+const mpk_dtype *mpk_dtype_get(mpk_dtype_id id);  /* NULL for MPK_DT_UNKNOWN or out of range */
+const char *mpk_dtype_name(mpk_dtype_id id);      /* the MLC/TVM name */
+const mpk_dtype *mpk_dtype_by_name(const char *name);    /* NULL: unknown (or NULL) */
+const mpk_dtype *mpk_dtype_by_st_name(const char *name); /* NULL: not a safetensors dtype */
+const mpk_dtype *mpk_dtype_by_onnx(int32_t type);        /* NULL: not an ONNX data type we know */
+const char *mpk_dtype_onnx_name(const mpk_dtype *d);     /* onnx_name, else name */
+bool mpk_dtype_is(const char *name, mpk_dtype_id id);   /* name spells that dtype */
+/* Bytes of `numel` packed elements (the int4-packing rule in dtype.c); false: 0-bit type or
+   overflow. */
+bool mpk_dtype_packed_bytes(const mpk_dtype *d, uint64_t numel, uint64_t *out);
+/* Bytes one element takes stored unpacked, as MLC's tensor cache does: (bits + 7) / 8. */
+int mpk_dtype_unpacked_bytes(int bits);
+
 /* ---------------------------------------------------------------- findings (findings.c) */
 
 /* Problems (copies of mpk_error) and notes, collected by a check that goes on after a failure. */
@@ -168,9 +245,32 @@ typedef struct mpk_findings {
   char **notes;
   size_t n_notes;
   bool oom; /* a problem could not be stored */
+  /* The report's public view (mpk_findings_publish), kept current after every addition. */
+  const mpk_error **view_problems;
+  size_t *view_n_problems;
+  const char *const **view_notes;
+  size_t *view_n_notes;
 } mpk_findings;
 
+/* Keep a report's problems/n_problems/notes/n_notes (any may be NULL) pointing at what f holds. */
+void mpk_findings_publish(mpk_findings *f, const mpk_error **problems, size_t *n_problems, const char *const **notes,
+                          size_t *n_notes);
+/* The four public fields every report struct has, by name. */
+#define MPK_FINDINGS_PUBLISH(f, report) \
+  mpk_findings_publish((f), &(report)->problems, &(report)->n_problems, &(report)->notes, &(report)->n_notes)
+
+/* Where a document a library function names by its logical name ("_metadata.artifact") really is:
+   its file, and the JSON pointer of the document inside that file ("/artifact"). */
+typedef struct mpk_findings_doc {
+  const char *name; /* as the error names it ("" for an error naming no file) */
+  const char *file;
+  const char *pointer_prefix;
+} mpk_findings_doc;
+
 void mpk_findings_problem(mpk_findings *f, const mpk_error *e);
+/* The problem filed under its real file: an error naming docs[i].name (docs ends at a NULL name) is
+   kept with docs[i].file and the pointer prefixed by docs[i].pointer_prefix. */
+void mpk_findings_problem_in(mpk_findings *f, const mpk_error *e, const mpk_findings_doc *docs);
 /* A problem built in place: mpk_fail's arguments, kept instead of returned. */
 void mpk_findings_fail(mpk_findings *f, int code, const char *file, const char *pointer, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

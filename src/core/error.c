@@ -24,8 +24,11 @@ static void one_line(char *s) {
 static int vfail(mpk_error *err, int code, const char *file, const char *pointer, int64_t offset,
                  const char *fmt, va_list ap) {
   if (!err) return code;
+  /* Formatted aside first: an argument may be err's own message (or file, or pointer). */
+  char msg[sizeof err->message];
+  vsnprintf(msg, sizeof msg, fmt, ap);
   err->code = code;
-  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  memcpy(err->message, msg, sizeof msg);
   one_line(err->message);
   copy_field(err->file, sizeof err->file, file);
   copy_field(err->pointer, sizeof err->pointer, pointer);
@@ -39,6 +42,10 @@ int mpk_fail(mpk_error *err, int code, const char *file, const char *pointer, co
   vfail(err, code, file, pointer, -1, fmt, ap);
   va_end(ap);
   return code;
+}
+
+int mpk_vfail(mpk_error *err, int code, const char *file, const char *pointer, const char *fmt, va_list ap) {
+  return vfail(err, code, file, pointer, -1, fmt, ap);
 }
 
 int mpk_fail_at(mpk_error *err, int code, const char *file, int64_t offset, const char *fmt, ...) {

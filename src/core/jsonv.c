@@ -9,13 +9,11 @@
 #include "core/core.h"
 
 int mpk_jv_fail(mpk_jv *v, int code, const char *fmt, ...) {
-  if (!v->err) return code;
-  char msg[sizeof v->err->message];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  mpk_vfail(v->err, code, v->file, v->path.buf, fmt, ap);
   va_end(ap);
-  return mpk_fail(v->err, code, v->file, v->path.buf, "%s", msg);
+  return code;
 }
 
 int mpk_jv_object(mpk_jv *v, const json_t *value) {
@@ -161,4 +159,23 @@ int mpk_jv_each_member(mpk_jv *v, const json_t *obj, mpk_jv_member_fn fn, void *
   }
   free(keys);
   return rc;
+}
+
+int mpk_jv_version_gate(mpk_jv *v, const json_t *root, const char *reader, mpk_arena *a, const char **schema_version,
+                        const char **min_reader_version) {
+  int rc = mpk_jv_object(v, root);
+  if (rc) return rc;
+  const json_t *sv = json_object_get(root, "schemaVersion"), *mr = json_object_get(root, "minReaderVersion");
+  if (sv && !json_is_string(sv))
+    MPK_JV_AT(v, "schemaVersion", mpk_jv_fail(v, MPK_EMALFORMED, "expected a \"MAJOR.MINOR\" string"));
+  if (mr && !json_is_string(mr))
+    MPK_JV_AT(v, "minReaderVersion", mpk_jv_fail(v, MPK_EMALFORMED, "expected a \"MAJOR.MINOR\" string"));
+  mpk_error gate;
+  mpk_error_clear(&gate);
+  rc = mpk_doc_version_check(sv ? json_string_value(sv) : NULL, mr ? json_string_value(mr) : NULL, reader, &gate);
+  if (rc) return mpk_fail(v->err, rc, v->file, gate.pointer, "%s", gate.message);
+  if ((rc = mpk_jv_strdup(v, a, json_string_value(sv), schema_version)) ||
+      (rc = mpk_jv_strdup(v, a, json_string_value(mr), min_reader_version)))
+    return rc;
+  return 0;
 }

@@ -12,27 +12,17 @@ _Static_assert(sizeof(DLDataType) == 4, "DLDataType layout");
 
 /* ---------------------------------------------------------------- dtypes and the size rule */
 
-typedef struct dtype_info {
-  const char *name;
-  uint8_t code, bits;
-} dtype_info;
-
-static const dtype_info dtypes[] = {
-    {"float32", kDLFloat, 32}, {"float16", kDLFloat, 16}, {"bfloat16", kDLBfloat, 16},
-    {"int8", kDLInt, 8},       {"uint8", kDLUInt, 8},     {"int4", kDLInt, 4},
-    {"uint4", kDLUInt, 4},     {"int32", kDLInt, 32},     {"int64", kDLInt, 64},
-};
-
-static const dtype_info *dtype_find(const char *name) {
-  for (size_t i = 0; name && i < sizeof dtypes / sizeof dtypes[0]; i++)
-    if (strcmp(dtypes[i].name, name) == 0) return &dtypes[i];
-  return NULL;
+/* The dtypes a tensor view may hold: those a handoff map may declare, from core's registry
+   (MPK_DTYPE_HANDOFF). */
+static const mpk_dtype *dtype_find(const char *name) {
+  const mpk_dtype *d = mpk_dtype_by_name(name);
+  return d && (d->flags & MPK_DTYPE_HANDOFF) ? d : NULL;
 }
 
 int mpk_tensor_nbytes(const char *dtype, const int64_t *shape, size_t ndim, uint64_t *numel, uint64_t *nbytes,
                       mpk_error *err) {
   if (!dtype || (ndim && !shape) || !nbytes) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "invalid argument");
-  const dtype_info *d = dtype_find(dtype);
+  const mpk_dtype *d = dtype_find(dtype);
   if (!d) return mpk_fail(err, MPK_EUNSUPPORTED, NULL, NULL, "dtype \"%.40s\" cannot be loaded", dtype);
   uint64_t n = 1;
   for (size_t i = 0; i < ndim; i++) {
@@ -43,8 +33,7 @@ int mpk_tensor_nbytes(const char *dtype, const int64_t *shape, size_t ndim, uint
       return mpk_fail(err, MPK_ELIMIT, NULL, NULL, "the element count overflows 64 bits");
   }
   uint64_t bytes;
-  if (d->bits == 4) bytes = n / 2 + (n & 1);
-  else if (__builtin_mul_overflow(n, (uint64_t)(d->bits / 8), &bytes))
+  if (!mpk_dtype_packed_bytes(d, n, &bytes))
     return mpk_fail(err, MPK_ELIMIT, NULL, NULL, "%llu elements of %s overflow 64 bits of bytes",
                     (unsigned long long)n, dtype);
   if (numel) *numel = n;
@@ -54,13 +43,13 @@ int mpk_tensor_nbytes(const char *dtype, const int64_t *shape, size_t ndim, uint
 
 void mpk_tensor_view_fill(mpk_tensor_view *out, mpk_mapped *m, const char *dtype, const int64_t *shape, size_t ndim,
                           uint64_t numel) {
-  const dtype_info *d = dtype_find(dtype);
+  const mpk_dtype *d = dtype_find(dtype);
   memset(out, 0, sizeof *out);
   out->data = m->data;
   snprintf(out->dtype, sizeof out->dtype, "%s", d->name);
-  out->dl_code = d->code;
-  out->dl_bits = d->bits;
-  out->dl_lanes = 1;
+  out->dl_code = d->dl_code;
+  out->dl_bits = d->dl_bits;
+  out->dl_lanes = d->dl_lanes;
   out->ndim = (int32_t)ndim;
   int64_t stride = 1;
   for (size_t i = ndim; i-- > 0;) {

@@ -16,41 +16,22 @@ struct mpk_mlc_report_priv {
   mpk_mlc_named_dim *dims;     /* model_config of the chat config */
   json_t *chat_config;         /* the chat config, when it is a JSON object */
   size_t n_dims;
-  char *dir, *lib_path, *tensor_cache_path, *chat_config_path;
+  char *dir, *lib_path, *tensor_cache_path, *chat_config_path, *manifest_path;
   bool lib_params_checked;     /* the weights were compared through the library's params */
+  /* The binding's functions name logical documents; the files they are (mpk_mlc_check). */
+  mpk_findings_doc docs[5];
 };
 
-/* Keep the report's public view of the findings current. */
-static void sync(mpk_mlc_report *r) {
-  mpk_findings *f = &r->priv_->found;
-  r->problems = f->problems;
-  r->n_problems = f->n_problems;
-  r->notes = (const char *const *)f->notes;
-  r->n_notes = f->n_notes;
-}
+static void add_problem(mpk_mlc_report *r, const mpk_error *e) { mpk_findings_problem(&r->priv_->found, e); }
 
-static void add_problem(mpk_mlc_report *r, const mpk_error *e) {
-  mpk_findings_problem(&r->priv_->found, e);
-  sync(r);
+/* A problem from the library's or the binding's checks, filed under the real file. */
+static void add_library_problem(mpk_mlc_report *r, const mpk_error *e) {
+  mpk_findings_problem_in(&r->priv_->found, e, r->priv_->docs);
 }
 
 static void problem_cb(void *ctx, const mpk_error *e) { add_problem(ctx, e); }
 
-#define add_note(r, ...) (mpk_findings_note(&(r)->priv_->found, __VA_ARGS__), sync(r))
-
-/* Errors from the binding name logical documents; point them at the real files. */
-static void relocate(const mpk_mlc_report *r, mpk_error *e) {
-  char ptr[sizeof e->pointer + 16];
-  if (strcmp(e->file, MPK_MLC_MANIFEST_FILENAME) == 0) {
-    char *path = mpk_path_join(r->dir, MPK_MLC_MANIFEST_FILENAME);
-    if (path) snprintf(e->file, sizeof e->file, "%s", path);
-    free(path);
-  } else if (strcmp(e->file, "_metadata.artifact") == 0 || strcmp(e->file, "_metadata") == 0 || !e->file[0]) {
-    snprintf(ptr, sizeof ptr, "%s%s", e->file[0] && e->file[9] ? "/artifact" : "", e->pointer);
-    snprintf(e->pointer, sizeof e->pointer, "%.*s", (int)sizeof e->pointer - 1, ptr);
-    snprintf(e->file, sizeof e->file, "%s", r->lib_path);
-  }
-}
+#define add_note(r, ...) mpk_findings_note(&(r)->priv_->found, __VA_ARGS__)
 
 /* The chat config: present (a missing one is an error), a regular file inside the package, a
    JSON object; its model_config gives the named dimensions. */
@@ -73,7 +54,7 @@ static void check_chat_config(mpk_mlc_report *r, const char *rel) {
 
 static void check_manifest(mpk_mlc_report *r) {
   struct mpk_mlc_report_priv *p = r->priv_;
-  char *manifest = mpk_path_join(r->dir, MPK_MLC_MANIFEST_FILENAME);
+  const char *manifest = p->manifest_path;
   /* Only a name that does not exist is "no contract": a directory, a FIFO or a dangling link in
      its place is a broken package, not a legacy one. */
   r->has_manifest = mpk_mlc_pkg_lstat(r->dir, MPK_MLC_MANIFEST_FILENAME) == MPK_MLC_PKG_PRESENT;
@@ -97,7 +78,6 @@ static void check_manifest(mpk_mlc_report *r) {
     add_note(r, "no artifact contract declared (mlc-model-manifest.json is absent): "
                 "checking only the files that exist");
   }
-  free(manifest);
 }
 
 /* The tensor cache: structure always; the shard files unless told not to. */
@@ -148,7 +128,7 @@ static void cross_problem(void *ctx, const mpk_error *e) {
 
 static bool has_f16(const mpk_mlc_params *p) {
   for (size_t i = 0; p && i < p->n; i++)
-    if (strcmp(p->items[i].dtype, "float16") == 0) return true;
+    if (mpk_dtype_is(p->items[i].dtype, MPK_DT_FLOAT16)) return true;
   return false;
 }
 
@@ -160,8 +140,7 @@ static void check_library_params(mpk_mlc_report *r) {
   mpk_error e;
   mpk_error_clear(&e);
   if (mpk_mlc_params_from_metadata(p->metadata, &lp, &e)) {
-    relocate(r, &e);
-    add_problem(r, &e);
+    add_library_problem(r, &e);
     return;
   }
   char id[MPK_SHA256_ID_SIZE];
@@ -209,8 +188,7 @@ static void check_library(mpk_mlc_report *r, const mpk_mlc_device *dev) {
   mpk_error e;
   mpk_error_clear(&e);
   if (mpk_mlc_metadata_load(r->lib_path, &p->metadata, &e) != 0) {
-    relocate(r, &e);
-    add_problem(r, &e);
+    add_library_problem(r, &e);
     return;
   }
   r->metadata = p->metadata;
@@ -229,19 +207,16 @@ static void check_library(mpk_mlc_report *r, const mpk_mlc_device *dev) {
     return;
   }
   if (mpk_mlc_resolve(r->package, art, &r->binding, &e) != 0) {
-    relocate(r, &e);
-    add_problem(r, &e);
+    add_library_problem(r, &e);
     return;
   }
   r->resolved = 1;
   if (mpk_mlc_check_kv_state(&r->binding, p->metadata, &e) != 0) {
-    relocate(r, &e);
-    add_problem(r, &e);
+    add_library_problem(r, &e);
   }
   mpk_error_clear(&e);
   if (dev && mpk_mlc_check_device(art, dev, &e) != 0) {
-    relocate(r, &e);
-    add_problem(r, &e);
+    add_library_problem(r, &e);
   }
 }
 
@@ -261,12 +236,21 @@ int mpk_mlc_check(const char *dir, const mpk_mlc_check_options *given, mpk_mlc_r
     return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
   }
   r->priv_ = p;
+  MPK_FINDINGS_PUBLISH(&p->found, r);
   r->dir = p->dir = strdup(dir);
+  p->manifest_path = mpk_path_join(dir, MPK_MLC_MANIFEST_FILENAME);
   if (opts && opts->lib_path) r->lib_path = p->lib_path = strdup(opts->lib_path);
-  if (!r->dir || (opts && opts->lib_path && !r->lib_path)) {
+  if (!r->dir || !p->manifest_path || (opts && opts->lib_path && !r->lib_path)) {
     mpk_mlc_report_free(r);
     return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
   }
+  /* What the binding's errors name, and where each is: the library's _metadata (its artifact
+     at /artifact; an error naming no file is the library's), and the package's sidecar. */
+  p->docs[0] = (mpk_findings_doc){MPK_MLC_MANIFEST_FILENAME, p->manifest_path, ""};
+  p->docs[1] = (mpk_findings_doc){"_metadata.artifact", p->lib_path, "/artifact"};
+  p->docs[2] = (mpk_findings_doc){"_metadata", p->lib_path, ""};
+  p->docs[3] = (mpk_findings_doc){"", p->lib_path, ""};
+  p->docs[4] = (mpk_findings_doc){NULL, NULL, NULL};
 
   check_manifest(r);
   const char *cc = r->package ? r->package->chat_config : MPK_MLC_CHAT_CONFIG_FILENAME;
@@ -311,6 +295,7 @@ void mpk_mlc_report_free(mpk_mlc_report *r) {
     free(p->lib_path);
     free(p->tensor_cache_path);
     free(p->chat_config_path);
+    free(p->manifest_path);
     free(p);
   }
   free(r);

@@ -23,13 +23,14 @@ size_t mpk_mlc_cross_check(const mpk_mlc_cross *c, mpk_problem_fn fn, void *ctx)
   size_t n = 0;
   if (c->md && !c->md->artifact_only) {
     const char *quant = NULL;
-    json_t *root = NULL;
-    if (mpk_json_parse(c->md->json, c->md->json_len, NULL, c->lib_path, &root, NULL) == 0 &&
+    const json_t *root;
+    json_t *owned;
+    if (mpk_mlc_metadata_tree(c->md, c->lib_path, &root, &owned, NULL) == 0 &&
         json_is_string(json_object_get(root, "quantization")))
       quant = json_string_value(json_object_get(root, "quantization"));
     n += same_string(c, "model_type", c->md->model_type, fn, ctx);
     n += same_string(c, "quantization", quant, fn, ctx);
-    json_decref(root);
+    json_decref(owned);
   }
   if (c->lib_params && c->weights)
     n += mpk_mlc_params_compare_each(c->lib_params, c->weights, c->tc, c->dims, c->n_dims, c->lib_path,

@@ -68,7 +68,7 @@ static int count_params(const mpk_mlc_params *p, bool from_md, const mpk_mlc_nam
   out->max_binding_bytes = res.max_storage_buffer_binding_size;
   for (size_t i = 0; i < p->n; i++) {
     const mpk_mlc_param *x = &p->items[i];
-    if (strcmp(x->dtype, "float16") == 0) out->uses_float16 = 1;
+    if (mpk_dtype_is(x->dtype, MPK_DT_FLOAT16)) out->uses_float16 = 1;
     if (!out->max_binding_parameter[0]) {
       /* The first parameter of the largest size: a one-item view of the same list. */
       mpk_mlc_params one = {.items = x, .n = 1};
@@ -112,9 +112,9 @@ static int library_context(const json_t *root, int64_t *ctx, const char **field,
 /* The KV cache element type, read from the quantization name as MLC's model_metadata tool does:
    "f32" anywhere means float32, else "bf16" bfloat16, else "f16" float16. */
 static const char *kv_dtype_of(const char *quantization) {
-  if (strstr(quantization, "f32")) return "float32";
-  if (strstr(quantization, "bf16")) return "bfloat16";
-  if (strstr(quantization, "f16")) return "float16";
+  if (strstr(quantization, "f32")) return mpk_dtype_name(MPK_DT_FLOAT32);
+  if (strstr(quantization, "bf16")) return mpk_dtype_name(MPK_DT_BFLOAT16);
+  if (strstr(quantization, "f16")) return mpk_dtype_name(MPK_DT_FLOAT16);
   return NULL;
 }
 
@@ -270,7 +270,7 @@ static int count_library(const json_t *root, const mpk_mlc_metadata *md, int64_t
     return rc;
   }
   if ((rc = count_workspace(root, out, err))) return rc;
-  if (out->kv_dtype && strcmp(out->kv_dtype, "float16") == 0) out->uses_float16 = 1;
+  if (mpk_dtype_is(out->kv_dtype, MPK_DT_FLOAT16)) out->uses_float16 = 1;
   int64_t total = out->parameter_bytes;
   if (!add_safe(&total, out->kv_cache_bytes) || !add_safe(&total, out->workspace_bytes))
     return mpk_fail(err, MPK_ELIMIT, MD_FILE, NULL, "the total size exceeds 2^53 bytes");
@@ -296,16 +296,17 @@ int mpk_mlc_fit_compute(const mpk_mlc_metadata *md, const mpk_mlc_params *weight
     return mpk_fail(err, MPK_ENOTFOUND, MD_FILE, "",
                     "only the artifact object was given: the fit needs the whole _metadata (params, "
                     "kv_cache, memory_usage)");
-  json_t *root = NULL;
+  const json_t *root = NULL;
+  json_t *owned = NULL;
   int rc = 0;
-  if (md && (rc = mpk_json_parse(md->json, md->json_len, NULL, MD_FILE, &root, err))) return rc;
-  mpk_mlc_params *owned = NULL;
+  if (md && (rc = mpk_mlc_metadata_tree(md, MD_FILE, &root, &owned, err))) return rc;
+  mpk_mlc_params *owned_params = NULL;
   const mpk_mlc_params *p = weights;
-  if (!p && !(rc = mpk_mlc_params_from_metadata(md, &owned, err))) p = owned;
+  if (!p && !(rc = mpk_mlc_params_from_metadata(md, &owned_params, err))) p = owned_params;
   if (!rc) rc = count_params(p, !weights, dims, n_dims, out, err);
   if (!rc && md) rc = count_library(root, md, context, out, err);
-  mpk_mlc_params_free(owned);
-  json_decref(root);
+  mpk_mlc_params_free(owned_params);
+  json_decref(owned);
   if (rc) {
     fit_init(out);
     return rc;
@@ -334,12 +335,10 @@ static void reason_fail(reasons *r, int code, const char *fmt, ...) __attribute_
 static void reason_fail(reasons *r, int code, const char *fmt, ...) {
   mpk_error e;
   mpk_error_clear(&e);
-  char msg[sizeof e.message];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  mpk_vfail(&e, code, NULL, NULL, fmt, ap);
   va_end(ap);
-  mpk_fail(&e, code, NULL, NULL, "%s", msg);
   reason(r, &e);
 }
 
@@ -395,7 +394,7 @@ int mpk_mlc_fit_check(const mpk_mlc_fit *fit, const mpk_mlc_artifact *art, const
         reason_fail(&r, MPK_EMISMATCH,
                     "features: the model computes in float16 (%s), which needs the WebGPU feature "
                     "\"shader-f16\"; the device does not offer it",
-                    fit->kv_dtype && strcmp(fit->kv_dtype, "float16") == 0 ? "its KV cache" : "its parameters");
+                    mpk_dtype_is(fit->kv_dtype, MPK_DT_FLOAT16) ? "its KV cache" : "its parameters");
     }
   }
   return r.first;
@@ -408,30 +407,14 @@ struct mpk_mlc_fit_report_priv {
   char *dir, *lib_path, *chat_config_path, *weights_path;
 };
 
-/* Keep the report's public view of the findings current. */
-static void sync(mpk_mlc_fit_report *r) {
-  mpk_findings *f = &r->priv_->found;
-  r->problems = f->problems;
-  r->n_problems = f->n_problems;
-  r->notes = (const char *const *)f->notes;
-  r->n_notes = f->n_notes;
-}
-
+/* Errors about the artifact name the library file, pointing into its _metadata. */
 static void add_problem(void *ctx, const mpk_error *e) {
   mpk_mlc_fit_report *r = ctx;
-  mpk_error copy = *e;
-  /* Errors about the artifact name the library file, pointing into its _metadata. */
-  if (r->lib_path && strcmp(copy.file, "_metadata.artifact") == 0) {
-    char ptr[sizeof copy.pointer + 16];
-    snprintf(ptr, sizeof ptr, "/artifact%s", copy.pointer);
-    snprintf(copy.pointer, sizeof copy.pointer, "%.*s", (int)sizeof copy.pointer - 1, ptr);
-    snprintf(copy.file, sizeof copy.file, "%s", r->lib_path);
-  }
-  mpk_findings_problem(&r->priv_->found, &copy);
-  sync(r);
+  const mpk_findings_doc docs[] = {{"_metadata.artifact", r->lib_path, "/artifact"}, {NULL, NULL, NULL}};
+  mpk_findings_problem_in(&r->priv_->found, e, docs);
 }
 
-#define add_note(r, ...) (mpk_findings_note(&(r)->priv_->found, __VA_ARGS__), sync(r))
+#define add_note(r, ...) mpk_findings_note(&(r)->priv_->found, __VA_ARGS__)
 
 void mpk_mlc_fit_report_free(mpk_mlc_fit_report *r) {
   if (!r) return;
@@ -480,10 +463,10 @@ static int chat_config_context(const json_t *root, const char *path, int64_t *ct
 static void md_context(const mpk_mlc_metadata *md, int64_t *ctx, const char **field) {
   *ctx = 0;
   *field = NULL;
-  json_t *root = NULL;
-  if (mpk_json_parse(md->json, md->json_len, NULL, MD_FILE, &root, NULL) == 0)
-    library_context(root, ctx, field, NULL);
-  json_decref(root);
+  const json_t *root;
+  json_t *owned;
+  if (mpk_mlc_metadata_tree(md, MD_FILE, &root, &owned, NULL) == 0) library_context(root, ctx, field, NULL);
+  json_decref(owned);
 }
 
 /* Every name the caller set must be one the parameters use: a typo must not pass silently. */
@@ -687,6 +670,7 @@ int mpk_mlc_fit_package(const char *dir, const mpk_mlc_fit_options *given, mpk_m
     return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
   }
   r->priv_ = p;
+  MPK_FINDINGS_PUBLISH(&p->found, r);
   r->dir = p->dir = strdup(dir);
   if (o->lib_path) r->lib_path = p->lib_path = strdup(o->lib_path);
   int rc = !r->dir || (o->lib_path && !r->lib_path) ? mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory")

@@ -13,7 +13,20 @@
 struct mpk_mlc_metadata_priv {
   mpk_arena *arena;            /* the struct, the JSON copy and the strings */
   mpk_mlc_artifact *artifact;  /* owned separately: it has its own arena */
+  json_t *root;                /* the JSON text parsed, once, when it was loaded */
 };
+
+int mpk_mlc_metadata_tree(const mpk_mlc_metadata *md, const char *file, const json_t **root, json_t **owned,
+                          mpk_error *err) {
+  *owned = NULL;
+  if (md->priv_ && md->priv_->root) {
+    *root = md->priv_->root;
+    return 0;
+  }
+  int rc = mpk_json_parse(md->json, md->json_len, NULL, file, owned, err); /* a struct built by hand */
+  *root = *owned;
+  return rc;
+}
 
 /* Libraries are mapped, never read, and scanned whole: the cap bounds that work. MLC's compiled
    libraries are megabytes (the largest published ones tens of MB); 1 GiB leaves room. */
@@ -187,6 +200,7 @@ static int build(const uint8_t *d, size_t start, size_t len, json_t *root, bool 
     return rc;
   }
   md->artifact = priv->artifact;
+  priv->root = json_incref(root);
   *out = md;
   return 0;
 }
@@ -307,5 +321,6 @@ int mpk_mlc_metadata_load(const char *path, mpk_mlc_metadata **out, mpk_error *e
 void mpk_mlc_metadata_free(mpk_mlc_metadata *md) {
   if (!md) return;
   mpk_mlc_artifact_free(md->priv_->artifact);
+  json_decref(md->priv_->root);
   mpk_arena_free(md->priv_->arena);
 }

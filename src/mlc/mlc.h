@@ -42,6 +42,13 @@ int mpk_mlc_tensor_cache_scan(const void *data, size_t len, mpk_arena *arena, mp
 /* tensor_cache.c: a record's nbytes, elements x ceil(bits/8); false on uint64 overflow. */
 bool mpk_mlc_record_bytes(const int64_t *shape, size_t ndim, int bits, uint64_t *out);
 
+/* The library's _metadata as a JSON tree, parsed once when it was loaded (library.c): *root is
+   borrowed from md and lives as long as it. A struct built by hand (no priv_) is parsed here into
+   *owned (file names it in errors); the caller json_decref()s *owned either way (NULL when
+   borrowed). */
+int mpk_mlc_metadata_tree(const mpk_mlc_metadata *md, const char *file, const json_t **root, json_t **owned,
+                          mpk_error *err);
+
 
 /* params.c: every difference between the library's parameters (`expected`) and the weights
    (`actual`), each through fn (the first MPK_LIST_MAX of a kind (core.h, mpk_tally), then a summary line with the

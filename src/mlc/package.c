@@ -238,38 +238,36 @@ static int parse_package(mpk_jv *v, const json_t *obj, mpk_arena *a, mpk_mlc_pac
   return 0;
 }
 
-int mpk_mlc_package_parse(const void *data, size_t len, const char *file, int skip_interface_check,
-                          mpk_mlc_package **out, mpk_error *err) {
-  if (!out || (!data && len)) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
-  *out = NULL;
-  if (!file) file = MPK_MLC_MANIFEST_FILENAME;
-  json_t *root;
-  int rc = mpk_json_parse(data, len, NULL, file, &root, err);
-  if (rc) return rc;
-  mpk_arena *a = mpk_arena_new();
-  mpk_mlc_package *pkg = a ? mpk_arena_alloc(a, sizeof *pkg) : NULL;
+/* The sidecar as a core document (document.c). */
+typedef struct package_doc {
+  int skip_interface_check;
+  mpk_mlc_package **out;
+} package_doc;
+
+static int validate_package(void *ctx, mpk_jv *v, json_t *root, mpk_arena *a) {
+  package_doc *d = ctx;
+  mpk_mlc_package *pkg = mpk_arena_alloc(a, sizeof *pkg);
   struct mpk_mlc_package_priv *priv = pkg ? mpk_arena_alloc(a, sizeof *priv) : NULL;
-  if (!priv) {
-    json_decref(root);
-    mpk_arena_free(a);
-    return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
-  }
+  if (!priv) return mpk_fail(v->err, MPK_ENOMEM, v->file, NULL, "out of memory");
   priv->arena = a;
   pkg->priv_ = priv;
-  mpk_jv v = {.file = file, .err = err};
-  mpk_path_init(&v.path);
-  rc = parse_package(&v, root, a, pkg);
-  json_decref(root);
-  if (!rc && !skip_interface_check) {
+  int rc = parse_package(v, root, a, pkg);
+  if (!rc && !d->skip_interface_check) {
     char id[MPK_SHA256_ID_SIZE];
-    rc = mpk_mlc_package_verify_interface_id(pkg, file, id, err);
+    rc = mpk_mlc_package_verify_interface_id(pkg, v->file, id, v->err);
   }
-  if (rc) {
-    mpk_arena_free(a);
-    return rc;
-  }
-  *out = pkg;
-  return 0;
+  if (!rc) *d->out = pkg;
+  return rc;
+}
+
+#define PACKAGE_DOCUMENT(d) {.name = MPK_MLC_MANIFEST_FILENAME, .validate = validate_package, .ctx = (d)}
+
+int mpk_mlc_package_parse(const void *data, size_t len, const char *file, int skip_interface_check,
+                          mpk_mlc_package **out, mpk_error *err) {
+  if (!out) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
+  *out = NULL;
+  package_doc d = {skip_interface_check, out};
+  return mpk_document_parse(&(mpk_document)PACKAGE_DOCUMENT(&d), data, len, file, err);
 }
 
 int mpk_mlc_package_verify_interface_id(const mpk_mlc_package *pkg, const char *file,
@@ -282,14 +280,10 @@ int mpk_mlc_package_verify_interface_id(const mpk_mlc_package *pkg, const char *
 }
 
 int mpk_mlc_package_load(const char *path, mpk_mlc_package **out, mpk_error *err) {
-  if (!path || !out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
+  if (!out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
   *out = NULL;
-  mpk_mapped m;
-  int rc = mpk_map_file(path, MPK_JSON_DEFAULT_MAX_BYTES, &m, err);
-  if (rc) return rc;
-  rc = mpk_mlc_package_parse(m.data, m.size, path, 0, out, err);
-  mpk_unmap_file(&m);
-  return rc;
+  package_doc d = {0, out};
+  return mpk_document_load(&(mpk_document)PACKAGE_DOCUMENT(&d), path, err);
 }
 
 void mpk_mlc_package_free(mpk_mlc_package *pkg) {

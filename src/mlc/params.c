@@ -136,14 +136,15 @@ int mpk_mlc_params_parse(const void *json, size_t len, const char *file, mpk_mlc
 int mpk_mlc_params_from_metadata(const mpk_mlc_metadata *md, mpk_mlc_params **out, mpk_error *err) {
   if (!md || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   *out = NULL;
-  json_t *root;
-  int rc = mpk_json_parse(md->json, md->json_len, NULL, "_metadata", &root, err);
+  const json_t *root;
+  json_t *owned;
+  int rc = mpk_mlc_metadata_tree(md, "_metadata", &root, &owned, err);
   if (rc) return rc;
   if (!json_is_array(json_object_get(root, "params")))
     rc = mpk_fail(err, MPK_EMALFORMED, "_metadata", "/params", "expected a list of parameters");
   else
     rc = params_from_json(root, "_metadata", out, err);
-  json_decref(root);
+  json_decref(owned);
   return rc;
 }
 
@@ -221,7 +222,7 @@ int mpk_mlc_params_resources(const mpk_mlc_params *p, const mpk_mlc_named_dim *d
     const mpk_mlc_param *x = &p->items[i];
     int bits = mpk_dtype_bits(x->dtype);
     if (bits <= 0) return mpk_fail(err, MPK_EUNSUPPORTED, NULL, NULL, "parameter %s: unknown dtype \"%s\"", x->name, x->dtype);
-    int64_t bytes = (bits + 7) / 8;
+    int64_t bytes = mpk_dtype_unpacked_bytes(bits);
     for (size_t d = 0; d < x->ndim; d++) {
       int64_t v;
       int rc = dim_value(x, d, dims, n_dims, &v, err);

@@ -90,8 +90,9 @@ static int read_chat_config(const char *dir, const char *rel, const char *path, 
 /* _metadata.prefill_chunk_size, the value WebLLM uses. */
 static int read_metadata_chunk(const mpk_mlc_metadata *md, const char *lib, window *w, mpk_error *err) {
   if (md->artifact_only) return 0; /* an artifact alone states no window */
-  json_t *root = NULL;
-  int rc = mpk_json_parse(md->json, md->json_len, NULL, lib, &root, err);
+  const json_t *root;
+  json_t *owned;
+  int rc = mpk_mlc_metadata_tree(md, lib, &root, &owned, err);
   if (rc) return rc;
   bool found = false;
   rc = json_is_object(root) ? opt_int(root, "prefill_chunk_size", lib, &w->chunk, &found, err) : 0;
@@ -99,7 +100,7 @@ static int read_metadata_chunk(const mpk_mlc_metadata *md, const char *lib, wind
     w->chunk_from = "_metadata";
     if (w->chunk <= 0) rc = mpk_fail(err, MPK_EMALFORMED, lib, "/prefill_chunk_size", "Make sure `prefill_chunk_size` > 0.");
   }
-  json_decref(root);
+  json_decref(owned);
   return rc;
 }
 

@@ -82,33 +82,23 @@ static int parse(mpk_jv *v, const json_t *root, mpk_arena *a, mpk_mlc_segments *
   return rc;
 }
 
-int mpk_mlc_segments_parse(const void *data, size_t len, const char *file, mpk_mlc_segments **out, mpk_error *err) {
-  if (!out || (len && !data)) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
-  *out = NULL;
-  if (!file) file = "SEGMENTS.json";
-  json_t *root = NULL;
-  int rc = mpk_json_parse(data, len, NULL, file, &root, err);
-  if (rc) return rc;
-  mpk_arena *a = mpk_arena_new();
-  mpk_mlc_segments *s = a ? mpk_arena_alloc(a, sizeof *s) : NULL;
+/* The segments as a core document (document.c). */
+static int validate_segments(void *ctx, mpk_jv *v, json_t *root, mpk_arena *a) {
+  mpk_mlc_segments *s = mpk_arena_alloc(a, sizeof *s);
   struct mpk_mlc_segments_priv *priv = s ? mpk_arena_alloc(a, sizeof *priv) : NULL;
-  if (!priv) {
-    mpk_arena_free(a);
-    json_decref(root);
-    return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
-  }
+  if (!priv) return mpk_fail(v->err, MPK_ENOMEM, v->file, NULL, "out of memory");
   priv->arena = a;
   s->priv_ = priv;
-  mpk_jv v = {.file = file, .err = err};
-  mpk_path_init(&v.path);
-  rc = parse(&v, root, a, s);
-  json_decref(root);
-  if (rc) {
-    mpk_arena_free(a);
-    return rc;
-  }
-  *out = s;
-  return 0;
+  int rc = parse(v, root, a, s);
+  if (!rc) *(mpk_mlc_segments **)ctx = s;
+  return rc;
+}
+
+int mpk_mlc_segments_parse(const void *data, size_t len, const char *file, mpk_mlc_segments **out, mpk_error *err) {
+  if (!out) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
+  *out = NULL;
+  return mpk_document_parse(&(mpk_document){.name = "SEGMENTS.json", .validate = validate_segments, .ctx = out}, data,
+                            len, file, err);
 }
 
 void mpk_mlc_segments_free(mpk_mlc_segments *s) {

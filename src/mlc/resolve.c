@@ -56,16 +56,16 @@ static int bind_media(const mpk_mlc_input *in, const mpk_mlc_program *p, mpk_mlc
   const char *dtype = mpk_mlc_entry_get(p->adapter_dtypes, p->n_adapter_dtypes, in->adapter);
   mpk_mlc_bound_input *slot = audio ? &b->audio : &b->image;
   if (audio) {
-    if (dtype && strcmp(dtype, "float32") != 0)
+    if (dtype && !mpk_dtype_is(dtype, MPK_DT_FLOAT32))
       return mpk_fail(err, MPK_EMISMATCH, "_metadata.artifact", "", CONTRACT
                       "audio adapter \"%s\" must take float32, not %s", in->adapter, dtype);
-    slot->dtype = "float32";
+    slot->dtype = mpk_dtype_name(MPK_DT_FLOAT32);
     b->has_audio = 1;
   } else {
-    if (dtype && strcmp(dtype, "uint8") != 0 && strcmp(dtype, "uint32") != 0)
+    if (dtype && !mpk_dtype_is(dtype, MPK_DT_UINT8) && !mpk_dtype_is(dtype, MPK_DT_UINT32))
       return mpk_fail(err, MPK_EMISMATCH, "_metadata.artifact", "", CONTRACT
                       "image adapter \"%s\" must take uint8 or uint32, not %s", in->adapter, dtype);
-    slot->dtype = dtype ? dtype : "uint8";
+    slot->dtype = dtype ? dtype : mpk_dtype_name(MPK_DT_UINT8);
     b->has_image = 1;
   }
   slot->input = in;

@@ -27,7 +27,7 @@ static bool is_md5_hex(const char *s) {
 
 /* nbytes of a record: elements x ceil(bits/8), overflow-checked (also tensor_cache_scan.c). */
 bool mpk_mlc_record_bytes(const int64_t *shape, size_t ndim, int bits, uint64_t *out) {
-  uint64_t n = (uint64_t)((bits + 7) / 8);
+  uint64_t n = (uint64_t)mpk_dtype_unpacked_bytes(bits);
   for (size_t i = 0; i < ndim; i++) {
     if (shape[i] != 0 && n > UINT64_MAX / (uint64_t)shape[i]) return false;
     n *= (uint64_t)shape[i];
@@ -72,7 +72,7 @@ static int parse_record(mpk_jv *v, const json_t *obj, mpk_arena *a, mpk_mlc_tens
   if (want != r->nbytes)
     AT_KEY(v, "nbytes", mpk_jv_fail(v, MPK_EMALFORMED,
                                     "nbytes %llu does not equal elements x %d-byte %s = %llu",
-                                    (unsigned long long)r->nbytes, (bits + 7) / 8, r->dtype,
+                                    (unsigned long long)r->nbytes, mpk_dtype_unpacked_bytes(bits), r->dtype,
                                     (unsigned long long)want));
   return 0;
 }
@@ -271,15 +271,16 @@ int mpk_mlc_tensor_cache_parse(const void *data, size_t len, const char *file,
   return 0;
 }
 
+/* A core document (document.c) that parses in its own way (the scan first, above). */
+static int parse_document(void *ctx, const void *data, size_t len, const char *file, mpk_error *err) {
+  return mpk_mlc_tensor_cache_parse(data, len, file, ctx, err);
+}
+
 int mpk_mlc_tensor_cache_load(const char *path, mpk_mlc_tensor_cache **out, mpk_error *err) {
-  if (!path || !out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
+  if (!out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
   *out = NULL;
-  mpk_mapped m;
-  int rc = mpk_map_file(path, MPK_JSON_DEFAULT_MAX_BYTES, &m, err);
-  if (rc) return rc;
-  rc = mpk_mlc_tensor_cache_parse(m.data, m.size, path, out, err);
-  mpk_unmap_file(&m);
-  return rc;
+  return mpk_document_load(
+      &(mpk_document){.name = MPK_MLC_TENSOR_CACHE_FILENAME, .parse = parse_document, .ctx = out}, path, err);
 }
 
 int mpk_mlc_tensor_cache_load_beneath(const char *dir, const char *rel, mpk_mlc_tensor_cache **out,

@@ -17,9 +17,6 @@ typedef struct mpk_onnx_scan {
 int mpk_onnx_prescan(const void *desc, const uint8_t *data, size_t len, const char *file,
                      const mpk_mt_graph_options *o, mpk_onnx_scan *out, mpk_error *err);
 
-/* Bits of one element of an ONNX data type (0: unknown or not fixed-width, e.g. STRING). */
-int mpk_onnx_dtype_bits(int32_t data_type);
-
 /* A variant's graph report from an already-read manifest (graph_report.c); `map` may be NULL (then
    the variant's map is read). Used by mpk_mt_check (validate.c) without reading the manifest twice. */
 int mpk_mt_graph_report_variant(const char *dir, const mpk_mt_manifest *m, const mpk_mt_variant *v,

@@ -24,14 +24,8 @@ static int cmp(const u128 *a, const u128 *b) {
 }
 
 static const char *precision_name(int32_t t, char *buf, size_t size) {
-  switch (t) {
-    case 1: return "float32";
-    case 2: return "uint8";
-    case 3: return "int8";
-    case 10: return "float16";
-    case 16: return "bfloat16";
-    case 21: return "uint4";
-    case 22: return "int4";
+  switch (t) { /* the types the reference names (FLOAT, UINT8, INT8, FLOAT16, BFLOAT16, UINT4, INT4) */
+    case 1: case 2: case 3: case 10: case 16: case 21: case 22: return mpk_dtype_by_onnx(t)->name;
     default: snprintf(buf, size, "elem_type=%d", (int)t); return buf;
   }
 }

@@ -18,22 +18,14 @@ struct mpk_mt_graph_report_priv {
   int *claim_entry, *claim_role;
 };
 
-static void sync(mpk_mt_graph_report *r) {
-  mpk_findings *f = &r->priv_->found;
-  r->problems = f->problems;
-  r->n_problems = f->n_problems;
-  r->notes = (const char *const *)f->notes;
-  r->n_notes = f->n_notes;
-}
-
+/* The report's problems and notes are its findings' (published when the report is made). */
 static void on_problem(void *ctx, const mpk_error *e) {
   mpk_mt_graph_report *r = ctx;
   mpk_findings_problem(&r->priv_->found, e);
-  sync(r);
 }
 
-#define PROBLEM(r, ...) (mpk_findings_fail(&(r)->priv_->found, __VA_ARGS__), sync(r))
-#define NOTE(r, ...) (mpk_findings_note(&(r)->priv_->found, __VA_ARGS__), sync(r))
+#define PROBLEM(r, ...) mpk_findings_fail(&(r)->priv_->found, __VA_ARGS__)
+#define NOTE(r, ...) mpk_findings_note(&(r)->priv_->found, __VA_ARGS__)
 
 /* inference/optimum_config.json's inferenceGraphPrecision against the measured precision. */
 static void check_precision(mpk_mt_graph_report *r, const char *inf_dir) {
@@ -57,7 +49,6 @@ static void check_precision(mpk_mt_graph_report *r, const char *inf_dir) {
   mpk_error_clear(&e);
   if (mpk_json_load_file(p->oc_file, NULL, &root, &e)) {
     mpk_findings_problem(&p->found, &e);
-    sync(r);
     return;
   }
   const json_t *v = json_is_object(root) ? json_object_get(root, "inferenceGraphPrecision") : NULL;
@@ -176,6 +167,7 @@ static int make(mpk_mt_graph_report **out, mpk_error *err) {
     return mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
   }
   r->priv_ = p;
+  MPK_FINDINGS_PUBLISH(&p->found, r);
   *out = r;
   return 0;
 }

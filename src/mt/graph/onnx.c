@@ -23,28 +23,9 @@ struct mpk_mt_graph_priv {
 
 /* ---------------------------------------------------------------- data types */
 
-static const struct {
-  int32_t type;
-  const char *name; /* numpy's (onnx.helper.tensor_dtype_to_np_dtype), as the reference codec records */
-  int bits;
-} dtypes[] = {{1, "float32", 32},        {2, "uint8", 8},         {3, "int8", 8},          {4, "uint16", 16},
-              {5, "int16", 16},          {6, "int32", 32},        {7, "int64", 64},        {8, "object", 0},
-              {9, "bool", 8},            {10, "float16", 16},     {11, "float64", 64},     {12, "uint32", 32},
-              {13, "uint64", 64},        {14, "complex64", 64},   {15, "complex128", 128}, {16, "bfloat16", 16},
-              {17, "float8_e4m3fn", 8},  {18, "float8_e4m3fnuz", 8}, {19, "float8_e5m2", 8}, {20, "float8_e5m2fnuz", 8},
-              {21, "uint4", 4},          {22, "int4", 4},         {23, "float4_e2m1", 4}};
-
-const char *mpk_mt_onnx_dtype_name(int32_t t) {
-  for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
-    if (dtypes[i].type == t) return dtypes[i].name;
-  return NULL;
-}
-
-int mpk_onnx_dtype_bits(int32_t t) {
-  for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
-    if (dtypes[i].type == t) return dtypes[i].bits;
-  return 0;
-}
+/* TensorProto data types are a column of core's dtype registry; the name is numpy's
+   (onnx.helper.tensor_dtype_to_np_dtype), as the reference codec records it. */
+const char *mpk_mt_onnx_dtype_name(int32_t t) { return mpk_dtype_onnx_name(mpk_dtype_by_onnx(t)); }
 
 /* ---------------------------------------------------------------- a capped allocator */
 
@@ -163,12 +144,10 @@ static int initializer(const Onnx__TensorProto *t, size_t index, mpk_arena *a, c
   in->dims = dims;
   in->ndim = t->n_dims;
   in->numel = numel;
-  int bits = mpk_onnx_dtype_bits(in->data_type);
-  if (bits) {
-    if (bits == 4) in->nbytes = numel / 2 + (numel & 1);
-    else if (numel > UINT64_MAX / (uint64_t)(bits / 8))
+  const mpk_dtype *dt = mpk_dtype_by_onnx(in->data_type);
+  if (dt && dt->bits) {
+    if (!mpk_dtype_packed_bytes(dt, numel, &in->nbytes))
       return ifail(err, file, in, MPK_ELIMIT, "its byte length does not fit 64 bits");
-    else in->nbytes = numel * (uint64_t)(bits / 8);
     in->has_nbytes = 1;
   }
 
@@ -187,7 +166,7 @@ static int initializer(const Onnx__TensorProto *t, size_t index, mpk_arena *a, c
     in->embedded_complete = sources == 1 && in->has_nbytes && t->raw_data.len == in->nbytes;
   } else if (sources == 1) {
     uint64_t want = in->data_type == 14 || in->data_type == 15 ? 2 * numel
-                    : bits == 4                                  ? numel / 2 + (numel & 1)
+                    : dt && dt->bits == 4                        ? in->nbytes /* packed: two to a value */
                                                                  : numel;
     in->embedded_complete = values == want;
     in->embedded_bytes = in->has_nbytes ? in->nbytes : 0;

@@ -37,26 +37,37 @@
 
 /* ---------------------------------------------------------------- names */
 
+/* Names are core's dtype registry's; the kernel knows its types by registry id. */
+static const mpk_dtype_id mk_dtype_ids[] = {[MPK_MK_F32] = MPK_DT_FLOAT32, [MPK_MK_F16] = MPK_DT_FLOAT16,
+                                            [MPK_MK_BF16] = MPK_DT_BFLOAT16};
+
 int mpk_mk_dtype_from_name(const char *name, mpk_mk_dtype *out) {
-  if (name && strcmp(name, "float32") == 0) *out = MPK_MK_F32;
-  else if (name && strcmp(name, "float16") == 0) *out = MPK_MK_F16;
-  else if (name && strcmp(name, "bfloat16") == 0) *out = MPK_MK_BF16;
-  else return MPK_EUNSUPPORTED;
-  return 0;
+  const mpk_dtype *d = mpk_dtype_by_name(name);
+  switch (d ? d->id : MPK_DT_UNKNOWN) {
+    case MPK_DT_FLOAT32: *out = MPK_MK_F32; return 0;
+    case MPK_DT_FLOAT16: *out = MPK_MK_F16; return 0;
+    case MPK_DT_BFLOAT16: *out = MPK_MK_BF16; return 0;
+    default: return MPK_EUNSUPPORTED;
+  }
 }
 
 int mpk_mk_qtype_from_name(const char *name, mpk_mk_qtype *out) {
-  if (name && strcmp(name, "uint8") == 0) *out = MPK_MK_U8;
-  else if (name && strcmp(name, "uint4") == 0) *out = MPK_MK_U4;
-  else return MPK_EUNSUPPORTED;
-  return 0;
+  const mpk_dtype *d = mpk_dtype_by_name(name);
+  switch (d ? d->id : MPK_DT_UNKNOWN) {
+    case MPK_DT_UINT8: *out = MPK_MK_U8; return 0;
+    case MPK_DT_UINT4: *out = MPK_MK_U4; return 0;
+    default: return MPK_EUNSUPPORTED;
+  }
 }
 
 size_t mpk_mk_dtype_size(mpk_mk_dtype dt) { return dt == MPK_MK_F32 ? 4 : 2; }
 
 static const char *dtype_name(mpk_mk_dtype dt) {
-  return dt == MPK_MK_F32 ? "float32" : dt == MPK_MK_F16 ? "float16" : dt == MPK_MK_BF16 ? "bfloat16" : "?";
+  const char *s = (unsigned)dt <= MPK_MK_BF16 ? mpk_dtype_name(mk_dtype_ids[dt]) : NULL;
+  return s ? s : "?";
 }
+
+static const char *qtype_name(mpk_mk_qtype q) { return mpk_dtype_name(q == MPK_MK_U4 ? MPK_DT_UINT4 : MPK_DT_UINT8); }
 
 /* ---------------------------------------------------------------- implementation choice */
 
@@ -430,7 +441,7 @@ int mpk_merge_quant_check(const mpk_merge_quant *m, mpk_mk_qlayout *out, mpk_err
   L.q_bytes = q_bytes(m->q_type, n);
   if (m->q_len != L.q_bytes)
     return mpk_fail(err, MPK_EMISMATCH, name, NULL, "weight_quantized has %zu bytes, shape [%lld, %lld] of %s needs %zu",
-                    m->q_len, (long long)m->rows, (long long)m->cols, m->q_type == MPK_MK_U4 ? "uint4" : "uint8",
+                    m->q_len, (long long)m->rows, (long long)m->cols, qtype_name(m->q_type),
                     L.q_bytes);
 
   /* the scheme, from the scale's shape */
@@ -475,7 +486,7 @@ int mpk_merge_quant_check(const mpk_merge_quant *m, mpk_mk_qlayout *out, mpk_err
                     dtype_name(m->q_scale_dtype), L.scale_bytes);
   if (m->q_zero_len != L.zero_bytes)
     return mpk_fail(err, MPK_EMISMATCH, name, NULL, "zero_point has %zu bytes, shape %s of %s needs %zu", m->q_zero_len,
-                    zs, m->q_zero_type == MPK_MK_U4 ? "uint4" : "uint8", L.zero_bytes);
+                    zs, qtype_name(m->q_zero_type), L.zero_bytes);
   /* what the bytes hold: packing padding and zero point range */
   if (m->q_type == MPK_MK_U4 && (n & 1) && (((const uint8_t *)m->q)[L.q_bytes - 1] >> 4))
     return mpk_fail_at(err, MPK_EMALFORMED, name, (int64_t)L.q_bytes - 1,

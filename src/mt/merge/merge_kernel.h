@@ -17,7 +17,7 @@
 typedef enum mpk_mk_dtype { MPK_MK_F32 = 0, MPK_MK_F16, MPK_MK_BF16 } mpk_mk_dtype;
 typedef enum mpk_mk_qtype { MPK_MK_U8 = 0, MPK_MK_U4 } mpk_mk_qtype;
 
-/* "float32" / "float16" / "bfloat16" and "uint8" / "uint4" (the map's spelling). 0, or
+/* float32 / float16 / bfloat16 and uint8 / uint4 (core's dtype registry names). 0, or
    MPK_EUNSUPPORTED for any other name. */
 int mpk_mk_dtype_from_name(const char *name, mpk_mk_dtype *out);
 int mpk_mk_qtype_from_name(const char *name, mpk_mk_qtype *out);

@@ -64,22 +64,12 @@ typedef struct check {
 
 /* ---------------------------------------------------------------- findings */
 
-static void sync_report(mpk_mt_report *r) {
-  mpk_findings *f = &r->priv_->found;
-  r->problems = f->problems;
-  r->n_problems = f->n_problems;
-  r->notes = (const char *const *)f->notes;
-  r->n_notes = f->n_notes;
-}
+/* The report's problems and notes are its findings' (published in mpk_mt_check). */
+static void add_error(check *c, const mpk_error *e) { mpk_findings_problem(&c->p->found, e); }
 
-static void add_error(check *c, const mpk_error *e) {
-  mpk_findings_problem(&c->p->found, e);
-  sync_report(c->r);
-}
+#define problem(c, ...) mpk_findings_fail(&(c)->p->found, __VA_ARGS__)
 
-#define problem(c, ...) (mpk_findings_fail(&(c)->p->found, __VA_ARGS__), sync_report((c)->r))
-
-#define note(c, ...) (mpk_findings_note(&(c)->p->found, __VA_ARGS__), sync_report((c)->r))
+#define note(c, ...) mpk_findings_note(&(c)->p->found, __VA_ARGS__)
 
 /* JSON pointers: "/k1/k2/k3" (NULL ends the keys), and "/variants/N" + "/key" when given. */
 static const char *keys_ptr(mpk_path *pp, const char *k1, const char *k2, const char *k3) {
@@ -724,6 +714,7 @@ int mpk_mt_check(const char *dir, const mpk_mt_check_options *given, mpk_mt_repo
     return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
   }
   r->priv_ = p;
+  MPK_FINDINGS_PUBLISH(&p->found, r);
   r->dir = p->dir;
   r->all_variants = opts->all_variants ? 1 : 0;
   check c = {.r = r, .p = p, .o = opts, .root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)};

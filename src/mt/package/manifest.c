@@ -251,22 +251,8 @@ static int parse_files(mpk_jv *v, const json_t *root, mpk_arena *a, size_t max_f
 /* ---------------------------------------------------------------- the document */
 
 static int parse_manifest(mpk_jv *v, const json_t *root, mpk_arena *a, size_t max_files, mpk_mt_manifest *m) {
-  int rc = mpk_jv_object(v, root);
+  int rc = mpk_jv_version_gate(v, root, MPK_MT_MANIFEST_READER_VERSION, a, &m->schema_version, &m->min_reader_version);
   if (rc) return rc;
-  /* The version gate comes first: a newer major may have changed everything else. */
-  const json_t *sv = json_object_get(root, "schemaVersion"), *mr = json_object_get(root, "minReaderVersion");
-  if (sv && !json_is_string(sv))
-    AT_KEY(v, "schemaVersion", mpk_jv_fail(v, MPK_EMALFORMED, "expected a \"MAJOR.MINOR\" string"));
-  if (mr && !json_is_string(mr))
-    AT_KEY(v, "minReaderVersion", mpk_jv_fail(v, MPK_EMALFORMED, "expected a \"MAJOR.MINOR\" string"));
-  mpk_error gate;
-  mpk_error_clear(&gate);
-  rc = mpk_doc_version_check(sv ? json_string_value(sv) : NULL, mr ? json_string_value(mr) : NULL,
-                             MPK_MT_MANIFEST_READER_VERSION, &gate);
-  if (rc) return mpk_fail(v->err, rc, v->file, gate.pointer, "%s", gate.message);
-  if ((rc = mpk_jv_strdup(v, a, json_string_value(sv), &m->schema_version)) ||
-      (rc = mpk_jv_strdup(v, a, json_string_value(mr), &m->min_reader_version)))
-    return rc;
 
   static const char *const required[] = {"defaultVariant", "variants", "downloadPlan", "requiredFiles",
                                          "fileSizes", "sha256", NULL};
@@ -432,42 +418,50 @@ int mpk_mt_manifest_parse(const void *data, size_t len, const char *file, mpk_mt
   return mpk_mt_manifest_parse_opts(data, len, file, NULL, out, err);
 }
 
-int mpk_mt_manifest_parse_opts(const void *data, size_t len, const char *file, const mpk_mt_manifest_options *opts,
-                               mpk_mt_manifest **out, mpk_error *err) {
-  if (!out || (!data && len)) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
-  *out = NULL;
-  if (!file) file = MPK_MT_MANIFEST_FILENAME;
+/* The manifest as a core document (document.c): the budget on the text, then the tree; the result
+   keeps its root. */
+typedef struct manifest_doc {
+  const mpk_mt_manifest_options *opts;
+  mpk_mt_manifest **out;
+  size_t max_files;
+} manifest_doc;
+
+static int prescan_manifest(void *ctx, const void *data, size_t len, const char *file, mpk_error *err) {
+  manifest_doc *d = ctx;
   budget_scan b = {.file = file, .err = err};
-  int rc = file_budget(opts, file, &b.max_files, err);
+  int rc = file_budget(d->opts, file, &b.max_files, err);
   if (rc) return rc;
+  d->max_files = b.max_files;
   /* The budget first, on the text: a document past it costs one pass of the lexer, not a tree. A
-     scan error (invalid JSON) is left for the parse below to report. */
+     scan error (invalid JSON) is left for the parse to report. */
   mpk_error ignored;
   rc = mpk_json_scan(data, len, NULL, file, budget_event, &b, &ignored);
-  if (b.refused) return rc; /* err is set */
-  json_t *root;
-  rc = mpk_json_parse(data, len, NULL, file, &root, err);
-  if (rc) return rc;
-  mpk_arena *a = mpk_arena_new();
-  mpk_mt_manifest *m = a ? mpk_arena_alloc(a, sizeof *m) : NULL;
+  return b.refused ? rc : 0; /* refused: err is set */
+}
+
+static int validate_manifest(void *ctx, mpk_jv *v, json_t *root, mpk_arena *a) {
+  manifest_doc *d = ctx;
+  mpk_mt_manifest *m = mpk_arena_alloc(a, sizeof *m);
   struct mpk_mt_manifest_priv *priv = m ? mpk_arena_alloc(a, sizeof *priv) : NULL;
-  if (!priv) {
-    json_decref(root);
-    mpk_arena_free(a);
-    return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
-  }
+  if (!priv) return mpk_fail(v->err, MPK_ENOMEM, v->file, NULL, "out of memory");
   priv->arena = a;
   priv->root = root;
   m->priv_ = priv;
-  mpk_jv v = {.file = file, .err = err};
-  mpk_path_init(&v.path);
-  rc = parse_manifest(&v, root, a, b.max_files, m);
-  if (rc) {
-    mpk_mt_manifest_free(m);
-    return rc;
-  }
-  *out = m;
-  return 0;
+  int rc = parse_manifest(v, root, a, d->max_files, m);
+  if (!rc) *d->out = m;
+  return rc;
+}
+
+#define MANIFEST_DOCUMENT(d)                                                                           \
+  {.name = MPK_MT_MANIFEST_FILENAME, .prescan = prescan_manifest, .validate = validate_manifest,        \
+   .keep_root = true, .ctx = (d)}
+
+int mpk_mt_manifest_parse_opts(const void *data, size_t len, const char *file, const mpk_mt_manifest_options *opts,
+                               mpk_mt_manifest **out, mpk_error *err) {
+  if (!out) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
+  *out = NULL;
+  manifest_doc d = {.opts = opts, .out = out};
+  return mpk_document_parse(&(mpk_document)MANIFEST_DOCUMENT(&d), data, len, file, err);
 }
 
 int mpk_mt_manifest_load(const char *path, mpk_mt_manifest **out, mpk_error *err) {
@@ -476,16 +470,10 @@ int mpk_mt_manifest_load(const char *path, mpk_mt_manifest **out, mpk_error *err
 
 int mpk_mt_manifest_load_opts(const char *path, const mpk_mt_manifest_options *opts, mpk_mt_manifest **out,
                               mpk_error *err) {
-  if (!path || !out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
+  if (!out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
   *out = NULL;
-  char *file;
-  mpk_mapped mp;
-  int rc = mpk_map_document(path, MPK_MT_MANIFEST_FILENAME, &file, &mp, err);
-  if (rc) return rc;
-  rc = mpk_mt_manifest_parse_opts(mp.data, mp.size, file, opts, out, err);
-  mpk_unmap_file(&mp);
-  free(file);
-  return rc;
+  manifest_doc d = {.opts = opts, .out = out};
+  return mpk_document_load(&(mpk_document)MANIFEST_DOCUMENT(&d), path, err);
 }
 
 void mpk_mt_manifest_free(mpk_mt_manifest *m) {

@@ -29,13 +29,10 @@ static int role_index(const char *key) {
   return -1;
 }
 
-static const char *const known_dtypes[] = {"float32", "float16", "bfloat16", "int8", "uint8",
-                                           "int4",    "uint4",   "int32",    "int64"};
-
+/* The dtypes a map may declare: core's registry, MPK_DTYPE_HANDOFF. */
 static bool known_dtype(const char *s) {
-  for (size_t i = 0; i < sizeof known_dtypes / sizeof known_dtypes[0]; i++)
-    if (strcmp(s, known_dtypes[i]) == 0) return true;
-  return false;
+  const mpk_dtype *d = mpk_dtype_by_name(s);
+  return d && (d->flags & MPK_DTYPE_HANDOFF);
 }
 
 /* A failure naming the entry (by its trainingBaseLayerName) and the rule, at the current path. */
@@ -422,22 +419,8 @@ static int opt_doc_string(mpk_jv *v, const json_t *root, const char *key, const 
 }
 
 static int parse_map(mpk_jv *v, const json_t *root, mpk_arena *a, mpk_mt_handoff *m) {
-  int rc = mpk_jv_object(v, root);
+  int rc = mpk_jv_version_gate(v, root, MPK_MT_HANDOFF_READER_VERSION, a, &m->schema_version, &m->min_reader_version);
   if (rc) return rc;
-  /* The version gate comes first: a newer major may have changed everything else. */
-  const json_t *sv = json_object_get(root, "schemaVersion"), *mr = json_object_get(root, "minReaderVersion");
-  if (sv && !json_is_string(sv))
-    AT_KEY(v, "schemaVersion", mpk_jv_fail(v, MPK_EMALFORMED, "expected a \"MAJOR.MINOR\" string"));
-  if (mr && !json_is_string(mr))
-    AT_KEY(v, "minReaderVersion", mpk_jv_fail(v, MPK_EMALFORMED, "expected a \"MAJOR.MINOR\" string"));
-  mpk_error gate;
-  mpk_error_clear(&gate);
-  rc = mpk_doc_version_check(sv ? json_string_value(sv) : NULL, mr ? json_string_value(mr) : NULL,
-                             MPK_MT_HANDOFF_READER_VERSION, &gate);
-  if (rc) return mpk_fail(v->err, rc, v->file, gate.pointer, "%s", gate.message);
-  if ((rc = mpk_jv_strdup(v, a, json_string_value(sv), &m->schema_version)) ||
-      (rc = mpk_jv_strdup(v, a, json_string_value(mr), &m->min_reader_version)))
-    return rc;
 
   /* v1 supports only external_initializer; the other modes are fail-closed stubs. */
   if ((rc = opt_doc_string(v, root, "handoffMode", "external_initializer", a, &m->handoff_mode))) return rc;
@@ -508,46 +491,31 @@ static int parse_map(mpk_jv *v, const json_t *root, mpk_arena *a, mpk_mt_handoff
   return 0;
 }
 
-int mpk_mt_handoff_parse(const void *data, size_t len, const char *file, mpk_mt_handoff **out, mpk_error *err) {
-  if (!out || (!data && len)) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
-  *out = NULL;
-  if (!file) file = MPK_MT_HANDOFF_FILENAME;
-  json_t *root;
-  int rc = mpk_json_parse(data, len, NULL, file, &root, err);
-  if (rc) return rc;
-  mpk_arena *a = mpk_arena_new();
-  mpk_mt_handoff *m = a ? mpk_arena_alloc(a, sizeof *m) : NULL;
+/* The map as a core document (document.c): the result keeps its root. */
+static int validate_map(void *ctx, mpk_jv *v, json_t *root, mpk_arena *a) {
+  mpk_mt_handoff *m = mpk_arena_alloc(a, sizeof *m);
   struct mpk_mt_handoff_priv *priv = m ? mpk_arena_alloc(a, sizeof *priv) : NULL;
-  if (!priv) {
-    json_decref(root);
-    mpk_arena_free(a);
-    return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
-  }
+  if (!priv) return mpk_fail(v->err, MPK_ENOMEM, v->file, NULL, "out of memory");
   priv->arena = a;
   priv->root = root;
   m->priv_ = priv;
-  mpk_jv v = {.file = file, .err = err};
-  mpk_path_init(&v.path);
-  rc = parse_map(&v, root, a, m);
-  if (rc) {
-    mpk_mt_handoff_free(m);
-    return rc;
-  }
-  *out = m;
-  return 0;
+  int rc = parse_map(v, root, a, m);
+  if (!rc) *(mpk_mt_handoff **)ctx = m;
+  return rc;
+}
+
+#define HANDOFF_DOCUMENT(out) {.name = MPK_MT_HANDOFF_FILENAME, .validate = validate_map, .keep_root = true, .ctx = (out)}
+
+int mpk_mt_handoff_parse(const void *data, size_t len, const char *file, mpk_mt_handoff **out, mpk_error *err) {
+  if (!out) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
+  *out = NULL;
+  return mpk_document_parse(&(mpk_document)HANDOFF_DOCUMENT(out), data, len, file, err);
 }
 
 int mpk_mt_handoff_load(const char *path, mpk_mt_handoff **out, mpk_error *err) {
-  if (!path || !out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
+  if (!out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
   *out = NULL;
-  char *file;
-  mpk_mapped mp;
-  int rc = mpk_map_document(path, MPK_MT_HANDOFF_FILENAME, &file, &mp, err);
-  if (rc) return rc;
-  rc = mpk_mt_handoff_parse(mp.data, mp.size, file, out, err);
-  mpk_unmap_file(&mp);
-  free(file);
-  return rc;
+  return mpk_document_load(&(mpk_document)HANDOFF_DOCUMENT(out), path, err);
 }
 
 void mpk_mt_handoff_free(mpk_mt_handoff *m) {

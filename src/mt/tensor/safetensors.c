@@ -20,18 +20,10 @@ struct mpk_safetensors_priv {
 
 /* ---------------------------------------------------------------- dtypes */
 
-static const struct {
-  const char *name;
-  int size;
-} st_dtypes[] = {
-    {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
-    {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4},     {"F64", 8},     {"I64", 8}, {"U64", 8},
-};
-
+/* safetensors' names are a column of core's dtype registry. */
 int mpk_safetensors_dtype_size(const char *dtype) {
-  for (size_t i = 0; dtype && i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
-    if (strcmp(st_dtypes[i].name, dtype) == 0) return st_dtypes[i].size;
-  return 0;
+  const mpk_dtype *d = mpk_dtype_by_st_name(dtype);
+  return d ? d->bits / 8 : 0;
 }
 
 /* ---------------------------------------------------------------- header */
@@ -442,12 +434,9 @@ int mpk_safetensors_tensor_to_f32(const mpk_safetensors_tensor *t, float **out, 
   if (!t || !out || (!t->data && t->numel)) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "invalid argument");
   *out = NULL;
   const char *name = t->name ? t->name : "?";
-  int kind = strcmp(t->dtype, "F32") == 0    ? 4
-             : strcmp(t->dtype, "F16") == 0  ? 2
-             : strcmp(t->dtype, "BF16") == 0 ? 3
-             : strcmp(t->dtype, "F64") == 0  ? 8
-                                             : 0;
-  if (!kind)
+  const mpk_dtype *dt = mpk_dtype_by_st_name(t->dtype);
+  mpk_dtype_id kind = dt ? dt->id : MPK_DT_UNKNOWN;
+  if (kind != MPK_DT_FLOAT32 && kind != MPK_DT_FLOAT16 && kind != MPK_DT_BFLOAT16 && kind != MPK_DT_FLOAT64)
     return mpk_fail(err, MPK_EUNSUPPORTED, NULL, NULL, "tensor \"%.200s\": dtype %s cannot be read as float32 (F32, F16, "
                     "BF16 or F64 only)", name, t->dtype);
   if (t->numel > SIZE_MAX / sizeof(float))
@@ -458,13 +447,13 @@ int mpk_safetensors_tensor_to_f32(const mpk_safetensors_tensor *t, float **out, 
   if (!f) return mpk_fail(err, MPK_ENOMEM, NULL, NULL, "tensor \"%.200s\": out of memory", name);
   const uint8_t *p = t->data;
   switch (kind) {
-    case 4:
+    case MPK_DT_FLOAT32:
       for (size_t i = 0; i < n; i++) f[i] = f32_bits(ld32(p + 4 * i));
       break;
-    case 2:
+    case MPK_DT_FLOAT16:
       for (size_t i = 0; i < n; i++) f[i] = half_to_f32(ld16(p + 2 * i));
       break;
-    case 3:
+    case MPK_DT_BFLOAT16:
       for (size_t i = 0; i < n; i++) f[i] = f32_bits((uint32_t)ld16(p + 2 * i) << 16);
       break;
     default:

@@ -310,10 +310,6 @@ bool mpk_mt_record_find(const json_t *record, const char *name, const char **shi
 
 #define gate_problem(f, code, file, ...) mpk_findings_fail((f), (code), (file), NULL, __VA_ARGS__)
 
-static void sync_gate(mpk_mt_gate_report *r) {
-  r->problems = r->priv_->found.problems;
-  r->n_problems = r->priv_->found.n_problems;
-}
 
 /* The rule every refusal cites. */
 #define SHIPPED_RULE                                                                                        \
@@ -429,6 +425,7 @@ int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff
     return mpk_fail(err, MPK_ENOMEM, inference_dir, NULL, "out of memory");
   }
   r->priv_ = p;
+  mpk_findings_publish(&p->found, &r->problems, &r->n_problems, NULL, NULL);
   p->hold = -1;
   size_t n = 0;
   for (size_t i = 0; map && i < map->n_entries; i++)
@@ -478,7 +475,6 @@ int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff
   }
   if (!map || map->n_entries == 0 || n == 0) {
     json_decref(record);
-    sync_gate(r);
     r->no_merged_weights = 1;
     r->ready = r->n_problems == 0;
     *out = r;
@@ -571,7 +567,6 @@ int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff
   free(job_of);
   r->tensors = p->tensors;
   r->n_tensors = k;
-  sync_gate(r);
   if (!rc && p->found.oom) rc = MPK_ENOMEM;
   if (rc) {
     mpk_mt_gate_report_free(r);
