@@ -12,7 +12,8 @@
  *   - values: mpk_version_number(); mpk_error_format() (a length, as snprintf); mpk_dtype_bits() and
  *     mpk_safetensors_dtype_size() (0: unknown dtype); mpk_mt_storage_budget() (bytes);
  *     mpk_audio_canonical_length() (a double, as WebLLM computes it);
- *   - predicates, 1 or 0: mpk_pattern_matches(), mpk_pattern_valid();
+ *   - predicates, 1 or 0: mpk_pattern_matches(), mpk_pattern_valid(), mpk_output_is_stdout(),
+ *     mpk_output_to_stdout();
  *   - lookups returning a pointer, NULL when absent: mpk_version(), mpk_code_name(), every
  *     `_name()` (static strings), and the finders (mpk_mlc_package_task(), mpk_mlc_artifact_program(),
  *     mpk_mlc_entry_get(), mpk_mt_manifest_variant/plan/file(), mpk_safetensors_find(),

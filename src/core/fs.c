@@ -29,7 +29,8 @@ int mpk_map_fd(int fd, const char *shown, size_t size, mpk_mapped *out, mpk_erro
 }
 
 int mpk_map_beneath(const char *root, const char *rel, size_t max_size, mpk_mapped *out, mpk_error *err) {
-  memset(out, 0, sizeof *out);
+  if (out) memset(out, 0, sizeof *out);
+  if (!rel || !out) return mpk_fail(err, MPK_EINVAL, root, NULL, "NULL argument");
   int fd;
   struct stat st;
   int rc = mpk_open_read(root, rel, max_size, &fd, &st, err);

@@ -111,6 +111,7 @@ static int open_output(const char *path, mpk_output *o, mpk_error *err) {
 }
 
 int mpk_output_write(mpk_output *o, const void *data, size_t len, mpk_error *err) {
+  if (!o || (len && !data)) return mpk_fail(err, MPK_EINVAL, o ? o->path : NULL, NULL, "NULL argument");
   if (!o || o->fd < 0) return mpk_fail(err, MPK_EIO, o && o->path ? o->path : "output", NULL, "output is not open");
   if (mpk_write_all(o->fd, data, len) != 0)
     return mpk_fail(err, MPK_EIO, o->to_stdout && strcmp(o->path, "-") == 0 ? "standard output" : o->path, NULL,

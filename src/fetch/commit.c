@@ -159,6 +159,7 @@ int mpk_fx_recover(mpk_fetch_stage *s, mpk_error *err) {
 }
 
 void mpk_fetch_new_id(char out[33]) {
+  if (!out) return;
   uint8_t b[16];
   if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
     uint64_t t = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);

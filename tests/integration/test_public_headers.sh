@@ -33,7 +33,7 @@ for h in "${headers[@]}"; do
   printf '#include <%s>\n#include <%s>\nint mpk_header_test_anchor_;\n' "$h" "$h" > "$TMP/one.c"
   for lang in c cxx; do
     if compile "$lang" "$TMP/one.c"; then echo "ok: $h ($lang)"
-    else echo "FAIL: $h does not compile on its own as ${lang/cxx/C++17}"; sed 's/^/  /' "$TMP/out" | head -20; fail=1; fi
+    else echo "FAIL: $h does not compile on its own as ${lang/cxx/C++17}"; sed -n '1,20s/^/  /p' "$TMP/out"; fail=1; fi
   done
 done
 
@@ -56,6 +56,6 @@ n=$(echo "$inits" | wc -w)
 if [ "$n" -lt 12 ]; then echo "FAIL: found $n options initializers, expected at least 12"; fail=1; fi
 for lang in c cxx; do
   if compile "$lang" "$TMP/inits.c"; then echo "ok: $n options initializers ($lang)"
-  else echo "FAIL: an options initializer does not compile as ${lang/cxx/C++17}"; sed 's/^/  /' "$TMP/out" | head -20; fail=1; fi
+  else echo "FAIL: an options initializer does not compile as ${lang/cxx/C++17}"; sed -n '1,20s/^/  /p' "$TMP/out"; fail=1; fi
 done
 exit $fail
