@@ -467,6 +467,9 @@ typedef struct mpk_mlc_build_result {
   char interface_id[MPK_SHA256_ID_SIZE];
   char parameter_schema_id[MPK_SHA256_ID_SIZE];
   mpk_mlc_resources resources;
+  int f16_without_shader_f16; /**< 1: a parameter is float16 but "shader-f16" is not among the
+                                   required features (a WebGPU device without it cannot run the
+                                   shaders): worth a warning, not a refusal */
 } mpk_mlc_build_result;
 
 /**

@@ -155,10 +155,7 @@ int mpk_cmd_mlc_build(int argc, char **argv) {
   } else if ((rc = mpk_output_file(a.output ? a.output : "-", out.artifact, out.artifact_len, &err))) {
     goto fail;
   }
-  bool f16 = false, f16_required = false;
-  for (size_t i = 0; i < params->n; i++) f16 |= strcmp(params->items[i].dtype, "float16") == 0;
-  for (size_t i = 0; i < n_feat; i++) f16_required |= strcmp(feat[i], "shader-f16") == 0;
-  if (f16 && !f16_required)
+  if (out.f16_without_shader_f16)
     fprintf(stderr, "modelpkg: warning: float16 parameters, but shader-f16 is not among the required features\n");
   fprintf(stderr, "modelpkg: wrote %s (interface_id %s, parameter_schema_id %s)%s%s\n", manifest_path,
           out.interface_id, out.parameter_schema_id, a.output && strcmp(a.output, "-") != 0 ? " and " : "",

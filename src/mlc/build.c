@@ -134,6 +134,13 @@ int mpk_mlc_build(const mpk_mlc_build_input *in, mpk_mlc_build_result *out, mpk_
   if ((rc = mpk_mlc_tasks_interface_id(tasks, n_tasks, out->interface_id, err))) goto out;
   if ((rc = mpk_mlc_parameter_schema_id(in->params, out->parameter_schema_id, err))) goto out;
   if ((rc = mpk_mlc_params_resources(in->params, in->dims, in->n_dims, &out->resources, err))) goto out;
+  {
+    bool f16 = false, f16_required = false;
+    for (size_t i = 0; i < in->params->n; i++) f16 |= mpk_dtype_is(in->params->items[i].dtype, MPK_DT_FLOAT16);
+    for (size_t i = 0; i < in->n_required_features; i++)
+      f16_required |= in->required_features[i] && strcmp(in->required_features[i], "shader-f16") == 0;
+    out->f16_without_shader_f16 = f16 && !f16_required;
+  }
   if (!(features = features_json(in, err))) {
     rc = err ? err->code : MPK_ENOMEM;
     goto out;

@@ -178,10 +178,37 @@ static void test_atomic_write(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* float16 parameters without "shader-f16" among the required features: flagged, not refused. */
+static void test_f16_feature_warning(void **state) {
+  (void)state;
+  const char *tasks = "{\"chat.completions\":{\"executor\":\"generation\",\"inputs\":{\"text\":"
+                      "{\"processor\":\"tokenizer\"}},\"output\":\"text\"}}";
+  const char *f16 = "[[\"w\", [2, 3], \"float16\"]]", *f32 = "[[\"w\", [2, 3], \"float32\"]]";
+  const char *with[] = {"shader-f16"}, *other[] = {"subgroups"};
+  struct {
+    const char *params;
+    const char *const *feat;
+    size_t n;
+    int want;
+  } cases[] = {{f16, NULL, 0, 1}, {f16, other, 1, 1}, {f16, with, 1, 0}, {f32, NULL, 0, 0}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    json_t *plist = json_loads(cases[k].params, 0, NULL);
+    mpk_mlc_params *p = params_of(plist);
+    mpk_mlc_build_result out;
+    mpk_error err;
+    if (build(tasks, programs, p, cases[k].feat, cases[k].n, &out, &err)) fail_msg("case %zu: %s", k, tu_err(&err));
+    assert_int_equal(out.f16_without_shader_f16, cases[k].want);
+    mpk_mlc_build_result_free(&out);
+    mpk_mlc_params_free(p);
+    json_decref(plist);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reference_sidecars_byte_exact),
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_f16_feature_warning),
       cmocka_unit_test(test_program_sources),
       cmocka_unit_test(test_ascii_escaping),
       cmocka_unit_test(test_atomic_write),
