@@ -16,11 +16,16 @@ expect() {
     fail=$((fail + 1)); echo "FAIL: $name (exit $rc, wanted $status; pattern '$pattern')"; first_lines 20 "$out"
   fi
 }
-ok() { pass=$((pass + 1)); }
+# ok [NAME] / bad WHAT: count a passed / failed check (ok prints "ok: NAME" when given one).
+ok() { pass=$((pass + 1)); [ $# -eq 0 ] || echo "ok: $*"; }
 # first_lines N TEXT: the first N lines of TEXT. Not `printf | head`: head exiting early would
 # SIGPIPE the writer, and under pipefail that status is the pipeline's (test_no_pipe_grep.sh).
 first_lines() { local -a l; mapfile -t -n "$1" l <<<"$2"; [ ${#l[@]} -eq 0 ] || printf '%s\n' "${l[@]}"; }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+# check NAME CMD...: ok NAME when CMD succeeds, else bad NAME.
+check() { local what="$1"; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+# free_port: a TCP port on 127.0.0.1 nothing listens on now (for a test's own server).
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # ---- tools a test needs (issue 17). Absent, the test is skipped, never passed and never failed:
 # it prints "SKIP: <test>: <tool> not found (scripts/setup.sh --test installs it)" and exits 77,

@@ -8,9 +8,7 @@ MPK=$1
 SRC=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-pass=0 failed=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*" >&2; failed=$((failed + 1)); }
+. "$(dirname "$0")/expect.sh"
 
 commands=("check" "fit" "audio" "image" "mlc id" "mlc metadata" "mlc build" "mlc plan" "mt build" "mt reseal"
   "mt handoff fmt" "mt handoff build" "mt graph" "mt inspect" "mt tensors" "mt merge" "mt select" "mt plan"
@@ -66,5 +64,4 @@ done
 # mt --help is not mt build's help any more.
 mth=$("$MPK" mt --help); case $mth in "usage: modelpkg mt build"*) bad "mt --help prints mt build's help" ;; *) ok ;; esac
 
-echo "test_cli_help: $pass passed, $failed failed"
-[ $failed = 0 ]
+finish test_cli_help

@@ -6,9 +6,7 @@
 set -uo pipefail
 MPK="$1"; SRC="$2"; ROUNDS="${3:-25}"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/expect.sh"
 
 pkg="$TMP/pkg"
 cp -r "$SRC/examples/mt-tiny" "$pkg"
@@ -47,5 +45,4 @@ left="$(find "$pkg" -name '*.tmp.??????' | wc -l)"
 [ "$left" -eq 0 ] && ok || bad "$left temporary files left after the final run"
 "$MPK" check "$pkg" --all-variants >/dev/null 2>&1 && ok || bad "check after the final run"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -26,11 +26,7 @@ cleanup() {
   rm -rf "$T"
 }
 trap cleanup EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "ok: $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { local what="$1"; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+. "$HERE/expect.sh"
 
 cp -r "$TINY" "$T/pkg"
 chmod -R u+w "$T/pkg"
@@ -202,7 +198,6 @@ out="$(timeout 20 "$MPK" mt install "$T/pkg" --repo-id org/tiny --json 2>/dev/nu
 check "json: a missing option is the envelope too (exit 2)" test $rc -eq 2 -a "$(jsondoc usage <<<"$out")" = ok
 
 # ---- a hostile server
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # server MODE: (re)start hostile_http.py in MODE on a fresh port; $BASE is its URL
 server() {
   [ -n "$SRV_PID" ] && kill "$SRV_PID" 2>/dev/null && wait "$SRV_PID" 2>/dev/null
@@ -263,5 +258,4 @@ inst "$BASE" "$T/h-big"
 check "a 70 KiB header: refused" test $rc -eq 1
 check "a 70 KiB header: names the limit" grep -q "refused: the response's headers exceed 65536 bytes" <<<"$msg"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
