@@ -375,14 +375,14 @@ expect merge_wrong_adapter 1 'not a safetensors|header' -- "$MPK" mt merge "$MT"
 # the filter that excluded it; cpu-int4 core+inference is 2,700 bytes: 3,000 free fits (budget
 # 2,700), 2,999 does not (2,699) and cpu-fp16 (2,301) is taken instead.
 expect select_help 0 'usage: modelpkg mt select DIR' -- "$MPK" mt select --help
-expect plan_help 0 'usage: modelpkg mt plan DIR\|URL --variant ID' -- "$MPK" mt plan --help
+expect plan_help 0 'usage: modelpkg mt plan DIR\|URL \[--variant ID\]' -- "$MPK" mt plan --help
 expect mt_help_lists_select 0 'mt select DIR' -- "$MPK" mt --help
 expect select_no_dir 2 'missing the package directory' -- "$MPK" mt select
 expect select_bad_memory 2 "--memory-mb needs a non-negative integer, not '1G'" -- "$MPK" mt select "$T" --memory-mb 1G
 expect select_empty_item 2 "--abi 'arm64-v8a,' has an empty item" -- "$MPK" mt select "$T" --abi arm64-v8a,
 expect select_twice 2 '--engine given twice' -- "$MPK" mt select "$T" --engine native --engine genai
 expect select_unknown_opt 2 "unknown option '--variant'" -- "$MPK" mt select "$T" --variant cpu-int4
-expect plan_no_variant 2 'missing --variant ID' -- "$MPK" mt plan "$T"
+expect plan_default_variant 0 'modelpkg mt plan .* \(variant cpu-int4; groups core, checksums, inference\)' -- "$MPK" mt plan "$T"
 expect select_no_such 1 'nope: not found' -- "$MPK" mt select "$TMP/nope"
 expect select_arm64 0 'chosen: cpu-int4 \(2700 bytes to download\)$' -- "$MPK" mt select "$T" --abi arm64-v8a
 expect select_arm64_why 0 '#2  cpu-fp16 +fp16 +2301 bytes  lost: ranks below cpu-int4: its quantization "fp16" is not in the preference list' \
