@@ -239,7 +239,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["format"] == "mobiletransformers" and r["ok"] is False, r
 assert r["manifest"]["defaultVariant"] == "cpu-int4" and r["manifest"]["variants"] == ["cpu-int4", "cpu-fp16"], r
-assert r["checked"] == {"variants": ["cpu-int4"], "all_variants": False, "hashed": True}, r["checked"]
+assert r["checked"] == {"variants": ["cpu-int4"], "all_variants": False, "hashed": True, "installed": False}, r["checked"]
 assert r["files"] == {"in_scope": 22, "sized": 21, "hashed": 20, "bytes_hashed": 4006 + 25 - 24 - 17, "merged": 0}, r["files"]
 assert r["unlisted"] == ["stray.txt"], r["unlisted"]
 assert r["tensors"] == {"gated": 1, "verified": 1}, r["tensors"]
