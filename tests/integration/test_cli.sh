@@ -370,6 +370,20 @@ expect merge_json 0 '"orientation": "no_transpose"' -- "$MPK" mt merge "$MT" --a
 expect merge_no_scale 1 'no usable scale' -- "$MPK" mt merge "$MT" --adapter "$AD" --variant cpu-int4 --dry-run
 expect merge_wrong_adapter 1 'not a safetensors|header' -- "$MPK" mt merge "$MT" --adapter "$MT/README.md"
 
+# An installed model is a package to every command (docs/mt-installed.md): the user's journey of
+# issue 18 — install, check, the gate, the graph, a merge in the cache, check again.
+IC="$TMP/icache"
+expect installed_install 0 'OK: installed cpu-fp16 ' -- "$MPK" mt install "$MT" --repo-id org/Tiny --cache "$IC" --features inference,train
+expect installed_check 0 'checked:   variant cpu-fp16 \(an installed model' -- "$MPK" check "$IC/org__Tiny"
+expect installed_check_ok 0 'OK: all checks hold' -- "$MPK" check "$IC/org__Tiny"
+expect installed_tensors 0 'OK: 2 tensors verified and loadable' -- "$MPK" mt tensors "$IC/org__Tiny"
+expect installed_graph 0 "graph: +$IC/org__Tiny/inference/model.onnx" -- "$MPK" mt graph "$IC/org__Tiny"
+expect installed_other_variant 1 'the installed tree holds variant "cpu-fp16", not "cpu-int4"' -- "$MPK" mt tensors "$IC/org__Tiny" --variant cpu-int4
+expect installed_merge 0 'OK: merged 2 entries' -- "$MPK" mt merge "$IC/org__Tiny" --adapter "$AD"
+expect installed_check_merged 0 '4 merged on device' -- "$MPK" check "$IC/org__Tiny"
+expect installed_plan 0 '\(variant cpu-fp16; groups core, checksums, inference\)' -- "$MPK" mt plan "$IC/org__Tiny"
+expect installed_update_keeps 0 'OK: installed cpu-fp16 ' -- "$MPK" mt install "$MT" --repo-id org/Tiny --cache "$IC"
+
 # mt select / mt plan: the variant a device gets and the exact bytes to download (docs/mt-select.md),
 # on the reference fixture: arm64 and genai → cpu-int4; 1024 MB → nothing, each variant named with
 # the filter that excluded it; cpu-int4 core+inference is 2,700 bytes: 3,000 free fits (budget
