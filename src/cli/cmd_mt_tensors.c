@@ -188,7 +188,7 @@ static int list(const char *dir, const char *variant, unsigned jobs, bool stamp,
            how[0] ? "  " : "", how);
   }
   if (g->stamp_ignored) printf("  the verification stamp was ignored (%s): every file was hashed\n", g->stamp_ignored);
-  if (g->n_from_stamp || stamp || rehash)
+  if (g->n_from_stamp || g->stamp_written || g->stamp_ignored || stamp || rehash)
     printf("  %zu hashed now, %zu accepted by stamp%s\n", g->n_hashed, g->n_from_stamp,
            g->stamp_written ? "; stamp written" : "");
   for (size_t i = 0; i < g->n_problems; i++) mpk_cli_error(&g->problems[i]);

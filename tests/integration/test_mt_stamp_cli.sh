@@ -3,7 +3,7 @@
 # per-file report ("hashed now" / "accepted by stamp (hashed at ...)") in human and --json form, a
 # byte flipped in place with its mtime restored (`touch -d`) caught, --rehash hashing every file,
 # a torn stamp ignored, check not calling the stamp unlisted and an install source that ships one
-# refused. usage: test_mt_stamp_cli.sh MODELPKG SOURCE_DIR
+# refused, and an installed model stamped with no option. usage: test_mt_stamp_cli.sh MODELPKG SOURCE_DIR
 set -uo pipefail
 MPK="$1"; SRC="$2"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
@@ -49,6 +49,16 @@ truncate -s 40 "$STAMP"
 expect torn_ignored 0 "stamp was ignored \(.*torn or edited" -- "$MPK" mt tensors "$P" --stamp
 expect torn_replaced 0 "[12] accepted by stamp" -- "$MPK" mt tensors "$P" --stamp
 
+# An installed model keeps a stamp with no option; check on it still hashes and stays silent about it.
+C="$TMP/cache"; T="$C/org__Tiny"
+expect install 0 "" -- "$MPK" mt install "$SRC/examples/mt-tiny" --repo-id org/Tiny --cache "$C"
+sleep 1.1
+expect installed_first 0 "2 hashed now, 0 accepted by stamp; stamp written" -- "$MPK" mt tensors "$T"
+check installed_stamp test -f "$T/inference/.modelpkg-verified.json"
+expect installed_second 0 "0 hashed now, 2 accepted by stamp" -- "$MPK" mt tensors "$T"
+expect installed_rehash 0 "2 hashed now, 0 accepted by stamp; stamp written" -- "$MPK" mt tensors "$T" --rehash
+expect installed_check 0 "OK: all checks hold" -- "$MPK" check "$T"
+
 # --help lists both options.
 expect help 0 "--rehash" -- "$MPK" mt tensors --help
 
@@ -65,6 +75,6 @@ j.setdefault("fileSizes", {})[rel] = 2
 if "sha256" in j: j["sha256"][rel] = hashlib.sha256(b"{}").hexdigest()
 json.dump(j, open(m, "w"), indent=2)
 EOF
-expect install_refuses 1 "verification stamp" -- "$MPK" mt install "$S" --repo-id org/Tiny --cache "$TMP/cache"
+expect install_refuses 1 "verification stamp" -- "$MPK" mt install "$S" --repo-id org/Other --cache "$TMP/cache2"
 expect tensors_refuses 1 "verification stamp" -- "$MPK" mt tensors "$S"
 finish

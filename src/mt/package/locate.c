@@ -150,13 +150,6 @@ int mpk_mt_load_map(const char *dir, const mpk_mt_located *loc, mpk_mt_handoff *
   return rc;
 }
 
-/* An installed tree (`<cache>/<repo>/inference/...`, the lead's mpk_mt_tree): until that notion
-   is in the library, no located variant counts as installed and the caller's use_stamp decides. */
-static bool mpk_mt_located_installed(const mpk_mt_located *loc) {
-  (void)loc;
-  return false;
-}
-
 /* The public face of the three steps above and the gate: what `modelpkg mt tensors` lists. */
 struct mpk_mt_variant_gate_priv {
   mpk_mt_located loc;
@@ -223,7 +216,7 @@ int mpk_mt_variant_gate_open(const char *dir, const char *variant, const mpk_mt_
   }
   /* An installed model keeps the gate's verification stamp in its inference directory (the caller
      may ask for it on a package directory too). */
-  if (mpk_mt_located_installed(&p->loc)) go.use_stamp = 1;
+  if (p->loc.tree.installed) go.use_stamp = 1;
   rc = mpk_mt_load_gate_at(inf_fd, p->loc.inference_dir, p->map, &go, NULL, &p->report, err);
   if (inf_fd >= 0) close(inf_fd);
   if (rc) goto fail;
