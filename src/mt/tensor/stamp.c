@@ -75,6 +75,45 @@ static const char *body_invalid(const json_t *root) {
   return NULL;
 }
 
+int mpk_mt_stamp_parse(const void *bytes, size_t len, int64_t file_mtime_ns, mpk_mt_stamp *out, char *why,
+                       size_t why_cap) {
+  memset(out, 0, sizeof *out);
+  if (why_cap) why[0] = '\0';
+  const char *data = bytes, *bad = NULL;
+  size_t np = sizeof prefix - 1, nm = sizeof middle - 1, ns = sizeof suffix - 1;
+  if (!data || len < np + 64 + nm + ns || memcmp(data, prefix, np) != 0 || memcmp(data + np + 64, middle, nm) != 0 ||
+      memcmp(data + len - ns, suffix, ns) != 0)
+    bad = "it is not a stamp document (torn or edited)";
+  const char *body = bad ? NULL : data + np + 64 + nm;
+  size_t body_len = bad ? 0 : len - np - 64 - nm - ns;
+  if (!bad) {
+    uint8_t d[MPK_SHA256_LEN];
+    char hex[65];
+    mpk_sha256(body, body_len, d);
+    mpk_hex(d, sizeof d, hex);
+    if (memcmp(hex, data + np, 64) != 0) bad = "its checksum does not match its content (torn or edited)";
+  }
+  json_t *root = NULL;
+  if (!bad) {
+    mpk_error pe;
+    mpk_error_clear(&pe);
+    if (mpk_json_parse(body, body_len, NULL, MPK_MT_STAMP_FILE, &root, &pe)) bad = "its body is not valid JSON";
+    else bad = body_invalid(root);
+  }
+  if (bad) {
+    json_decref(root);
+    snprintf(why, why_cap, "%s", bad);
+    return -1;
+  }
+  out->root = root;
+  out->files = json_object_get(root, "files");
+  out->written_at_ns = json_integer_value(json_object_get(root, "written_at_ns"));
+  /* The stamp's moment on the file system's clock (its own mtime) and on the writer's: the earlier. */
+  int64_t cut = sec_of(out->written_at_ns), own = sec_of(file_mtime_ns);
+  out->cut_sec = own < cut ? own : cut;
+  return 1;
+}
+
 int mpk_mt_stamp_load(int dfd, const char *shown, mpk_mt_stamp *out, char *why, size_t why_cap) {
   memset(out, 0, sizeof *out);
   if (why_cap) why[0] = '\0';
@@ -98,42 +137,14 @@ int mpk_mt_stamp_load(int dfd, const char *shown, mpk_mt_stamp *out, char *why, 
     got += (size_t)r;
   }
   close(fd);
-  const char *bad = NULL;
-  size_t np = sizeof prefix - 1, nm = sizeof middle - 1, ns = sizeof suffix - 1;
-  if (!data) bad = "out of memory";
-  else if (got != len) bad = "it could not be read whole";
-  else if (len < np + 64 + nm + ns || memcmp(data, prefix, np) != 0 || memcmp(data + np + 64, middle, nm) != 0 ||
-           memcmp(data + len - ns, suffix, ns) != 0)
-    bad = "it is not a stamp document (torn or edited)";
-  const char *body = data ? data + np + 64 + nm : NULL;
-  size_t body_len = bad ? 0 : len - np - 64 - nm - ns;
-  if (!bad) {
-    uint8_t d[MPK_SHA256_LEN];
-    char hex[65];
-    mpk_sha256(body, body_len, d);
-    mpk_hex(d, sizeof d, hex);
-    if (memcmp(hex, data + np, 64) != 0) bad = "its checksum does not match its content (torn or edited)";
-  }
-  json_t *root = NULL;
-  if (!bad) {
-    mpk_error pe;
-    mpk_error_clear(&pe);
-    if (mpk_json_parse(body, body_len, NULL, MPK_MT_STAMP_FILE, &root, &pe)) bad = "its body is not valid JSON";
-    else bad = body_invalid(root);
-  }
-  free(data);
-  if (bad) {
-    json_decref(root);
-    snprintf(why, why_cap, "%s", bad);
+  if (!data || got != len) {
+    free(data);
+    snprintf(why, why_cap, "%s", data ? "it could not be read whole" : "out of memory");
     return -1;
   }
-  out->root = root;
-  out->files = json_object_get(root, "files");
-  out->written_at_ns = json_integer_value(json_object_get(root, "written_at_ns"));
-  /* The stamp's moment on the file system's clock (its own mtime) and on the writer's: the earlier. */
-  int64_t cut = sec_of(out->written_at_ns), own = sec_of(ns_of(st.st_mtim));
-  out->cut_sec = own < cut ? own : cut;
-  return 1;
+  rc = mpk_mt_stamp_parse(data, len, ns_of(st.st_mtim), out, why, why_cap);
+  free(data);
+  return rc;
 }
 
 static uint64_t u64_of(const json_t *e, const char *key) {

@@ -48,6 +48,10 @@ typedef struct mpk_mt_stamp {
 /* Read the stamp beneath `dfd`: 1 valid (out filled), 0 none, -1 ignored (why says: torn, edited,
    unreadable, not a stamp). Never an error: an unusable stamp means every file is hashed. */
 int mpk_mt_stamp_load(int dfd, const char *shown, mpk_mt_stamp *out, char *why, size_t why_cap);
+/* The same on the stamp's bytes in memory (`file_mtime_ns`: the stamp file's mtime; the fuzz target's
+   entry point). */
+int mpk_mt_stamp_parse(const void *data, size_t len, int64_t file_mtime_ns, mpk_mt_stamp *out, char *why,
+                       size_t why_cap);
 void mpk_mt_stamp_free(mpk_mt_stamp *s);
 /* The stamp's digest of `name` when its entry matches `st` (dev, ino, size, mtime_ns, ctime_ns) and
    is not racy; false otherwise (hash it). */
