@@ -577,7 +577,7 @@ typedef struct mpk_mt_gate_tensor {
   mpk_mt_authority authority;
   char sidecar[65];             /**< the sidecar's digest, lowercased ("" when none or bad) */
   char map_sha256[65];          /**< the map's digest ("" when none) */
-  char actual[65];              /**< the computed digest ("" when not computed) */
+  char actual[65];              /**< the file's digest: computed now, or the stamp's (from_stamp) ("" when neither) */
   uint64_t size;                /**< the file's size (0 when missing) */
   /* the declared layout (the size rule of mpk_mt_tensor_open); `layout_code` 0: described */
   int layout_code;
@@ -587,12 +587,18 @@ typedef struct mpk_mt_gate_tensor {
   uint64_t declared_bytes;      /**< 0 when not computable */
   int size_ok;                  /**< 1: the file size is exactly declared_bytes */
   int merged;                   /**< 1: merged on device, verified against modelpkg's merge record */
+  /* appended (the verification stamp) */
+  int from_stamp;               /**< 1: accepted by the stamp: `actual` is the digest it recorded, not hashed now */
+  int64_t hashed_at_ms;         /**< when `actual` was computed, Unix epoch ms (now, or the stamp's time); 0: never */
 } mpk_mt_gate_tensor;
 
 typedef struct mpk_mt_gate_options {
   size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   int presence_only;      /**< 1: nothing is hashed: files present, and each sidecar (a few bytes) shipped or recorded */
   unsigned workers;       /**< threads hashing files; 0: one per CPU, at most 8 */
+  /* appended: the verification stamp (.modelpkg-verified.json in the inference directory, docs/mt.md) */
+  int use_stamp;          /**< 1: accept a file the stamp vouches for without hashing it; refresh the stamp */
+  int rehash;             /**< 1: ignore the stamp, hash every file, and write a fresh stamp (implies use_stamp) */
 } mpk_mt_gate_options;
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_MT_GATE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_gate_options)
@@ -609,6 +615,11 @@ typedef struct mpk_mt_gate_report {
   int recovery;                       /**< an mpk_mt_recovery: what finishing an interrupted merge did */
   size_t recovery_files;              /**< files it renamed (rolled forward) or removed (rolled back) */
   struct mpk_mt_gate_priv *priv_;
+  /* appended: the verification stamp */
+  size_t n_hashed;                    /**< tensors hashed now */
+  size_t n_from_stamp;                /**< tensors accepted by the stamp (not hashed) */
+  int stamp_written;                  /**< 1: a fresh stamp was written */
+  const char *stamp_ignored;          /**< why an existing stamp was not used (torn, edited...); NULL otherwise */
 } mpk_mt_gate_report;
 
 /**
@@ -628,11 +639,27 @@ typedef struct mpk_mt_gate_report {
  * merges (a shared lock) until the report is freed: keep the report while opening the tensors,
  * and no merge can replace them in between (mpk_mt_merge fails "... a reader holds it"); any
  * number of gates may hold the same directory.
+ *
+ * The verification stamp (opts->use_stamp, or rehash): the gate remembers, in
+ * `inference_dir`/.modelpkg-verified.json, each file's SHA-256 with its st_dev, st_ino, size, mtime
+ * and ctime (ns). A file whose five values are unchanged and which was not modified in the second
+ * the stamp was written or later ("racy", re-hashed) is not hashed again: its stamped digest goes
+ * through exactly the judgement above (sidecar, merge record, shipped digest). The stamp carries a
+ * checksum over its content; a torn or edited one is ignored (everything hashed). After hashing
+ * anything the gate rewrites the stamp atomically; a directory it cannot write to just has no stamp.
+ * `rehash` hashes every file and rewrites it. What a stamp cannot see: docs/mt.md.
  */
 MPK_API int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const mpk_mt_gate_options *opts,
                              mpk_mt_gate_report **out, mpk_error *err);
 /** Free the report and release its hold on the inference directory (merges may run again); accepts NULL. */
 MPK_API void mpk_mt_gate_report_free(mpk_mt_gate_report *r);
+/**
+ * The verification stamp of `inference_dir` (what `mt list` shows as the last verification): when
+ * the load gate wrote it (Unix epoch ms) and how many files it vouches for. MPK_ENOTFOUND: no stamp
+ * (never gated with use_stamp); MPK_EMALFORMED: a stamp the gate would ignore (torn or edited,
+ * err says why). All pointers but err are required (MPK_EINVAL).
+ */
+MPK_API int mpk_mt_stamp_info(const char *inference_dir, int64_t *written_at_ms, size_t *n_files, mpk_error *err);
 /** "sidecar", "map", "none". */
 MPK_API const char *mpk_mt_authority_name(mpk_mt_authority a);
 /** "verified", "present", "missing", "no checksum", "bad sidecar", "mismatch", "unreadable". */

@@ -31,7 +31,7 @@ uint64_t mpk_mt_install_parse_part(const void *data, size_t len, const char *sha
 /* ---------------------------------------------------------------- plan */
 
 /* The merge's journal, temporaries and record are written only on the device, inside modelpkg's own merge
-   transaction: a package that lists either (as any file's last segment) is refused before anything
+   transaction, and so is the load gate's verification stamp: a package that lists either (as any file's last segment) is refused before anything
    is fetched — never installed, so never replayed or trusted (docs/SECURITY.md). */
 static int refuse_device_files(const mpk_mt_manifest *m, mpk_error *err) {
   for (size_t i = 0; i < m->n_files; i++) {
@@ -42,9 +42,12 @@ static int refuse_device_files(const mpk_mt_manifest *m, mpk_error *err) {
     mpk_path_push_key(&ptr, m->files[i].has_size ? "fileSizes" : "sha256");
     mpk_path_push_key(&ptr, p);
     return mpk_fail(err, MPK_EMALFORMED, MPK_MT_MANIFEST_FILENAME, ptr.buf,
-                    "lists %s, a %s: those are written only on the device by modelpkg's merge, never shipped in a "
-                    "package; an install source carrying one is refused",
-                    p, strcmp(base, MPK_MT_MERGE_RECORD) == 0 ? "merge record" : "merge transaction file");
+                    "lists %s, a %s: those are written only on the device by modelpkg (its merge or its load gate), "
+                    "never shipped in a package; an install source carrying one is refused",
+                    p,
+                    strcmp(base, MPK_MT_MERGE_RECORD) == 0                                          ? "merge record"
+                    : strncmp(base, MPK_MT_STAMP_FILE, sizeof MPK_MT_STAMP_FILE - 1) == 0 ? "verification stamp"
+                                                                                                    : "merge transaction file");
   }
   for (size_t i = 0; i < m->n_required_files; i++) {
     const char *p = m->required_files[i], *slash = strrchr(p, '/'), *base = slash ? slash + 1 : p;
