@@ -577,7 +577,7 @@ typedef struct mpk_mt_gate_tensor {
   mpk_mt_authority authority;
   char sidecar[65];             /**< the sidecar's digest, lowercased ("" when none or bad) */
   char map_sha256[65];          /**< the map's digest ("" when none) */
-  char actual[65];              /**< the file's digest: computed now, or the stamp's (from_stamp) ("" when neither) */
+  char actual[65];              /**< the file's digest: computed now, or the stamp's (report->hashing[i]) ("" when neither) */
   uint64_t size;                /**< the file's size (0 when missing) */
   /* the declared layout (the size rule of mpk_mt_tensor_open); `layout_code` 0: described */
   int layout_code;
@@ -587,10 +587,14 @@ typedef struct mpk_mt_gate_tensor {
   uint64_t declared_bytes;      /**< 0 when not computable */
   int size_ok;                  /**< 1: the file size is exactly declared_bytes */
   int merged;                   /**< 1: merged on device, verified against modelpkg's merge record */
-  /* appended (the verification stamp) */
+} mpk_mt_gate_tensor;
+
+/** How tensor i's digest was had (mpk_mt_gate_report.hashing[i]; an element struct of a result
+    array never grows, so facts added after 0.1 come in a parallel array: docs/API.md). */
+typedef struct mpk_mt_gate_hashing {
   int from_stamp;               /**< 1: accepted by the stamp: `actual` is the digest it recorded, not hashed now */
   int64_t hashed_at_ms;         /**< when `actual` was computed, Unix epoch ms (now, or the stamp's time); 0: never */
-} mpk_mt_gate_tensor;
+} mpk_mt_gate_hashing;
 
 typedef struct mpk_mt_gate_options {
   size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
@@ -620,6 +624,7 @@ typedef struct mpk_mt_gate_report {
   size_t n_from_stamp;                /**< tensors accepted by the stamp (not hashed) */
   int stamp_written;                  /**< 1: a fresh stamp was written */
   const char *stamp_ignored;          /**< why an existing stamp was not used (torn, edited...); NULL otherwise */
+  const mpk_mt_gate_hashing *hashing; /**< n_tensors, parallel to `tensors` */
 } mpk_mt_gate_report;
 
 /**

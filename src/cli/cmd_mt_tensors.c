@@ -42,15 +42,15 @@ static const char *iso_ms(int64_t ms, char *buf, size_t cap) {
 }
 
 /* "hashed now", "accepted by stamp (hashed at ...)", "" when the file was not hashed. */
-static const char *how_verified(const mpk_mt_gate_tensor *t, char *buf, size_t cap) {
+static const char *how_verified(const mpk_mt_gate_hashing *h, char *buf, size_t cap) {
   char at[48];
-  if (t->from_stamp) snprintf(buf, cap, "accepted by stamp (hashed at %s)", iso_ms(t->hashed_at_ms, at, sizeof at));
-  else if (t->hashed_at_ms) snprintf(buf, cap, "hashed now");
+  if (h->from_stamp) snprintf(buf, cap, "accepted by stamp (hashed at %s)", iso_ms(h->hashed_at_ms, at, sizeof at));
+  else if (h->hashed_at_ms) snprintf(buf, cap, "hashed now");
   else buf[0] = '\0';
   return buf;
 }
 
-static json_t *tensor_json(const mpk_mt_gate_tensor *t) {
+static json_t *tensor_json(const mpk_mt_gate_tensor *t, const mpk_mt_gate_hashing *h) {
   json_t *shape = json_null();
   if (!t->layout_code) {
     shape = json_array();
@@ -70,10 +70,10 @@ static json_t *tensor_json(const mpk_mt_gate_tensor *t) {
   json_object_set_new(o, "authority",
                       t->authority != MPK_MT_AUTH_NONE ? json_string(mpk_mt_authority_name(t->authority)) : json_null());
   char how[96], at[48];
-  json_object_set_new(o, "hashed", how_verified(t, how, sizeof how)[0] ? json_string(t->from_stamp ? "stamp" : "now")
+  json_object_set_new(o, "hashed", how_verified(h, how, sizeof how)[0] ? json_string(h->from_stamp ? "stamp" : "now")
                                                                         : json_null());
-  json_object_set_new(o, "hashed_at", t->hashed_at_ms ? json_string(iso_ms(t->hashed_at_ms, at, sizeof at)) : json_null());
-  json_object_set_new(o, "hashed_at_ms", t->hashed_at_ms ? json_integer((json_int_t)t->hashed_at_ms) : json_null());
+  json_object_set_new(o, "hashed_at", h->hashed_at_ms ? json_string(iso_ms(h->hashed_at_ms, at, sizeof at)) : json_null());
+  json_object_set_new(o, "hashed_at_ms", h->hashed_at_ms ? json_integer((json_int_t)h->hashed_at_ms) : json_null());
   return o;
 }
 
@@ -87,7 +87,7 @@ static int list_json(const char *dir, const mpk_mt_variant_gate *vg, bool ok) {
   json_object_set_new(root, "variant", json_string(vg->variant));
   json_object_set_new(root, "merged_weights", json_boolean(merged));
   json_t *ts = json_array();
-  for (size_t i = 0; merged && i < g->n_tensors; i++) json_array_append_new(ts, tensor_json(&g->tensors[i]));
+  for (size_t i = 0; merged && i < g->n_tensors; i++) json_array_append_new(ts, tensor_json(&g->tensors[i], &g->hashing[i]));
   json_object_set_new(root, "tensors", ts);
   json_object_set_new(root, "verified", json_integer(merged ? (json_int_t)g->n_verified : 0));
   json_object_set_new(root, "hashed_now", json_integer(merged ? (json_int_t)g->n_hashed : 0));
@@ -182,7 +182,7 @@ static int list(const char *dir, const char *variant, unsigned jobs, bool stamp,
       snprintf(sum, sizeof sum, "%s (%s)", mpk_mt_tensor_status_name(t->status), mpk_mt_authority_name(t->authority));
     else snprintf(sum, sizeof sum, "%s", mpk_mt_tensor_status_name(t->status));
     char how[96];
-    how_verified(t, how, sizeof how);
+    how_verified(&g->hashing[i], how, sizeof how);
     printf("    %-16s %-8s %-14s %10llu bytes  %s  %s  checksum %s%s%s\n", mpk_mt_role_name(t->role),
            t->dtype && !t->layout_code ? t->dtype : "?", shape, (unsigned long long)t->declared_bytes, base, size, sum,
            how[0] ? "  " : "", how);

@@ -119,6 +119,7 @@ int mpk_mt_tensor_open(const char *inference_dir, const mpk_mt_handoff_entry *e,
 struct mpk_mt_gate_priv {
   mpk_findings found;
   mpk_mt_gate_tensor *tensors;
+  mpk_mt_gate_hashing *hashing; /* parallel to tensors */
   char **files;
   int hold; /* the inference directory held against merges while the report lives (-1: none) */
   char stamp_why[600]; /* why the stamp was ignored (report->stamp_ignored) */
@@ -505,11 +506,12 @@ int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff
     r->stamp_ignored = p->stamp_why;
   json_t *fresh = stamping ? json_object() : NULL; /* the next stamp's files */
   p->tensors = calloc(n, sizeof *p->tensors);
+  p->hashing = calloc(n, sizeof *p->hashing);
   p->files = calloc(n, sizeof *p->files);
   mpk_mt_hash_job *jobs = calloc(n, sizeof *jobs);
   size_t *job_of = calloc(n, sizeof *job_of);
   int rc = 0;
-  if (!p->tensors || !p->files || !jobs || !job_of || (stamping && !fresh)) rc = MPK_ENOMEM;
+  if (!p->tensors || !p->hashing || !p->files || !jobs || !job_of || (stamping && !fresh)) rc = MPK_ENOMEM;
   size_t k = 0, nj = 0;
   for (size_t i = 0; !rc && i < map->n_entries; i++) {
     const mpk_mt_handoff_entry *e = &map->entries[i];
@@ -570,10 +572,11 @@ int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff
         continue;
       }
       /* Unchanged since the stamp vouched for it: its digest, judged exactly as a computed one. */
-      if (stamp.files && mpk_mt_stamp_lookup(&stamp, loc, &st, t->actual, &t->hashed_at_ms)) {
-        t->from_stamp = 1;
+      mpk_mt_gate_hashing *h = &p->hashing[k - 1];
+      if (stamp.files && mpk_mt_stamp_lookup(&stamp, loc, &st, t->actual, &h->hashed_at_ms)) {
+        h->from_stamp = 1;
         r->n_from_stamp++;
-        if (mpk_mt_stamp_add(fresh, loc, t->actual, &st, t->hashed_at_ms)) rc = MPK_ENOMEM;
+        if (mpk_mt_stamp_add(fresh, loc, t->actual, &st, h->hashed_at_ms)) rc = MPK_ENOMEM;
         judge(p, r, t, record, loc, false);
         continue;
       }
@@ -593,7 +596,7 @@ int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff
       continue;
     }
     memcpy(t->actual, jobs[j].hex, sizeof t->actual);
-    t->hashed_at_ms = jobs[j].hashed_at_ms;
+    p->hashing[job_of[j]].hashed_at_ms = jobs[j].hashed_at_ms;
     r->n_hashed++;
     if (fresh && jobs[j].stable) {
       if (mpk_mt_stamp_add(fresh, jobs[j].name, jobs[j].hex, &jobs[j].st, jobs[j].hashed_at_ms)) rc = MPK_ENOMEM;
@@ -614,6 +617,7 @@ int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff
   free(jobs);
   free(job_of);
   r->tensors = p->tensors;
+  r->hashing = p->hashing;
   r->n_tensors = k;
   if (!rc && p->found.oom) rc = MPK_ENOMEM;
   if (rc) {
@@ -646,6 +650,7 @@ void mpk_mt_gate_report_free(mpk_mt_gate_report *r) {
     /* files allocated past n_tensors on an early failure */
     free(p->files);
     free(p->tensors);
+    free(p->hashing);
     free(p);
   }
   free(r);
