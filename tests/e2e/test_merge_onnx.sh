@@ -75,9 +75,11 @@ while read -r dir; do
     bad "$case_name: ONNX Runtime could not run the merged model"
   fi
 
-  # Same file names as before plus modelpkg's merge record: no journal or temporary file is left
-  # behind.
-  (cat "$TMP/files.before"; echo .modelpkg-merge-record.json) | sort >"$TMP/files.after"
+  # Same file names as before plus modelpkg's merge record, the adapter membership and the copy of
+  # the adapter (named by its SHA-256): no journal or temporary file is left behind.
+  adapter_sha="$(sha256sum "$dir/adapter.safetensors" | cut -d' ' -f1)"
+  (cat "$TMP/files.before"; echo .modelpkg-merge-record.json; echo .modelpkg-adapters.json
+   echo ".modelpkg-adapter.$adapter_sha.safetensors") | sort >"$TMP/files.after"
   ls -A "$inf" | sort | diff "$TMP/files.after" - && ok || bad "$case_name: the merge left the file list above changed"
 
   # The package still checks, and its load gate verified every merged tensor (against the merge

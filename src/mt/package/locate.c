@@ -78,6 +78,10 @@ bool mpk_mt_is_device_file(const char *base) {
   if (strcmp(base, MPK_MT_MERGE_JOURNAL) == 0 || strcmp(base, MPK_MT_MERGE_JOURNAL ".tmp") == 0 ||
       strcmp(base, MPK_MT_MERGE_RECORD) == 0)
     return true;
+  if (strcmp(base, MPK_MT_MEMBERS) == 0) return true;
+  if (strncmp(base, MPK_MT_ADAPTER_PREFIX, sizeof MPK_MT_ADAPTER_PREFIX - 1) == 0) return true;
+  size_t bl = strlen(base), kl = sizeof MPK_MT_KEPT_SUFFIX - 1;
+  if (bl > kl && strcmp(base + bl - kl, MPK_MT_KEPT_SUFFIX) == 0) return true;
   const char *at = strstr(base, suffix);
   return at && strlen(at) == sizeof suffix - 1 + 6;
 }
