@@ -56,6 +56,13 @@ void mpk_merge_plan_free(merge_plan *p);
    planning. `keep_base`: keep the shipped tensors it replaces (members.c). */
 int mpk_merge_execute(merge_plan *p, const mpk_mt_merge_options *o, mpk_mt_merge_report **out, mpk_error *err);
 
+/* restore.c, for the crash tests: stop as a crash would — 0..99: the transaction's commit stopped
+   after that durable step (mpk_txn_commit_until); 100 + k: after the commit, the cleanup stopped
+   after k removals. Returns MPK_TXN_STOPPED then; the caller is a forked child that _exit()s. -1:
+   never (mpk_mt_restore). */
+int mpk_mt_restore_until(const char *dir, const mpk_mt_restore_options *o, int stop_after, mpk_mt_restore_report **out,
+                         mpk_error *err);
+
 /* ---------------------------------------------------------------- membership (members.c) */
 
 /* The adapters merged into an inference directory, the copies of their bytes and the kept shipped

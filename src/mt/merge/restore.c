@@ -296,11 +296,15 @@ static int stage_all(restore *r, mpk_txn *txn, mpk_error *err) {
 
 /* After the commit (or finding one a crash left): the emptied documents, the kept bases and the
    adapter copies go. An empty record is the same as none, so a crash in between changes nothing. */
-static void cleanup(int ifd) {
+static int cleanup(int ifd, int stop_after) {
+  if (stop_after == 0) return MPK_TXN_STOPPED;
   unlinkat(ifd, MPK_MT_MERGE_RECORD, 0);
+  if (stop_after == 1) return MPK_TXN_STOPPED;
   unlinkat(ifd, MPK_MT_MEMBERS, 0);
+  if (stop_after == 2) return MPK_TXN_STOPPED;
   mpk_mt_members_sweep(ifd, NULL);
   fsync(ifd);
+  return 0;
 }
 
 static int report(restore *r, bool was_merged, bool written, mpk_mt_restore_report **out, mpk_error *err) {
@@ -347,6 +351,11 @@ oom:
 }
 
 int mpk_mt_restore(const char *dir, const mpk_mt_restore_options *given, mpk_mt_restore_report **out, mpk_error *err) {
+  return mpk_mt_restore_until(dir, given, -1, out, err);
+}
+
+int mpk_mt_restore_until(const char *dir, const mpk_mt_restore_options *given, int stop_after,
+                         mpk_mt_restore_report **out, mpk_error *err) {
   if (!out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   *out = NULL;
   if (!dir) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
@@ -375,7 +384,7 @@ int mpk_mt_restore(const char *dir, const mpk_mt_restore_options *given, mpk_mt_
       (rc = mpk_mt_members_load(r.ifd, r.loc.inference_dir, &r.members, err)))
     goto out;
   if (!r.record || json_object_size(json_object_get(r.record, "tensors")) == 0) {
-    if (r.record || r.members) cleanup(r.ifd); /* what a restore interrupted after its commit left */
+    cleanup(r.ifd, -1); /* what a restore interrupted after its commit left, if anything */
     mpk_findings_note(&r.notes, "no tensor of variant \"%s\" is merged: nothing to restore", r.loc.variant->id);
     json_decref(r.members);
     r.members = NULL;
@@ -385,10 +394,21 @@ int mpk_mt_restore(const char *dir, const mpk_mt_restore_options *given, mpk_mt_
   if ((rc = mpk_mt_load_map(dir, &r.loc, &r.map, err)) && rc != MPK_ENOTFOUND) goto out;
   rc = 0;
   if ((rc = plan(&r, err)) || (rc = fetch(&r, err)) || (rc = stage_all(&r, txn, err))) goto out;
-  rc = mpk_txn_commit(txn, err);
+  if (stop_after >= 0 && stop_after < 100) {
+    rc = mpk_txn_commit_until(txn, stop_after, err);
+    if (rc == MPK_TXN_STOPPED) {
+      txn = NULL; /* a crash: left as it is, the child _exit()s */
+      goto out;
+    }
+  } else {
+    rc = mpk_txn_commit(txn, err);
+  }
   txn = NULL;
   if (rc) goto out;
-  cleanup(r.ifd);
+  if (cleanup(r.ifd, stop_after >= 100 ? stop_after - 100 : -1) == MPK_TXN_STOPPED) {
+    rc = MPK_TXN_STOPPED;
+    goto out;
+  }
   if (r.stage) mpk_fx_rm_tree(r.stage->staging_fd, "new", 0);
   rc = report(&r, true, true, out, err);
 out:
