@@ -905,6 +905,14 @@ typedef struct mpk_mt_install_options {
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_MT_INSTALL_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_install_options)
 
+/** An adapter merged into the install an update replaced (docs/mt-install.md, "Updating a merged
+    install"). */
+typedef struct mpk_mt_install_adapter {
+  char *sha256;    /**< the adapter's content digest, as its membership records it */
+  int reapplied;   /**< 1: merged into the new version before the commit; 0: dropped (the base installed) */
+  char *reason;    /**< why it was dropped (which entry no longer fits, old vs new), or NULL */
+} mpk_mt_install_adapter;
+
 /** What an install did. Freed with mpk_mt_install_result_free() (fields only, not the struct); empty
     after a failure. */
 typedef struct mpk_mt_install_result {
@@ -915,6 +923,8 @@ typedef struct mpk_mt_install_result {
   uint64_t reused_bytes;        /**< bytes already staged by an interrupted install, re-hashed, kept */
   unsigned retries, restarts;   /**< transfers retried; files started over (Range ignored, content changed) */
   int replaced;                 /**< 1: a previous install was replaced */
+  mpk_mt_install_adapter *adapters; /**< the adapters merged into the replaced install: re-applied or dropped */
+  size_t n_adapters;
 } mpk_mt_install_result;
 
 /**

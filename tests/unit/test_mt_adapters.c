@@ -2,17 +2,20 @@
    the merge records its adapter and (--keep-base) the shipped tensors in its own transaction;
    mt restore puts the shipped bytes back from the kept base or re-fetched from a source, verified
    before anything is replaced, and a crash at any durable step of it leaves one whole version. */
+#define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/core.h"
 #include "core/txn.h"
 #include "mt/merge/merge.h"
+#include "mt/install/install.h"
 #include "mt/mt.h"
 #include "mt_fixture.h"
 #include "testutil.h"
@@ -343,6 +346,305 @@ static void test_restore_crash(void **state) {
   tu_sh("rm -rf '%s'", root);
 }
 
+
+/* ---------------------------------------------------------------- installed trees and updates */
+
+#define REPO "org/Tiny"
+
+static const char *cache_of(const char *root) {
+  static char b[700];
+  snprintf(b, sizeof b, "%s/cache", root);
+  return b;
+}
+
+static const char *tree_of(const char *root) {
+  static char b[720];
+  snprintf(b, sizeof b, "%s/cache/org__Tiny", root);
+  return b;
+}
+
+static const char *const features[] = {"inference", "train"};
+
+static int install(const char *root, const char *src, const mpk_mt_install_test *t, mpk_mt_install_result *res,
+                   mpk_error *err) {
+  mpk_mt_install_options o = MPK_MT_INSTALL_OPTIONS_INIT;
+  o.repo_id = REPO;
+  o.cache_dir = cache_of(root);
+  o.variant = "cpu-fp16";
+  o.features = features;
+  o.n_features = 2;
+  o.jobs = 2;
+  mpk_error_clear(err);
+  return mpk_mt_install_ex(src, &o, t, res, err);
+}
+
+/* The three tensors of an inference directory, concatenated (malloc'ed). */
+static uint8_t *tensors_of(const char *inf, size_t *len) {
+  uint8_t *all = NULL;
+  *len = 0;
+  for (int i = 0; i < N; i++) {
+    char p[900];
+    snprintf(p, sizeof p, "%s/t%d.MatMul.weight.bin", inf, i);
+    size_t l;
+    uint8_t *b = tu_read_file(p, &l);
+    assert_non_null(b);
+    all = realloc(all, *len + l);
+    memcpy(all + *len, b, l);
+    *len += l;
+    free(b);
+  }
+  return all;
+}
+
+static bool tensors_equal(const char *inf, const uint8_t *want, size_t want_len) {
+  size_t l;
+  uint8_t *got = tensors_of(inf, &l);
+  bool same = l == want_len && memcmp(got, want, l) == 0;
+  free(got);
+  return same;
+}
+
+static void gate_ready_at(const char *inf) {
+  char map_path[900];
+  snprintf(map_path, sizeof map_path, "%s/weight_handoff_map.json", inf);
+  mpk_mt_handoff *map = NULL;
+  mpk_error err;
+  if (mpk_mt_handoff_load(map_path, &map, &err)) fail_msg("%s", tu_err(&err));
+  mpk_mt_gate_report *g = NULL;
+  if (mpk_mt_load_gate(inf, map, NULL, &g, &err)) fail_msg("gate: %s", tu_err(&err));
+  for (size_t i = 0; i < g->n_problems; i++) print_error("gate: %s\n", tu_err(&g->problems[i]));
+  assert_true(g->ready);
+  mpk_mt_gate_report_free(g);
+  mpk_mt_handoff_free(map);
+}
+
+/* A merge into an installed tree (the lead's mt tree) records its adapter there; mt restore
+   re-fetches the shipped bytes from the install record's source, through the repo's stage. */
+static void test_installed_merge_restore(void **state) {
+  (void)state;
+  const char *root = tu_tmpdir();
+  build(root);
+  mpk_error err;
+  mpk_mt_install_result res;
+  if (install(root, fx_pkg(root), NULL, &res, &err)) fail_msg("install: %s", tu_err(&err));
+  assert_int_equal(res.n_adapters, 0);
+  mpk_mt_install_result_free(&res);
+  char inf[800], pinf[800];
+  snprintf(inf, sizeof inf, "%s/inference", tree_of(root));
+  snprintf(pinf, sizeof pinf, "%s/pristine/variants/cpu-fp16/inference", root);
+  size_t shipped_len;
+  uint8_t *shipped = tensors_of(pinf, &shipped_len);
+  mpk_mt_merge_options o = {.struct_size = sizeof o, .adapter = fx_adapter(root), .workers = 2};
+  mpk_mt_merge_report *r = NULL;
+  if (mpk_mt_merge(tree_of(root), &o, &r, &err)) fail_msg("merge installed: %s", tu_err(&err));
+  mpk_mt_merge_report_free(r);
+  assert_false(tensors_equal(inf, shipped, shipped_len));
+  char members[900];
+  snprintf(members, sizeof members, "%s/%s", inf, MPK_MT_MEMBERS);
+  assert_true(exists(members));
+  /* a writer holding the repo's lock (an installer) makes the restore fail at once, changing nothing */
+  mpk_fetch_stage *held = NULL;
+  assert_int_equal(mpk_mt_tree_lock(tree_of(root), 0, &held, &err), 0);
+  mpk_mt_restore_options ro = MPK_MT_RESTORE_OPTIONS_INIT;
+  mpk_mt_restore_report *rr = NULL;
+  assert_int_equal(mpk_mt_restore(tree_of(root), &ro, &rr, &err), MPK_EIO);
+  mpk_fetch_stage_close(held);
+  assert_true(exists(members));
+  /* no kept base: re-fetched from the install record's source */
+  if (mpk_mt_restore(tree_of(root), &ro, &rr, &err)) fail_msg("restore installed: %s", tu_err(&err));
+  assert_non_null(strstr(rr->files[0].from, fx_pkg(root)));
+  mpk_mt_restore_report_free(rr);
+  assert_true(tensors_equal(inf, shipped, shipped_len));
+  assert_false(exists(members));
+  gate_ready_at(inf);
+  char staging[900];
+  snprintf(staging, sizeof staging, "%s/.staging/org__Tiny", cache_of(root));
+  tu_sh("test \"$(ls -A '%s')\" = lock", staging);
+  free(shipped);
+  tu_sh("rm -rf '%s'", root);
+}
+
+/* Version 2 of the package at root/v2: other shipped weights (another seed), the same entries, or
+   entry 1 with another shape. Returns the v2 fixture root. */
+static const char *build_v2(const char *root, bool reshaped) {
+  static char v2[700];
+  snprintf(v2, sizeof v2, "%s/v2", root);
+  tu_sh("mkdir -p '%s'", v2);
+  fx_entry es[N];
+  memcpy(es, entries, sizeof es);
+  if (reshaped) es[1].cols = es[1].in = 32;
+  fx_options fo = {.alpha = 8, .rank = 4, .seed = 99};
+  fx_build(v2, es, N, &fo);
+  mpk_mt_build_input in = {0};
+  mpk_mt_build_result res = {0};
+  mpk_error err;
+  if (mpk_mt_build(fx_pkg(v2), &in, &res, &err)) fail_msg("reseal v2: %s", tu_err(&err));
+  mpk_mt_build_result_free(&res);
+  return v2;
+}
+
+/* What v2 merged with v1's adapter is: v2's package merged directly (a copy). */
+static uint8_t *expected_v2_merged(const char *root, const char *v2, size_t *len) {
+  char copy[800], cinf[900];
+  snprintf(copy, sizeof copy, "%s/v2merged", root);
+  tu_sh("rm -rf '%s' && cp -a '%s' '%s'", copy, fx_pkg(v2), copy);
+  mpk_mt_merge_options o = {.struct_size = sizeof o, .adapter = fx_adapter(root), .workers = 2};
+  mpk_mt_merge_report *r = NULL;
+  mpk_error err;
+  if (mpk_mt_merge(copy, &o, &r, &err)) fail_msg("merge v2 copy: %s", tu_err(&err));
+  mpk_mt_merge_report_free(r);
+  snprintf(cinf, sizeof cinf, "%s/variants/cpu-fp16/inference", copy);
+  return tensors_of(cinf, len);
+}
+
+static void merge_installed(const char *root, int keep_base) {
+  mpk_mt_merge_options o = {.struct_size = sizeof o, .adapter = fx_adapter(root), .workers = 2, .keep_base = keep_base};
+  mpk_mt_merge_report *r = NULL;
+  mpk_error err;
+  if (mpk_mt_merge(tree_of(root), &o, &r, &err)) fail_msg("merge installed: %s", tu_err(&err));
+  mpk_mt_merge_report_free(r);
+}
+
+static void test_update_reapplies(void **state) {
+  (void)state;
+  const char *root = tu_tmpdir();
+  build(root);
+  mpk_error err;
+  mpk_mt_install_result res;
+  if (install(root, fx_pkg(root), NULL, &res, &err)) fail_msg("install v1: %s", tu_err(&err));
+  mpk_mt_install_result_free(&res);
+  merge_installed(root, 1);
+  const char *v2 = build_v2(root, false);
+  size_t want_len;
+  uint8_t *want = expected_v2_merged(root, v2, &want_len);
+  /* the user's adapter file is gone: the recorded copy is what is re-applied */
+  tu_sh("mv '%s' '%s.moved'", fx_adapter(root), fx_adapter(root));
+  if (install(root, fx_pkg(v2), NULL, &res, &err)) fail_msg("install v2: %s", tu_err(&err));
+  assert_int_equal(res.n_adapters, 1);
+  assert_int_equal(res.adapters[0].reapplied, 1);
+  assert_null(res.adapters[0].reason);
+  assert_true(res.replaced);
+  mpk_mt_install_result_free(&res);
+  char inf[800];
+  snprintf(inf, sizeof inf, "%s/inference", tree_of(root));
+  assert_true(tensors_equal(inf, want, want_len));
+  gate_ready_at(inf);
+  /* kept base follows: the restore needs no download and gives v2's shipped bytes */
+  char v2inf[900];
+  snprintf(v2inf, sizeof v2inf, "%s/variants/cpu-fp16/inference", fx_pkg(v2));
+  size_t v2_len;
+  uint8_t *v2_shipped = tensors_of(v2inf, &v2_len);
+  mpk_mt_restore_options ro = MPK_MT_RESTORE_OPTIONS_INIT;
+  ro.source = "/nonexistent";
+  mpk_mt_restore_report *rr = NULL;
+  if (mpk_mt_restore(tree_of(root), &ro, &rr, &err)) fail_msg("restore v2: %s", tu_err(&err));
+  assert_string_equal(rr->files[0].from, "kept base");
+  mpk_mt_restore_report_free(rr);
+  assert_true(tensors_equal(inf, v2_shipped, v2_len));
+  free(v2_shipped);
+  free(want);
+  tu_sh("rm -rf '%s'", root);
+}
+
+static void test_update_changed_shape(void **state) {
+  (void)state;
+  const char *root = tu_tmpdir();
+  build(root);
+  mpk_error err;
+  mpk_mt_install_result res;
+  if (install(root, fx_pkg(root), NULL, &res, &err)) fail_msg("install v1: %s", tu_err(&err));
+  mpk_mt_install_result_free(&res);
+  merge_installed(root, 0);
+  const char *v2 = build_v2(root, true);
+  if (install(root, fx_pkg(v2), NULL, &res, &err)) fail_msg("install v2: %s", tu_err(&err));
+  assert_int_equal(res.n_adapters, 1);
+  assert_int_equal(res.adapters[0].reapplied, 0);
+  const char *why = res.adapters[0].reason;
+  if (!why || !strstr(why, "backbone.model.layers.0.v.base_layer") || !strstr(why, "was float16 [8, 24], now float16 [8, 32]"))
+    fail_msg("reason: %s", why ? why : "(none)");
+  mpk_mt_install_result_free(&res);
+  /* the base installed: v2's shipped bytes, no record, no membership */
+  char inf[800], v2inf[900];
+  snprintf(inf, sizeof inf, "%s/inference", tree_of(root));
+  snprintf(v2inf, sizeof v2inf, "%s/variants/cpu-fp16/inference", fx_pkg(v2));
+  size_t v2_len;
+  uint8_t *v2_shipped = tensors_of(v2inf, &v2_len);
+  assert_true(tensors_equal(inf, v2_shipped, v2_len));
+  char rec[900];
+  snprintf(rec, sizeof rec, "%s/%s", inf, MPK_MT_MERGE_RECORD);
+  assert_false(exists(rec));
+  snprintf(rec, sizeof rec, "%s/%s", inf, MPK_MT_MEMBERS);
+  assert_false(exists(rec));
+  gate_ready_at(inf);
+  free(v2_shipped);
+  tu_sh("rm -rf '%s'", root);
+}
+
+/* An update over a merged install stopped at every durable step of its commit (step 1 comes after
+   the re-application into new/), and SIGKILLed at instants spread over the whole run: the cache
+   holds the old merged model or the new merged model, recovery finishes a marked commit, and the
+   next install completes with the adapter re-applied (a half-merged new/ is re-hashed, re-fetched,
+   its membership files removed as strays). */
+static void test_update_crash(void **state) {
+  (void)state;
+  const char *root = tu_tmpdir();
+  build(root);
+  mpk_error err;
+  mpk_mt_install_result res;
+  if (install(root, fx_pkg(root), NULL, &res, &err)) fail_msg("install v1: %s", tu_err(&err));
+  mpk_mt_install_result_free(&res);
+  merge_installed(root, 0);
+  char inf[800], saved[800];
+  snprintf(inf, sizeof inf, "%s/inference", tree_of(root));
+  snprintf(saved, sizeof saved, "%s/cache.v1merged", root);
+  size_t old_len, new_len;
+  uint8_t *old_merged = tensors_of(inf, &old_len);
+  tu_sh("cp -a '%s' '%s'", cache_of(root), saved);
+  const char *v2 = build_v2(root, false);
+  uint8_t *new_merged = expected_v2_merged(root, v2, &new_len);
+  int n_old = 0, n_new = 0;
+  for (int k = 1; k <= 24; k++) {
+    tu_sh("rm -rf '%s' && cp -a '%s' '%s'", cache_of(root), saved, cache_of(root));
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      mpk_mt_install_test t = {.stop_after = k <= 9 ? k : 0};
+      mpk_error e;
+      int rc = install(root, fx_pkg(v2), &t, NULL, &e);
+      _exit(rc == MPK_MT_INSTALL_STOPPED ? 3 : rc ? 1 : 0);
+    }
+    if (k > 9) { /* SIGKILL at an instant: 0.5 ms steps over the run */
+      struct timespec ts = {0, (long)(k - 10) * 500000L};
+      nanosleep(&ts, NULL);
+      kill(pid, SIGKILL);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 1) fail_msg("step %d: the install failed", k);
+    if (k == 1) { /* stopped after the re-application, before the marker: new/ is merged, uncommitted */
+      char staged[900];
+      snprintf(staged, sizeof staged, "%s/.staging/org__Tiny/new/inference/%s", cache_of(root), MPK_MT_MEMBERS);
+      assert_true(exists(staged));
+    }
+    int recovered;
+    if (mpk_mt_install_recover(cache_of(root), REPO, &recovered, &err)) fail_msg("recover: %s", tu_err(&err));
+    gate_ready_at(inf);
+    if (tensors_equal(inf, old_merged, old_len)) n_old++;
+    else if (tensors_equal(inf, new_merged, new_len)) n_new++;
+    else fail_msg("step %d: the tree is neither the old merged model nor the new one", k);
+    if (install(root, fx_pkg(v2), NULL, &res, &err)) fail_msg("step %d: the next install: %s", k, tu_err(&err));
+    assert_int_equal(res.n_adapters, 1);
+    assert_int_equal(res.adapters[0].reapplied, 1);
+    mpk_mt_install_result_free(&res);
+    assert_true(tensors_equal(inf, new_merged, new_len));
+    gate_ready_at(inf);
+  }
+  assert_true(n_old > 0 && n_new > 0);
+  free(old_merged);
+  free(new_merged);
+  tu_sh("rm -rf '%s'", root);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_membership_and_keep_base),
@@ -350,6 +652,10 @@ int main(void) {
       cmocka_unit_test(test_restore_from_kept_base),
       cmocka_unit_test(test_restore_refetch),
       cmocka_unit_test(test_restore_crash),
+      cmocka_unit_test(test_installed_merge_restore),
+      cmocka_unit_test(test_update_reapplies),
+      cmocka_unit_test(test_update_changed_shape),
+      cmocka_unit_test(test_update_crash),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -370,11 +370,23 @@ int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *given, mpk_mt_merg
   mpk_mt_merge_options opt;
   int rc = MPK_OPTIONS_READ(mpk_mt_merge_options, &opt, given, err);
   if (rc) return rc;
+  /* An installed tree: the repo's stage lock first, as every writer of the repo takes it (an
+     install replacing the tree, a restore, a remove wait for the merge or fail). */
+  mpk_fetch_stage *lock = NULL;
+  {
+    mpk_mt_tree tree;
+    if ((rc = mpk_mt_tree_open(dir, &tree, err))) return rc;
+    bool installed = tree.installed;
+    mpk_mt_tree_free(&tree);
+    if (installed && (rc = mpk_mt_tree_lock(dir, 0, &lock, err))) return rc;
+  }
   merge_plan p;
   rc = mpk_merge_plan(dir, &opt, &p, err);
-  if (rc) return rc;
-  rc = mpk_merge_execute(&p, &opt, out, err);
-  mpk_merge_plan_free(&p);
+  if (!rc) {
+    rc = mpk_merge_execute(&p, &opt, out, err);
+    mpk_merge_plan_free(&p);
+  }
+  mpk_fetch_stage_close(lock);
   return rc;
 }
 

@@ -4,6 +4,7 @@
 
 #include "mt/mt.h"
 #include "core/txn.h"
+#include "modelpkg/fetch.h"
 
 /* One handoff entry to merge: its factors, scale, on-disk layout and observed orientation. */
 typedef struct merge_item {
@@ -55,6 +56,11 @@ void mpk_merge_plan_free(merge_plan *p);
 /* Gate the bases, compute, and commit the merge of a plan (merge.c): what mpk_mt_merge does after
    planning. `keep_base`: keep the shipped tensors it replaces (members.c). */
 int mpk_merge_execute(merge_plan *p, const mpk_mt_merge_options *o, mpk_mt_merge_report **out, mpk_error *err);
+
+/* restore.c: the stage lock of the tree `dir` (<parent>/.staging/<base name>/lock, the lock every
+   writer of an installed repo holds: install, merge, restore, remove), taken before any transaction
+   lock of the tree. Close with mpk_fetch_stage_close(). */
+int mpk_mt_tree_lock(const char *dir, int wait_for_lock, mpk_fetch_stage **out, mpk_error *err);
 
 /* restore.c, for the crash tests: stop as a crash would — 0..99: the transaction's commit stopped
    after that durable step (mpk_txn_commit_until); 100 + k: after the commit, the cleanup stopped

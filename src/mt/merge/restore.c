@@ -72,34 +72,25 @@ static int split_tree(const char *dir, char **cache, char **name) {
   return *cache && *name ? 0 : MPK_ENOMEM;
 }
 
-/* An installed tree carries modelpkg's install record at its top (until the lead's mpk_mt_tree).
-   Its "source" (malloc'ed, NULL when none). */
-static bool installed_source(const char *dir, char **source) {
-  *source = NULL;
-  mpk_mapped m;
-  mpk_error e;
-  if (mpk_map_beneath(dir, MPK_MT_INSTALL_RECORD, 1 << 20, &m, &e)) return false;
-  json_t *doc = NULL;
-  if (mpk_json_parse(m.data, m.size, NULL, MPK_MT_INSTALL_RECORD, &doc, &e) == 0) {
-    const char *s = json_string_value(json_object_get(doc, "source"));
-    if (s) *source = strdup(s);
-  }
-  json_decref(doc);
-  mpk_unmap_file(&m);
-  return true;
-}
-
-static int open_stage(restore *r, mpk_error *err) {
+/* An installed tree <cache>/<name>: the stage lock every writer of the repo holds
+   (<cache>/.staging/<name>/lock, the fetch engine's), taken before the directory's transaction
+   lock. Also where a package's re-fetch is staged (<parent>/.staging/<name>/). */
+int mpk_mt_tree_lock(const char *dir, int wait_for_lock, mpk_fetch_stage **out, mpk_error *err) {
   char *cache = NULL, *name = NULL;
-  int rc = split_tree(r->dir, &cache, &name);
+  int rc = split_tree(dir, &cache, &name);
   if (rc) rc = mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
   mpk_fetch_stage_options so = {.struct_size = sizeof so, .record_name = MPK_MT_INSTALL_RECORD,
-                                .wait_for_lock = r->o.wait_for_lock};
-  if (!rc) rc = mpk_fetch_stage_open(cache, name, &so, &r->stage, err);
+                                .wait_for_lock = wait_for_lock};
+  if (!rc) rc = mpk_fetch_stage_open(cache, name, &so, out, err);
   free(cache);
   free(name);
   return rc;
 }
+
+static int open_stage(restore *r, mpk_error *err) {
+  return mpk_mt_tree_lock(r->dir, r->o.wait_for_lock, &r->stage, err);
+}
+
 
 /* The entry and role of the map that name `loc`, or NULL. */
 static const mpk_mt_handoff_entry *map_entry(const mpk_mt_handoff *map, const char *loc, int *role) {
@@ -363,10 +354,16 @@ int mpk_mt_restore_until(const char *dir, const mpk_mt_restore_options *given, i
   int rc = MPK_OPTIONS_READ(mpk_mt_restore_options, &r.o, given, err);
   if (rc) return rc;
   mpk_txn *txn = NULL;
-  bool installed = installed_source(dir, &r.source);
   /* An installed tree: every writer of the repo (install, merge, restore, remove) holds its stage
      lock, taken before the directory's transaction lock. */
-  if (installed && (rc = open_stage(&r, err))) goto out;
+  {
+    mpk_mt_tree tree;
+    if ((rc = mpk_mt_tree_open(dir, &tree, err))) goto out;
+    bool installed = tree.installed;
+    if (tree.source && !(r.source = strdup(tree.source))) rc = mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
+    mpk_mt_tree_free(&tree);
+    if (rc || (installed && (rc = open_stage(&r, err)))) goto out;
+  }
   if ((rc = mpk_mt_locate(dir, r.o.variant, &r.loc, err))) goto out;
   if ((rc = mpk_mt_open_inference(dir, &r.loc, &r.ifd, err))) goto out;
   if (r.ifd < 0) {
@@ -409,7 +406,12 @@ int mpk_mt_restore_until(const char *dir, const mpk_mt_restore_options *given, i
     rc = MPK_TXN_STOPPED;
     goto out;
   }
-  if (r.stage) mpk_fx_rm_tree(r.stage->staging_fd, "new", 0);
+  if (r.stage) { /* the re-fetched copies: the stage is left as a finished install leaves it */
+    mpk_fx_close(&r.stage->new_fd);
+    mpk_fx_close(&r.stage->parts_fd);
+    mpk_fx_rm_tree(r.stage->staging_fd, "new", 0);
+    mpk_fx_rm_tree(r.stage->staging_fd, "parts", 0);
+  }
   rc = report(&r, true, true, out, err);
 out:
   mpk_txn_abort(txn);
