@@ -55,7 +55,8 @@ typedef struct restore {
 
 /* The tree `dir` as its installer names it: the cache and the stage name. */
 static int split_tree(const char *dir, char **cache, char **name) {
-  char *d = strdup(dir);
+  char *d = realpath(dir, NULL); /* "." or "x/.." name no stage: the directory's real name does */
+  if (!d) d = strdup(dir);
   if (!d) return MPK_ENOMEM;
   size_t n = strlen(d);
   while (n > 1 && d[n - 1] == '/') d[--n] = '\0';
