@@ -946,6 +946,14 @@ typedef struct mpk_mt_install_options {
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_MT_INSTALL_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_install_options)
 
+/** An adapter merged into the install an update replaced (docs/mt-install.md, "Updating a merged
+    install"). */
+typedef struct mpk_mt_install_adapter {
+  char *sha256;    /**< the adapter's content digest, as its membership records it */
+  int reapplied;   /**< 1: merged into the new version before the commit; 0: dropped (the base installed) */
+  char *reason;    /**< why it was dropped (which entry no longer fits, old vs new), or NULL */
+} mpk_mt_install_adapter;
+
 /** What an install did. Freed with mpk_mt_install_result_free() (fields only, not the struct); empty
     after a failure. */
 typedef struct mpk_mt_install_result {
@@ -956,6 +964,8 @@ typedef struct mpk_mt_install_result {
   uint64_t reused_bytes;        /**< bytes already staged by an interrupted install, re-hashed, kept */
   unsigned retries, restarts;   /**< transfers retried; files started over (Range ignored, content changed) */
   int replaced;                 /**< 1: a previous install was replaced */
+  mpk_mt_install_adapter *adapters; /**< the adapters merged into the replaced install: re-applied or dropped */
+  size_t n_adapters;
 } mpk_mt_install_result;
 
 /**
@@ -1025,6 +1035,8 @@ typedef struct mpk_mt_merge_options {
   unsigned workers;                /**< merge threads; 0: one per CPU, at most 8 */
   int dry_run;                     /**< 1: decide and report, write nothing */
   mpk_safetensors_budget adapter_budget;    /**< the adapter reader's memory budget (zeros: the defaults) */
+  int keep_base;                   /**< 1: keep the shipped tensors the merge replaces inside the inference
+                                        directory, in the same transaction, for mpk_mt_restore() */
 } mpk_mt_merge_options;
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_MT_MERGE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_merge_options)
@@ -1073,6 +1085,55 @@ MPK_API int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *opts, mpk_
                          mpk_error *err);
 /** Free the mpk_mt_merge_report and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_merge_report_free(mpk_mt_merge_report *r);
+
+/** Options of mpk_mt_restore(); start from MPK_MT_RESTORE_OPTIONS_INIT. */
+typedef struct mpk_mt_restore_options {
+  size_t struct_size;  /**< sizeof as compiled, set by the _INIT macro */
+  const char *variant; /**< NULL: the installed variant (a package: its defaultVariant) */
+  const char *source;  /**< where to re-fetch shipped tensors no kept base holds: a package directory or
+                            an http(s) base URL; NULL: the install record's "source" */
+  int wait_for_lock;   /**< 1: wait for another writer of the installed tree; 0: fail at once (MPK_EIO) */
+} mpk_mt_restore_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_RESTORE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_restore_options)
+
+/** One tensor (or sidecar) put back. */
+typedef struct mpk_mt_restore_file {
+  const char *name;    /**< the file name in the inference directory */
+  const char *sha256;  /**< the shipped bytes' SHA-256, verified before anything was replaced */
+  const char *from;    /**< "kept base", "re-fetched from <source>", or "written from the shipped digest" */
+} mpk_mt_restore_file;
+
+/** What a restore did. Immutable, shareable; freed with mpk_mt_restore_report_free(). */
+typedef struct mpk_mt_restore_report {
+  const char *variant;
+  const char *inference_dir;
+  int was_merged;                   /**< 0: the tree held no merged tensor: nothing was done */
+  int written;                      /**< 1: the transaction committed */
+  const mpk_mt_restore_file *files;
+  size_t n_files;
+  const char *const *adapters;      /**< SHA-256 of each adapter whose membership was removed */
+  size_t n_adapters;
+  const char *const *notes;
+  size_t n_notes;
+  struct mpk_mt_restore_priv *priv_;
+} mpk_mt_restore_report;
+
+/**
+ * Return every tensor modelpkg's merge record names to its shipped bytes (docs/mt-restore.md): from
+ * the base a --keep-base merge kept in the tree, else re-fetched from `opts->source` (default: the
+ * install record's source) through the fetch engine into the repo's staging area. Each file is
+ * verified against the shipped digest (the record's, which must be the map's) before anything is
+ * replaced; then one transaction puts the tensors and their sidecars back and empties the merge
+ * record and the adapter membership (removed, with the kept bases and adapter copies, right after).
+ * An installed tree `<cache>/<name>` is locked as its installer locks it
+ * (`<cache>/.staging/<name>/lock`). A tree without merged tensors: 0, was_merged 0. On failure
+ * nothing is changed and `*out` is NULL.
+ */
+MPK_API int mpk_mt_restore(const char *dir, const mpk_mt_restore_options *opts, mpk_mt_restore_report **out,
+                           mpk_error *err);
+/** Free the report; accepts NULL. */
+MPK_API void mpk_mt_restore_report_free(mpk_mt_restore_report *r);
 
 /** What recovering an interrupted merge did. */
 typedef enum mpk_mt_recovery {

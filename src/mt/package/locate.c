@@ -87,6 +87,10 @@ bool mpk_mt_is_device_file(const char *base) {
   if (strcmp(base, MPK_MT_STAMP_FILE) == 0 ||
       (strncmp(base, stamp_tmp, sizeof stamp_tmp - 1) == 0 && mpk_is_temp_suffix(base + sizeof stamp_tmp - 1)))
     return true;
+  if (strcmp(base, MPK_MT_MEMBERS) == 0) return true;
+  if (strncmp(base, MPK_MT_ADAPTER_PREFIX, sizeof MPK_MT_ADAPTER_PREFIX - 1) == 0) return true;
+  size_t bl = strlen(base), kl = sizeof MPK_MT_KEPT_SUFFIX - 1;
+  if (bl > kl && strcmp(base + bl - kl, MPK_MT_KEPT_SUFFIX) == 0) return true;
   const char *at = strstr(base, suffix);
   return at && strlen(at) == sizeof suffix - 1 + 6;
 }
