@@ -807,6 +807,9 @@ MPK_API int mpk_mt_sanitize_repo_id(const char *repo_id, char *out, size_t out_s
 
 /** The install record written into every installed tree (repo id, variant, features, time). */
 #define MPK_MT_INSTALL_RECORD "modelpkg_install.json"
+/** The reference runtime's install record (InstallRecord.kt), also written by every install: compact
+    JSON {"repoId","variantId","features" (sorted),"installedAtEpochMs"} as Gson writes it. */
+#define MPK_MT_REFERENCE_INSTALL_RECORD "install_record.json"
 /** The largest manifest an installer reads from a source. */
 #define MPK_MT_MANIFEST_MAX_BYTES ((size_t)16 * 1024 * 1024)
 

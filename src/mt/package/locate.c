@@ -78,6 +78,7 @@ bool mpk_mt_is_device_file(const char *base) {
   if (strcmp(base, MPK_MT_MERGE_JOURNAL) == 0 || strcmp(base, MPK_MT_MERGE_JOURNAL ".tmp") == 0 ||
       strcmp(base, MPK_MT_MERGE_RECORD) == 0)
     return true;
+  if (strcmp(base, MPK_MT_REFERENCE_INSTALL_RECORD) == 0) return true; /* mt install: the reference's record */
   const char *at = strstr(base, suffix);
   return at && strlen(at) == sizeof suffix - 1 + 6;
 }
