@@ -246,7 +246,9 @@ static void gc_stage(gc_ctx *g, const char *cache_dir, const char *name, const c
     int rc = mpk_fx_stage_lock(&s, &e);
     if (rc) {
       gc_add(g, name, NULL, 0, 0, "%s",
-             rc == MPK_FX_STALE ? "the stage changed while gc looked (an installer); next time" : e.message);
+             rc == MPK_FX_STALE                       ? "the stage changed while gc looked (an installer); next time"
+             : strstr(e.message, "another installer") ? "an installer holds its lock"
+                                                      : e.message);
       mpk_fx_stage_fini(&s);
       return;
     }

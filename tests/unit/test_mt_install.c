@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -537,12 +538,23 @@ static void test_commit_crash(void **state) {
   snprintf(staging, sizeof staging, "%s/.staging/org__m", cache);
   mpk_mt_install_options o = {.repo_id = "org/m", .cache_dir = cache, .jobs = 2};
   mpk_error err;
-  for (int no_exchange = 0; no_exchange < 2; no_exchange++) {
+  /* reader: a reader (the load gate's shared flock on inference/) holds the old tree throughout:
+     it is retired, never deleted under the reader, and a gc removes it once the reader lets go. */
+  for (int pass = 0; pass < 4; pass++) {
+    int no_exchange = pass & 1, reader = pass >> 1;
     int last = 0, k;
     for (k = 1; !last; k++) {
       tu_sh("rm -rf '%s'", cache);
       o.variant = "cpu-fp16";
       assert_int_equal(mpk_mt_install(tiny(), &o, NULL, &err), 0);
+      int rfd = -1;
+      if (reader) {
+        char inf[4300];
+        snprintf(inf, sizeof inf, "%s/inference", target);
+        rfd = open(inf, O_RDONLY | O_DIRECTORY);
+        assert_true(rfd >= 0);
+        assert_int_equal(flock(rfd, LOCK_SH | LOCK_NB), 0);
+      }
       o.variant = "cpu-int4";
       pid_t pid = fork();
       assert_true(pid >= 0);
@@ -577,11 +589,24 @@ static void test_commit_crash(void **state) {
       assert_int_equal(mpk_mt_install(tiny(), &o, NULL, &err), 0);
       complete_install(target, v);
       assert_string_equal(v, "cpu-int4");
-      tu_sh("test \"$(ls -A '%s')\" = lock", staging);
+      if (reader) {
+        /* the reader's tree was never deleted: its files are still there, retired (one tree) */
+        assert_int_equal(faccessat(rfd, "model.onnx", R_OK, 0), 0);
+        tu_sh("test \"$(ls -A '%s' | tr '\\n' ' ')\" = 'lock retired ' && test $(ls -A '%s/retired' | wc -l) = 1",
+              staging, staging);
+        close(rfd);
+        mpk_fetch_gc_result *g = NULL;
+        assert_int_equal(mpk_mt_cache_gc(cache, NULL, &g, &err), 0);
+        mpk_fetch_gc_result_free(g);
+        assert_false(mpk_is_dir(staging)); /* the retired tree and the orphaned lock: gone */
+      } else {
+        tu_sh("test \"$(ls -A '%s')\" = lock", staging);
+      }
       assert_true(k < 20);
     }
     /* every step was crashed at: 9 with the exchange, 10 with two renames, then one complete run */
     assert_int_equal(k - 1, no_exchange ? 11 : 10);
+    (void)reader;
   }
   tu_sh("rm -rf '%s'", dir);
 }
