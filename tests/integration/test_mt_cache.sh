@@ -135,7 +135,7 @@ check "gc: the decoy untouched" test "$(decoy_sum)" = "$DECOY"
 ln -s "$T/decoy" "$C/org__link"
 expect "remove: a tree that is a link is refused" 1 'symbolic link: refused' -- "$MPK" mt remove --cache "$C" --repo-id org/link
 check "remove: the link left, the decoy untouched" test -L "$C/org__link" -a "$(decoy_sum)" = "$DECOY"
-expect "list: a link is a note, not a model" 0 'note: org__link is a symbolic link' -- "$MPK" mt list --cache "$C"
+expect "list: a link is a note, not a model" 0 'note: org__link: is a symbolic link' -- "$MPK" mt list --cache "$C"
 rm "$C/org__link"
 rm -rf "$C/.staging"
 ln -s "$T/decoy" "$C/.staging"

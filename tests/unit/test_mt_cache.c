@@ -80,8 +80,9 @@ static void test_list(void **state) {
         "\"installedAtEpochMs\":1700000000123}",
         f);
   fclose(f);
-  /* a legacy tree: no record (the reference's fallback: "__" as "/"); a blank repoId does not count */
-  tu_sh("mkdir -p '%s/legacy__thing' && printf '{\"repoId\":\"  \"}' > '%s/legacy__thing/install_record.json'", cache,
+  /* a legacy tree: no record (the reference's fallback: "__" as "/"); a blank repoId does not count;
+     not an installed model either (no inference/): listed by its name all the same, with a note */
+  tu_sh("mkdir -p '%s/legacy__thing' && printf '{\"repoId\":\"\"}' > '%s/legacy__thing/install_record.json'", cache,
         cache);
   /* dot names are not models; a link is never followed */
   tu_sh("mkdir -p '%s/.hidden' '%s/decoy' && ln -s '%s/decoy' '%s/linked'", cache, dir, dir, cache);
@@ -116,8 +117,10 @@ static void test_list(void **state) {
   assert_int_equal(fscanf(f, "%llu", &want), 1);
   pclose(f);
   assert_int_equal(mine->bytes, want);
-  assert_int_equal(l->n_notes, 1);
-  assert_non_null(strstr(l->notes[0], "linked is a symbolic link"));
+  assert_int_equal(l->n_notes, 2);
+  assert_non_null(strstr(l->notes[0], "legacy__thing: "));
+  assert_non_null(strstr(l->notes[0], "not an installed model"));
+  assert_non_null(strstr(l->notes[1], "linked: is a symbolic link"));
   mpk_mt_cache_listing_free(l);
   tu_sh("rm -rf '%s'", dir);
 }

@@ -2,7 +2,6 @@
    install (mt remove), and collecting the cache's garbage (mt gc). The mechanisms are the fetch
    engine's (retire.c: readers, retired trees, gc; stage.c: the lock); what is MT's is here: the
    trees' names, the two install records, the repo id check. */
-#define _GNU_SOURCE /* timegm */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,70 +17,25 @@
 
 /* ---------------------------------------------------------------- records */
 
-/* What the tree's records say. modelpkg's record first (repoId, variant, features, installedAt),
-   else the reference runtime's (repoId, variantId, features, installedAtEpochMs) — read as the
-   reference's InstallRecord.read does: ignored when its repoId is blank. */
-static int read_records(int tfd, const char *shown, mpk_mt_cache_entry *e) {
-  static const char *const names[] = {MPK_MT_INSTALL_RECORD, MPK_MT_REFERENCE_INSTALL_RECORD};
-  for (size_t k = 0; k < 2; k++) {
-    size_t len;
-    char *data = mpk_fx_read_small_at(tfd, shown, names[k], &len);
-    char id[65], repo[1024];
-    if (!data || !mpk_fetch_parse_ids(data, len, id, repo, sizeof repo) || repo[strspn(repo, " \t\r\n\f\v")] == '\0') {
-      free(data);
-      continue;
-    }
-    json_t *doc = NULL;
-    mpk_json_parse(data, len, NULL, names[k], &doc, NULL);
-    free(data);
-    if (!(e->repo_id = strdup(repo))) {
-      json_decref(doc);
-      return MPK_ENOMEM;
-    }
-    e->record = names[k];
-    const char *v = json_string_value(json_object_get(doc, k == 0 ? "variant" : "variantId"));
-    if (v && *v && !(e->variant = strdup(v))) {
-      json_decref(doc);
-      return MPK_ENOMEM;
-    }
-    json_t *f = json_object_get(doc, "features");
-    size_t nf = json_is_array(f) ? json_array_size(f) : 0;
-    if (nf && !(e->features = calloc(nf, sizeof *e->features))) {
-      json_decref(doc);
-      return MPK_ENOMEM;
-    }
-    for (size_t i = 0; i < nf; i++) {
-      const char *s = json_string_value(json_array_get(f, i));
-      if (s && !(e->features[e->n_features++] = strdup(s))) {
-        json_decref(doc);
-        return MPK_ENOMEM;
-      }
-    }
-    if (k == 0) {
-      struct tm tm;
-      memset(&tm, 0, sizeof tm);
-      const char *when = json_string_value(json_object_get(doc, "installedAt"));
-      const char *end = when ? strptime(when, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
-      if (end && !*end) e->installed_at_ms = (int64_t)timegm(&tm) * 1000;
-      /* the reference's record, written in the same commit, has the milliseconds */
-      size_t rlen;
-      char *ref = mpk_fx_read_small_at(tfd, shown, MPK_MT_REFERENCE_INSTALL_RECORD, &rlen);
-      json_t *rd = NULL;
-      if (ref && mpk_json_parse(ref, rlen, NULL, MPK_MT_REFERENCE_INSTALL_RECORD, &rd, NULL) == 0) {
-        json_t *ms = json_object_get(rd, "installedAtEpochMs");
-        if (json_is_integer(ms) && json_integer_value(ms) / 1000 == e->installed_at_ms / 1000)
-          e->installed_at_ms = (int64_t)json_integer_value(ms);
-      }
-      json_decref(rd);
-      free(ref);
-    } else {
-      json_t *ms = json_object_get(doc, "installedAtEpochMs");
-      if (json_is_integer(ms) && json_integer_value(ms) > 0) e->installed_at_ms = (int64_t)json_integer_value(ms);
-    }
-    json_decref(doc);
-    return 0;
-  }
-  return 0;
+/* What the tree's records say, through the one reader of an installed model (mpk_mt_installed_open,
+   mt/package/tree.c: modelpkg's record, else the reference's install_record.json). 0 with the
+   fields filled; MPK_ENOMEM; or the reader's refusal in `why` (not an installed model, records that
+   disagree or are malformed) with nothing filled. */
+static int read_records(const char *tree, mpk_mt_cache_entry *e, mpk_error *why) {
+  mpk_mt_installed *ins = NULL;
+  int rc = mpk_mt_installed_open(tree, &ins, why);
+  if (rc) return rc == MPK_ENOMEM ? rc : 1;
+  e->record = ins->record == MPK_MT_RECORD_MODELPKG    ? MPK_MT_INSTALL_RECORD
+              : ins->record == MPK_MT_RECORD_REFERENCE ? MPK_MT_REFERENCE_INSTALL_RECORD
+                                                       : NULL;
+  e->installed_at_ms = ins->installed_at_ms;
+  rc = (e->repo_id = strdup(ins->repo_id)) ? 0 : MPK_ENOMEM;
+  if (!rc && ins->variant && !(e->variant = strdup(ins->variant))) rc = MPK_ENOMEM;
+  if (!rc && ins->n_features && !(e->features = calloc(ins->n_features, sizeof *e->features))) rc = MPK_ENOMEM;
+  for (size_t i = 0; !rc && i < ins->n_features; i++)
+    if (!(e->features[e->n_features++] = strdup(ins->features[i]))) rc = MPK_ENOMEM;
+  mpk_mt_installed_free(ins);
+  return rc;
 }
 
 /* The reference's fallback for a tree without a record: "__" back to "/" (InstallRecord.unsanitize). */
@@ -121,13 +75,13 @@ void mpk_mt_cache_listing_free(mpk_mt_cache_listing *l) {
 
 static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static int add_note(mpk_mt_cache_listing *l, const char *fmt, const char *a) {
+static int add_note(mpk_mt_cache_listing *l, const char *name, const char *what) {
   char **g = realloc(l->notes, (l->n_notes + 1) * sizeof *g);
   if (!g) return MPK_ENOMEM;
   l->notes = g;
-  size_t len = strlen(fmt) + strlen(a) + 1;
+  size_t len = strlen(name) + strlen(what) + 3;
   if (!(l->notes[l->n_notes] = malloc(len))) return MPK_ENOMEM;
-  snprintf(l->notes[l->n_notes++], len, fmt, a);
+  snprintf(l->notes[l->n_notes++], len, "%s: %s", name, what);
   return 0;
 }
 
@@ -150,7 +104,7 @@ int mpk_mt_cache_list(const char *cache_dir, mpk_mt_cache_listing **out, mpk_err
     struct stat st;
     if (fstatat(cfd, nm, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (S_ISLNK(st.st_mode)) {
-      rc = add_note(l, "%s is a symbolic link: not listed (never followed)", nm);
+      rc = add_note(l, nm, "is a symbolic link: not listed (never followed)");
       continue;
     }
     if (!S_ISDIR(st.st_mode)) continue;
@@ -159,9 +113,12 @@ int mpk_mt_cache_list(const char *cache_dir, mpk_mt_cache_listing **out, mpk_err
     if (mpk_fx_open_tree(cfd, cache_dir, nm, &tfd, &e) || tfd < 0) continue;
     mpk_mt_cache_entry *en = &l->entries[l->n];
     char *shown = mpk_path_join(cache_dir, nm);
-    if (!(en->name = strdup(nm)) || !shown || read_records(tfd, shown, en) ||
-        (!en->repo_id && !(en->repo_id = unsanitize(nm))))
-      rc = MPK_ENOMEM;
+    mpk_error why;
+    mpk_error_clear(&why);
+    int r = shown ? read_records(shown, en, &why) : MPK_ENOMEM;
+    if (r == 1) /* listed by its name all the same, as the reference's CacheIndex lists every directory */
+      r = add_note(l, nm, why.message);
+    if (r || !(en->name = strdup(nm)) || (!en->repo_id && !(en->repo_id = unsanitize(nm)))) rc = MPK_ENOMEM;
     struct stat ms;
     en->has_manifest = fstatat(tfd, MPK_MT_MANIFEST_FILENAME, &ms, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(ms.st_mode);
     en->bytes = mpk_fx_tree_bytes(cfd, nm, &en->disk_bytes);
@@ -224,8 +181,10 @@ int mpk_mt_cache_remove(const char *cache_dir, const char *repo_id, const mpk_mt
     /* The rule is not one-to-one: a tree whose record names another repo id is not this one. */
     mpk_mt_cache_entry e;
     memset(&e, 0, sizeof e);
-    if (read_records(tfd, stg->target, &e)) rc = mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
-    else if (e.repo_id && strcmp(e.repo_id, repo_id) != 0)
+    mpk_error why;
+    /* a tree the reader refuses (no record, records that disagree) is removed by its name */
+    if (read_records(stg->target, &e, &why) == MPK_ENOMEM) rc = mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
+    else if (e.record && e.repo_id && strcmp(e.repo_id, repo_id) != 0)
       rc = mpk_fail(err, MPK_EMISMATCH, stg->target, NULL,
                     "holds repo %s, not %s (both sanitize to %s): refusing to remove it", e.repo_id, repo_id, name);
     entry_free(&e);

@@ -17,41 +17,6 @@
 
 #define MAX_JOBS MPK_FETCH_MAX_JOBS
 
-/* ---------------------------------------------------------------- installed paths */
-
-static const char *const stages[] = {"embedding", "inference", "tokenizer", "train"};
-
-int mpk_mt_installed_path(const mpk_mt_variant *v, const char *pkg, char **out, mpk_error *err) {
-  if (!out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
-  *out = NULL;
-  if (!v || !pkg) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
-  char ck[600];
-  int n = snprintf(ck, sizeof ck, "variants/%s/checksums.json", v->id);
-  if (n > 0 && (size_t)n < sizeof ck && strcmp(pkg, ck) == 0) {
-    *out = strdup("checksums.json");
-  } else {
-    for (size_t i = 0; i < sizeof stages / sizeof *stages && !*out; i++) {
-      const char *dir = mpk_mt_variant_path(v, stages[i]);
-      size_t dl = dir ? strlen(dir) : 0;
-      if (!dl || strncmp(pkg, dir, dl) != 0 || pkg[dl] != '/') continue;
-      size_t len = strlen(stages[i]) + strlen(pkg + dl) + 1;
-      if ((*out = malloc(len))) snprintf(*out, len, "%s%s", stages[i], pkg + dl);
-      if (!*out) break;
-    }
-    if (!*out) {
-      bool mapped = false;
-      for (size_t i = 0; i < sizeof stages / sizeof *stages; i++) {
-        const char *dir = mpk_mt_variant_path(v, stages[i]);
-        if (dir && strncmp(pkg, dir, strlen(dir)) == 0 && pkg[strlen(dir)] == '/') mapped = true;
-      }
-      if (!mapped) *out = strdup(pkg);
-    }
-  }
-  return *out ? 0 : mpk_fail(err, MPK_ENOMEM, pkg, NULL, "out of memory");
-}
-
-
-
 /* ---------------------------------------------------------------- documents read back */
 
 bool mpk_mt_install_parse_ids(const void *data, size_t len, char id[65], char *repo_id, size_t repo_cap) {
@@ -241,6 +206,45 @@ out:
   return rc;
 }
 
+/* ---------------------------------------------------------------- the variant and the manifest's rules */
+
+static int default_variant(const char *cache_dir, const char *name, const mpk_mt_manifest *m, const mpk_mt_variant **v,
+                           mpk_error *err) {
+  char *target = mpk_path_join(cache_dir, name);
+  if (!target) return mpk_fail(err, MPK_ENOMEM, cache_dir, NULL, "out of memory");
+  mpk_mt_tree t = {0};
+  int rc = 0;
+  if (mpk_is_dir(target)) rc = mpk_mt_tree_open(target, &t, err);
+  if (!rc) rc = mpk_mt_tree_variant(&t, m, NULL, MPK_MT_MANIFEST_FILENAME, v, err);
+  if (rc == MPK_EMALFORMED && t.installed && t.variant)
+    rc = mpk_fail(err, MPK_ENOTFOUND, MPK_MT_MANIFEST_FILENAME, "/variants",
+                  "the installed variant \"%s\" (%s) is not among this package's variants: name one with --variant",
+                  t.variant, t.record_file ? t.record_file : target);
+  mpk_mt_tree_free(&t);
+  free(target);
+  return rc;
+}
+
+/* The manifest's own rules, as check applies them (mpk_mt_check_manifest), before a byte is
+   fetched: install never accepts a package that check rejects for its manifest. */
+static int validate(const mpk_mt_manifest *m, const mpk_mt_variant *v, mpk_error *err) {
+  mpk_mt_check_options co = {.struct_size = sizeof co, .variant = v->id};
+  mpk_mt_report *r = NULL;
+  int rc = mpk_mt_check_manifest(m, MPK_MT_MANIFEST_FILENAME, &co, &r, err);
+  if (rc) return rc;
+  if (r->n_problems) {
+    const mpk_error *e = &r->problems[0];
+    char more[96] = "";
+    if (r->n_problems > 1)
+      snprintf(more, sizeof more, " (and %zu more problem%s: modelpkg check lists them)", r->n_problems - 1,
+               r->n_problems == 2 ? "" : "s");
+    rc = mpk_fail(err, e->code ? e->code : MPK_EMALFORMED, e->file, e->pointer[0] ? e->pointer : NULL,
+                  "%s%s; nothing was fetched", e->message, more);
+  }
+  mpk_mt_report_free(r);
+  return rc;
+}
+
 /* ---------------------------------------------------------------- entry points */
 
 int mpk_mt_install_recover(const char *cache_dir, const char *repo_id, int *recovered, mpk_error *err) {
@@ -319,6 +323,10 @@ int mpk_mt_install_ex(const char *source, const mpk_mt_install_options *given, c
       rc = mpk_fail(err, MPK_ENOTFOUND, MPK_MT_MANIFEST_FILENAME, "/variants", "no variant %s", o->variant);
       goto out;
     }
+  } else if (!o->select) {
+    /* No variant and no device: the one default rule (check and merge use it too) — the variant
+       the cache's install of this repo records, else the manifest's defaultVariant. */
+    if ((rc = default_variant(o->cache_dir, name, m, &v, err))) goto out;
   } else {
     /* Selected for the device; the storage budget is the cache's free space unless given. */
     mpk_mt_select_options so;
@@ -351,6 +359,7 @@ int mpk_mt_install_ex(const char *source, const mpk_mt_install_options *given, c
     rc = mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
     goto out;
   }
+  if ((rc = validate(m, v, err))) goto out;
   if ((rc = plan(&s, m, v, err))) goto out;
   if (emit(&s, MPK_MT_INSTALL_PLANNED, 0)) {
     rc = mpk_fail(err, MPK_ECANCELLED, NULL, NULL, "cancelled");
