@@ -7,6 +7,7 @@
 #  - mt gc never touches a stage whose lock an installer holds; gc with nothing to do; --dry-run;
 #  - hostile: links planted in .staging, in a stage, as a tree, and .staging itself a link: removed
 #    as links or refused, never followed (a decoy directory checksummed before and after);
+#  - SIGKILL at random instants of mt gc and mt remove, 50 times each;
 #  - --json envelopes on success, refusal and usage error.
 # usage: test_mt_cache.sh MODELPKG SHARED_DIR
 set -uo pipefail
@@ -143,7 +144,37 @@ expect "gc: .staging a link is refused" 1 '\.staging: is a symbolic link: refuse
 check "gc: the decoy untouched" test "$(decoy_sum)" = "$DECOY"
 rm "$C/.staging"
 
+# ---- SIGKILL at random instants of mt gc and mt remove (50 each): the installed tree is always
+#      whole (gc) or whole-or-absent (remove), never half a tree at its place, and the next gc
+#      completes and leaves nothing but the installed tree(s)
+tree_sum() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
+rm -rf "$C"; inst cpu-int4
+WHOLE="$(tree_sum "$TREE")"
+# the garbage: a partial download, a retired tree of many files, an old/ of a crashed swap
+mkdir -p "$ST/new/inference" "$ST/parts" "$ST/retired/aaaa" "$ST/old"
+for i in $(seq 300); do echo "$i" > "$ST/retired/aaaa/f$i"; echo "$i" > "$ST/old/g$i"; done
+cp -r "$TREE/inference" "$ST/retired/aaaa/inference"
+echo partial > "$ST/new/inference/model.onnx"
+cp -r "$C" "$T/garbage"
+for what in gc remove; do
+  bad_state=0; stuck=0
+  for i in $(seq 50); do
+    rm -rf "$C"; cp -r "$T/garbage" "$C"
+    if [ $what = gc ]; then "$MPK" mt gc --cache "$C" >/dev/null 2>&1 &
+    else "$MPK" mt remove --cache "$C" --repo-id org/tiny >/dev/null 2>&1 & fi
+    pid=$!
+    sleep "0.00$((RANDOM % 10))"; kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    if [ -e "$TREE" ] && [ "$(tree_sum "$TREE")" != "$WHOLE" ]; then bad_state=$((bad_state + 1)); fi
+    [ $what = remove ] || [ -e "$TREE" ] || bad_state=$((bad_state + 1))
+    timeout 30 "$MPK" mt gc --cache "$C" >/dev/null 2>&1 || stuck=$((stuck + 1))
+    [ -e "$C/.staging" ] && stuck=$((stuck + 1))
+  done
+  check "SIGKILL x50 during mt $what: the installed tree is never half there" test $bad_state -eq 0
+  check "SIGKILL x50 during mt $what: the next gc completes and leaves no garbage" test $stuck -eq 0
+done
+
 # ---- --json envelopes
+rm -rf "$C"; inst cpu-int4
 out="$("$MPK" mt remove --cache "$C" --repo-id org/tiny --json)"; rc=$?
 check "remove --json: removed" /usr/bin/python3 -c '
 import json, sys
