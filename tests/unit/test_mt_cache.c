@@ -312,12 +312,69 @@ static void test_reinstall_under_reader(void **state) {
   tu_sh("rm -rf '%s'", dir);
 }
 
+/* An installer waiting (--wait) on a lock that gc unlinks with its stage (an orphaned lock) starts
+   over once it gets it, instead of installing through a stage nobody else can see. */
+static void test_waiter_on_removed_lock(void **state) {
+  (void)state;
+  const char *dir = tu_tmpdir();
+  char cache[4096], st[4300], lock[4400];
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  snprintf(st, sizeof st, "%s/.staging/org__m", cache);
+  snprintf(lock, sizeof lock, "%s/lock", st);
+  install(cache, "org/m", "cpu-fp16"); /* leaves the stage with its lock only */
+  int lfd = open(lock, O_RDWR);
+  assert_true(lfd >= 0);
+  assert_int_equal(flock(lfd, LOCK_EX), 0); /* as gc holds it */
+  struct stat ls;
+  assert_int_equal(fstat(lfd, &ls), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(lfd); /* the lock's open file is the parent's (gc's): not held by the installer too */
+    mpk_mt_install_options o = MPK_MT_INSTALL_OPTIONS_INIT;
+    o.repo_id = "org/m";
+    o.cache_dir = cache;
+    o.variant = "cpu-int4";
+    o.wait_for_lock = 1;
+    mpk_error e;
+    _exit(mpk_mt_install(tiny(), &o, NULL, &e) == 0 ? 0 : 1);
+  }
+  /* until the installer is blocked on our lock: a waiter ("->") on the lock's inode in /proc/locks */
+  char ino[64];
+  snprintf(ino, sizeof ino, ":%lu ", (unsigned long)ls.st_ino);
+  bool waiting = false;
+  for (int i = 0; i < 500 && !waiting; i++) {
+    FILE *f = fopen("/proc/locks", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f))
+      if (strstr(line, "->") && strstr(line, ino)) waiting = true;
+    if (f) fclose(f);
+    if (!waiting) usleep(10000);
+  }
+  if (!waiting) skip(); /* no /proc/locks: the race cannot be staged here */
+  /* gc's orphaned-lock removal: the lock unlinked and the stage removed while held */
+  assert_int_equal(unlink(lock), 0);
+  assert_int_equal(rmdir(st), 0);
+  close(lfd);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0); /* it started over with a fresh stage and installed */
+  char p[4400];
+  snprintf(p, sizeof p, "%s/org__m/" MPK_MT_REFERENCE_INSTALL_RECORD, cache);
+  json_t *rec = tu_load_json(p);
+  assert_string_equal(json_string_value(json_object_get(rec, "variantId")), "cpu-int4");
+  json_decref(rec);
+  assert_true(mpk_file_exists(lock));
+  tu_sh("rm -rf '%s'", dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_list),
       cmocka_unit_test(test_remove),
       cmocka_unit_test(test_gc),
       cmocka_unit_test(test_reinstall_under_reader),
+      cmocka_unit_test(test_waiter_on_removed_lock),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
