@@ -578,7 +578,7 @@ typedef struct mpk_mt_gate_tensor {
   mpk_mt_authority authority;
   char sidecar[65];             /**< the sidecar's digest, lowercased ("" when none or bad) */
   char map_sha256[65];          /**< the map's digest ("" when none) */
-  char actual[65];              /**< the computed digest ("" when not computed) */
+  char actual[65];              /**< the file's digest: computed now, or the stamp's (report->hashing[i]) ("" when neither) */
   uint64_t size;                /**< the file's size (0 when missing) */
   /* the declared layout (the size rule of mpk_mt_tensor_open); `layout_code` 0: described */
   int layout_code;
@@ -590,10 +590,20 @@ typedef struct mpk_mt_gate_tensor {
   int merged;                   /**< 1: merged on device, verified against modelpkg's merge record */
 } mpk_mt_gate_tensor;
 
+/** How tensor i's digest was had (mpk_mt_gate_report.hashing[i]; an element struct of a result
+    array never grows, so facts added after 0.1 come in a parallel array: docs/API.md). */
+typedef struct mpk_mt_gate_hashing {
+  int from_stamp;               /**< 1: accepted by the stamp: `actual` is the digest it recorded, not hashed now */
+  int64_t hashed_at_ms;         /**< when `actual` was computed, Unix epoch ms (now, or the stamp's time); 0: never */
+} mpk_mt_gate_hashing;
+
 typedef struct mpk_mt_gate_options {
   size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   int presence_only;      /**< 1: nothing is hashed: files present, and each sidecar (a few bytes) shipped or recorded */
   unsigned workers;       /**< threads hashing files; 0: one per CPU, at most 8 */
+  /* appended: the verification stamp (.modelpkg-verified.json in the inference directory, docs/mt.md) */
+  int use_stamp;          /**< 1: accept a file the stamp vouches for without hashing it; refresh the stamp */
+  int rehash;             /**< 1: ignore the stamp, hash every file, and write a fresh stamp (implies use_stamp) */
 } mpk_mt_gate_options;
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_MT_GATE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_gate_options)
@@ -610,6 +620,12 @@ typedef struct mpk_mt_gate_report {
   int recovery;                       /**< an mpk_mt_recovery: what finishing an interrupted merge did */
   size_t recovery_files;              /**< files it renamed (rolled forward) or removed (rolled back) */
   struct mpk_mt_gate_priv *priv_;
+  /* appended: the verification stamp */
+  size_t n_hashed;                    /**< tensors hashed now */
+  size_t n_from_stamp;                /**< tensors accepted by the stamp (not hashed) */
+  int stamp_written;                  /**< 1: a fresh stamp was written */
+  const char *stamp_ignored;          /**< why an existing stamp was not used (torn, edited...); NULL otherwise */
+  const mpk_mt_gate_hashing *hashing; /**< n_tensors, parallel to `tensors` */
 } mpk_mt_gate_report;
 
 /**
@@ -629,11 +645,27 @@ typedef struct mpk_mt_gate_report {
  * merges (a shared lock) until the report is freed: keep the report while opening the tensors,
  * and no merge can replace them in between (mpk_mt_merge fails "... a reader holds it"); any
  * number of gates may hold the same directory.
+ *
+ * The verification stamp (opts->use_stamp, or rehash): the gate remembers, in
+ * `inference_dir`/.modelpkg-verified.json, each file's SHA-256 with its st_dev, st_ino, size, mtime
+ * and ctime (ns). A file whose five values are unchanged and which was not modified in the second
+ * the stamp was written or later ("racy", re-hashed) is not hashed again: its stamped digest goes
+ * through exactly the judgement above (sidecar, merge record, shipped digest). The stamp carries a
+ * checksum over its content; a torn or edited one is ignored (everything hashed). After hashing
+ * anything the gate rewrites the stamp atomically; a directory it cannot write to just has no stamp.
+ * `rehash` hashes every file and rewrites it. What a stamp cannot see: docs/mt.md.
  */
 MPK_API int mpk_mt_load_gate(const char *inference_dir, const mpk_mt_handoff *map, const mpk_mt_gate_options *opts,
                              mpk_mt_gate_report **out, mpk_error *err);
 /** Free the report and release its hold on the inference directory (merges may run again); accepts NULL. */
 MPK_API void mpk_mt_gate_report_free(mpk_mt_gate_report *r);
+/**
+ * The verification stamp of `inference_dir` (what `mt list` shows as the last verification): when
+ * the load gate wrote it (Unix epoch ms) and how many files it vouches for. MPK_ENOTFOUND: no stamp
+ * (never gated with use_stamp); MPK_EMALFORMED: a stamp the gate would ignore (torn or edited,
+ * err says why). All pointers but err are required (MPK_EINVAL).
+ */
+MPK_API int mpk_mt_stamp_info(const char *inference_dir, int64_t *written_at_ms, size_t *n_files, mpk_error *err);
 /** "sidecar", "map", "none". */
 MPK_API const char *mpk_mt_authority_name(mpk_mt_authority a);
 /** "verified", "present", "missing", "no checksum", "bad sidecar", "mismatch", "unreadable". */
@@ -916,6 +948,14 @@ typedef struct mpk_mt_install_options {
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_MT_INSTALL_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_install_options)
 
+/** An adapter merged into the install an update replaced (docs/mt-install.md, "Updating a merged
+    install"). */
+typedef struct mpk_mt_install_adapter {
+  char *sha256;    /**< the adapter's content digest, as its membership records it */
+  int reapplied;   /**< 1: merged into the new version before the commit; 0: dropped (the base installed) */
+  char *reason;    /**< why it was dropped (which entry no longer fits, old vs new), or NULL */
+} mpk_mt_install_adapter;
+
 /** What an install did. Freed with mpk_mt_install_result_free() (fields only, not the struct); empty
     after a failure. */
 typedef struct mpk_mt_install_result {
@@ -926,6 +966,8 @@ typedef struct mpk_mt_install_result {
   uint64_t reused_bytes;        /**< bytes already staged by an interrupted install, re-hashed, kept */
   unsigned retries, restarts;   /**< transfers retried; files started over (Range ignored, content changed) */
   int replaced;                 /**< 1: a previous install was replaced */
+  mpk_mt_install_adapter *adapters; /**< the adapters merged into the replaced install: re-applied or dropped */
+  size_t n_adapters;
 } mpk_mt_install_result;
 
 /**
@@ -1076,6 +1118,8 @@ typedef struct mpk_mt_merge_options {
   unsigned workers;                /**< merge threads; 0: one per CPU, at most 8 */
   int dry_run;                     /**< 1: decide and report, write nothing */
   mpk_safetensors_budget adapter_budget;    /**< the adapter reader's memory budget (zeros: the defaults) */
+  int keep_base;                   /**< 1: keep the shipped tensors the merge replaces inside the inference
+                                        directory, in the same transaction, for mpk_mt_restore() */
 } mpk_mt_merge_options;
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_MT_MERGE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_merge_options)
@@ -1124,6 +1168,55 @@ MPK_API int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *opts, mpk_
                          mpk_error *err);
 /** Free the mpk_mt_merge_report and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_merge_report_free(mpk_mt_merge_report *r);
+
+/** Options of mpk_mt_restore(); start from MPK_MT_RESTORE_OPTIONS_INIT. */
+typedef struct mpk_mt_restore_options {
+  size_t struct_size;  /**< sizeof as compiled, set by the _INIT macro */
+  const char *variant; /**< NULL: the installed variant (a package: its defaultVariant) */
+  const char *source;  /**< where to re-fetch shipped tensors no kept base holds: a package directory or
+                            an http(s) base URL; NULL: the install record's "source" */
+  int wait_for_lock;   /**< 1: wait for another writer of the installed tree; 0: fail at once (MPK_EIO) */
+} mpk_mt_restore_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_RESTORE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_restore_options)
+
+/** One tensor (or sidecar) put back. */
+typedef struct mpk_mt_restore_file {
+  const char *name;    /**< the file name in the inference directory */
+  const char *sha256;  /**< the shipped bytes' SHA-256, verified before anything was replaced */
+  const char *from;    /**< "kept base", "re-fetched from <source>", or "written from the shipped digest" */
+} mpk_mt_restore_file;
+
+/** What a restore did. Immutable, shareable; freed with mpk_mt_restore_report_free(). */
+typedef struct mpk_mt_restore_report {
+  const char *variant;
+  const char *inference_dir;
+  int was_merged;                   /**< 0: the tree held no merged tensor: nothing was done */
+  int written;                      /**< 1: the transaction committed */
+  const mpk_mt_restore_file *files;
+  size_t n_files;
+  const char *const *adapters;      /**< SHA-256 of each adapter whose membership was removed */
+  size_t n_adapters;
+  const char *const *notes;
+  size_t n_notes;
+  struct mpk_mt_restore_priv *priv_;
+} mpk_mt_restore_report;
+
+/**
+ * Return every tensor modelpkg's merge record names to its shipped bytes (docs/mt-restore.md): from
+ * the base a --keep-base merge kept in the tree, else re-fetched from `opts->source` (default: the
+ * install record's source) through the fetch engine into the repo's staging area. Each file is
+ * verified against the shipped digest (the record's, which must be the map's) before anything is
+ * replaced; then one transaction puts the tensors and their sidecars back and empties the merge
+ * record and the adapter membership (removed, with the kept bases and adapter copies, right after).
+ * An installed tree `<cache>/<name>` is locked as its installer locks it
+ * (`<cache>/.staging/<name>/lock`). A tree without merged tensors: 0, was_merged 0. On failure
+ * nothing is changed and `*out` is NULL.
+ */
+MPK_API int mpk_mt_restore(const char *dir, const mpk_mt_restore_options *opts, mpk_mt_restore_report **out,
+                           mpk_error *err);
+/** Free the report; accepts NULL. */
+MPK_API void mpk_mt_restore_report_free(mpk_mt_restore_report *r);
 
 /** What recovering an interrupted merge did. */
 typedef enum mpk_mt_recovery {

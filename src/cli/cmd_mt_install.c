@@ -90,7 +90,7 @@ static int on_event(void *ctx, const mpk_mt_install_event *ev) {
 }
 
 static const char *const result_keys[] = {"repo_dir", "variant", "files", "bytes", "reused_bytes", "retries",
-                                           "restarts", "replaced", "seconds", NULL};
+                                           "restarts", "replaced", "adapters", "seconds", NULL};
 
 /* A bounded integer option (an mpk_cli_opt fn). */
 typedef struct bounded {
@@ -189,6 +189,12 @@ int mpk_cmd_mt_install(int argc, char **argv) {
     json_object_set_new(root, "retries", json_integer((json_int_t)r.retries));
     json_object_set_new(root, "restarts", json_integer((json_int_t)r.restarts));
     json_object_set_new(root, "replaced", json_boolean(r.replaced));
+    json_t *adapters = json_array();
+    for (size_t i = 0; i < r.n_adapters; i++)
+      json_array_append_new(adapters, json_pack("{s:o, s:b, s:o}", "sha256", mpk_cli_json_str(r.adapters[i].sha256),
+                                                "reapplied", r.adapters[i].reapplied, "reason",
+                                                r.adapters[i].reason ? mpk_cli_json_str(r.adapters[i].reason) : json_null()));
+    json_object_set_new(root, "adapters", adapters);
     json_object_set_new(root, "seconds", json_real(secs));
     mpk_cli_json_end(root, NULL, 0, NULL, 0);
   } else if (c.json) {
@@ -197,6 +203,11 @@ int mpk_cmd_mt_install(int argc, char **argv) {
     printf("OK: installed %s (%zu files, %llu bytes, %llu resumed) into %s%s\n", r.variant, r.files,
            (unsigned long long)r.total_bytes, (unsigned long long)r.reused_bytes, r.repo_dir,
            r.replaced ? ", replacing the previous install" : "");
+    for (size_t i = 0; i < r.n_adapters; i++) {
+      if (r.adapters[i].reapplied) printf("  adapter %s: re-applied to the new version\n", r.adapters[i].sha256);
+      else printf("  adapter %s: dropped: %s\n", r.adapters[i].sha256[0] ? r.adapters[i].sha256 : "(unrecorded)",
+                  r.adapters[i].reason);
+    }
   }
   if (rc) mpk_cli_error(&err);
   mpk_mt_install_result_free(&r);

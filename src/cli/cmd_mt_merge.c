@@ -16,7 +16,10 @@ static const char about[] =
     "replaced tensor, its shipped and its merged sha256), the only authority that lets check and the\n"
     "load gate accept merged bytes. An interrupted merge is finished or undone by the next merge or\n"
     "load (mt tensors); check reports it and never writes. The inference directory must have no\n"
-    "symbolic link in its path, and a package that lists a merge journal or record is refused.\n";
+    "symbolic link in its path, and a package that lists a merge journal or record is refused.\n"
+    "The same transaction records the adapter as a member of the model (.modelpkg-adapters.json: its\n"
+    "sha256, scale, orientation and evidence, when, which entries) with a copy of its bytes, so\n"
+    "mt restore can undo the merge and an update (mt install) can re-apply it.\n";
 static const char more[] =
     "Without a frozen base in the adapter, each shipped .bin must still hash to the map's sha256: a\n"
     "weight that was already merged is refused, so an adapter cannot be applied twice by accident.\n"
@@ -93,7 +96,7 @@ int mpk_cmd_mt_merge(int argc, char **argv) {
   const char *cmd = "mt merge", *jobs_s = NULL, *scale_s = NULL, *orient_s = NULL, *header_s = NULL,
              *tensors_s = NULL;
   mpk_mt_merge_options o = MPK_MT_MERGE_OPTIONS_INIT;
-  bool json = false, dry_run = false;
+  bool json = false, dry_run = false, keep_base = false;
   const mpk_cli_opt opts[] = {
       {"--adapter", 0, "FILE", "the adapter: factors found by each entry's checkpointNames (adapter_A [rank, in],\n"
                                "adapter_B [out, rank]), else by PEFT names (<module>.lora_A.weight); a frozen\n"
@@ -110,12 +113,15 @@ int mpk_cmd_mt_merge(int argc, char **argv) {
       {"--max-adapter-header", 0, "BYTES", "the adapter reader's header budget (default 16777216): a larger\n"
                                            "header is refused before it is parsed", .str = &header_s},
       {"--max-adapter-tensors", 0, "N", "the adapter reader's tensor budget (default 100000)", .str = &tensors_s},
+      {"--keep-base", 0, NULL, "keep the shipped tensors the merge replaces inside the inference directory\n"
+                               "(<tensor>.modelpkg-base, same transaction), so mt restore needs no download",
+       .flag = &keep_base},
       {"--dry-run", 0, NULL, "decide and report; write nothing", .flag = &dry_run},
       {"--json", 0, NULL, "the report as one JSON document on stdout", .flag = &json},
       {0}};
   const mpk_cli_spec spec = {.name = cmd,
                              .usage = "DIR --adapter ADAPTER.safetensors [--variant ID] [--scale S]\n"
-                                      "DIR --adapter ADAPTER.safetensors [--orientation O] [--jobs N] [--dry-run] [--json]\n"
+                                      "DIR --adapter ADAPTER.safetensors [--orientation O] [--jobs N] [--keep-base] [--dry-run] [--json]\n"
                                       "DIR --adapter ADAPTER.safetensors [--max-adapter-header BYTES] [--max-adapter-tensors N]",
                              .about = about, .opts = opts, .more = more, .json_keys = json_keys, .max_args = 1};
   mpk_cli_args a;
@@ -123,6 +129,7 @@ int mpk_cmd_mt_merge(int argc, char **argv) {
   if (st != MPK_CLI_GO_ON) return st;
   json = a.json;
   o.dry_run = dry_run;
+  o.keep_base = keep_base;
   long long jobs = 0;
   if (!a.n) return mpk_cli_usage(&spec, json, "missing the package directory");
   if (!o.adapter) return mpk_cli_usage(&spec, json, "missing --adapter ADAPTER.safetensors");

@@ -68,47 +68,61 @@ int mpk_fsync_dir(int dfd) {
 
 int mpk_write_file_atomic(const char *path, const void *data, size_t len, mpk_error *err) {
   if (!path || (!data && len)) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
+  char *dir_copy = strdup(path), *base_copy = strdup(path);
+  if (!dir_copy || !base_copy) {
+    free(dir_copy);
+    free(base_copy);
+    return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
+  }
+  int rc;
+  int dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) rc = mpk_fail(err, MPK_EIO, path, NULL, "cannot create a temporary file beside it: %s", strerror(errno));
+  else {
+    rc = mpk_write_file_atomic_at(dfd, path, basename(base_copy), data, len, err);
+    close(dfd);
+  }
+  free(dir_copy);
+  free(base_copy);
+  return rc;
+}
+
+int mpk_write_file_atomic_at(int dfd, const char *shown, const char *name, const void *data, size_t len,
+                             mpk_error *err) {
+  if (!shown) shown = name;
+  if (dfd < 0 || !name || !*name || strchr(name, '/') || (!data && len))
+    return mpk_fail(err, MPK_EINVAL, shown, NULL, "invalid argument");
   /* A document replaces a regular file (or a link, which the rename replaces, never follows). A
      FIFO, socket, device or directory where a document belongs is refused: renaming over it would
      replace a node that is not ours (as root, /dev/null), and opening it could block. Data
      outputs that may be devices go through core/output.c instead. */
   struct stat st;
-  if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
-    return mpk_fail(err, MPK_EIO, path, NULL, "is %s, not a regular file: a document is never written into one",
+  if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+    return mpk_fail(err, MPK_EIO, shown, NULL, "is %s, not a regular file: a document is never written into one",
                     mpk_file_type_name(st.st_mode));
-  size_t n = strlen(path);
-  char *tmp = malloc(n + 16), *dir_copy = strdup(path);
-  if (!tmp || !dir_copy) {
-    free(tmp);
-    free(dir_copy);
-    return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
-  }
-  snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+  size_t n = strlen(name);
+  char *tmp = malloc(n + 16);
+  if (!tmp) return mpk_fail(err, MPK_ENOMEM, shown, NULL, "out of memory");
+  snprintf(tmp, n + 16, "%s.tmp.XXXXXX", name);
   int rc = 0;
-  int fd = mpk_temp_open(tmp);
+  int fd = mpk_temp_open_at(dfd, tmp);
   if (fd < 0) {
-    rc = mpk_fail(err, MPK_EIO, path, NULL, "cannot create a temporary file beside it: %s", strerror(errno));
+    rc = mpk_fail(err, MPK_EIO, shown, NULL, "cannot create a temporary file beside it: %s", strerror(errno));
     goto out;
   }
   if (mpk_write_all(fd, data, len) != 0 || fsync(fd) != 0) {
-    rc = mpk_fail(err, MPK_EIO, path, NULL, "cannot write: %s", strerror(errno));
+    rc = mpk_fail(err, MPK_EIO, shown, NULL, "cannot write: %s", strerror(errno));
     close(fd);
-    unlink(tmp);
+    unlinkat(dfd, tmp, 0);
     goto out;
   }
-  if (close(fd) != 0 || rename(tmp, path) != 0) {
-    rc = mpk_fail(err, MPK_EIO, path, NULL, "cannot replace: %s", strerror(errno));
-    unlink(tmp);
+  if (close(fd) != 0 || renameat(dfd, tmp, dfd, name) != 0) {
+    rc = mpk_fail(err, MPK_EIO, shown, NULL, "cannot replace: %s", strerror(errno));
+    unlinkat(dfd, tmp, 0);
     goto out;
   }
-  int dfd = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    mpk_fsync_dir(dfd); /* the rename is durable only once its directory is */
-    close(dfd);
-  }
+  mpk_fsync_dir(dfd); /* the rename is durable only once its directory is */
 out:
   free(tmp);
-  free(dir_copy);
   return rc;
 }
 

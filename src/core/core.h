@@ -336,6 +336,11 @@ bool mpk_is_dir(const char *path);
 bool mpk_path_is_confined(const char *rel, const char **why);
 /* `path` (which exists) resolves, through symbolic links, to a place inside `dir`. */
 bool mpk_path_resolves_inside(const char *dir, const char *path);
+/* mpk_write_file_atomic of `name` (one path segment) in the directory handle `dfd` (`shown` names
+   the file in errors): the temporary "<name>.tmp.XXXXXX" is created beneath the handle, renamed over
+   `name`, and the directory fsynced. mpk_write_file_atomic is this on its path's directory. */
+int mpk_write_file_atomic_at(int dfd, const char *shown, const char *name, const void *data, size_t len,
+                             mpk_error *err);
 /* Remove what an interrupted mpk_write_file_atomic(path) left: regular files named
    "<basename>.tmp.XXXXXX" beside `path`. A writer that also lists the tree calls it first, so a
    leftover is never taken for a package file. */

@@ -49,6 +49,7 @@ while read -r dir; do
 
   if "$MPK" check "$pkg" >"$TMP/out" 2>&1; then ok; else bad "$case_name: check before the merge"; cat "$TMP/out"; fi
   ls -A "$inf" >"$TMP/files.before"
+  rm -rf "$TMP/pristine"; cp -a "$pkg" "$TMP/pristine" # the install source mt restore re-fetches from
 
   # Before: ONNX Runtime on the shipped weights equals x @ W_baseᵀ (the harness itself works).
   if node "$E2E/run_onnx.js" "$inf/model.onnx" "$dir/inputs.json" "$dir/before.json"; then
@@ -75,9 +76,11 @@ while read -r dir; do
     bad "$case_name: ONNX Runtime could not run the merged model"
   fi
 
-  # Same file names as before plus modelpkg's merge record: no journal or temporary file is left
-  # behind.
-  (cat "$TMP/files.before"; echo .modelpkg-merge-record.json) | sort >"$TMP/files.after"
+  # Same file names as before plus modelpkg's merge record, the adapter membership and the copy of
+  # the adapter (named by its SHA-256): no journal or temporary file is left behind.
+  adapter_sha="$(sha256sum "$dir/adapter.safetensors" | cut -d' ' -f1)"
+  (cat "$TMP/files.before"; echo .modelpkg-merge-record.json; echo .modelpkg-adapters.json
+   echo ".modelpkg-adapter.$adapter_sha.safetensors") | sort >"$TMP/files.after"
   ls -A "$inf" | sort | diff "$TMP/files.after" - && ok || bad "$case_name: the merge left the file list above changed"
 
   # The package still checks, and its load gate verified every merged tensor (against the merge
@@ -95,6 +98,21 @@ while read -r dir; do
   sed 's/^/  /' "$TMP/out"
   (cd "$inf" && sha256sum --quiet -c "$TMP/merged.sums") && ok || bad "$case_name: the refused merge changed files"
   ls -A "$inf" | sort | diff "$TMP/files.after" - && ok || bad "$case_name: the refused merge left the file list above changed"
+
+  # mt restore: the shipped bytes back (re-fetched from the pristine source, verified), the file
+  # list as before the merge, and ONNX Runtime computes x @ W_baseᵀ again.
+  echo "\$ modelpkg mt restore $case_name/pkg --source pristine ${variant[*]} --json"
+  if "$MPK" mt restore "$pkg" --source "$TMP/pristine" "${variant[@]}" --json >"$TMP/out" 2>&1; then ok; else bad "$case_name: mt restore failed"; cat "$TMP/out"; fi
+  "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"] and d["was_merged"] and d["written"] and d["command"] == "mt restore", d' "$TMP/out" && ok || bad "$case_name: mt restore --json"
+  (cd "$TMP/pristine/variants/cpu/inference" && sha256sum ./*.bin ./*.bin.sha256) >"$TMP/shipped.sums"
+  (cd "$inf" && sha256sum --quiet -c "$TMP/shipped.sums") && ok || bad "$case_name: mt restore did not give the shipped bytes"
+  ls -A "$inf" | sort | diff <(sort "$TMP/files.before") - && ok || bad "$case_name: the file list after mt restore is not the one before the merge"
+  if node "$E2E/run_onnx.js" "$inf/model.onnx" "$dir/inputs.json" "$dir/restored.json"; then
+    ok; checks "$dir" before "$dir/restored.json"
+  else
+    bad "$case_name: ONNX Runtime could not run the restored model"
+  fi
+  "$MPK" mt restore "$pkg" "${variant[@]}" >"$TMP/out" 2>&1 && grep -q "nothing to restore" "$TMP/out" && ok || bad "$case_name: a second mt restore is not a no-op"
 done <"$TMP/cases.txt"
 
 [ "$(wc -l <"$TMP/cases.txt")" -gt 0 ] && ok || bad "no case was made"

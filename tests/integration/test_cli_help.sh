@@ -11,7 +11,7 @@ trap 'rm -rf "$T"' EXIT
 . "$(dirname "$0")/expect.sh"
 
 commands=("check" "fit" "audio" "image" "mlc id" "mlc metadata" "mlc build" "mlc plan" "mt build" "mt reseal"
-  "mt handoff fmt" "mt handoff build" "mt graph" "mt inspect" "mt tensors" "mt merge" "mt select" "mt plan"
+  "mt handoff fmt" "mt handoff build" "mt graph" "mt inspect" "mt tensors" "mt merge" "mt restore" "mt select" "mt plan"
   "mt install")
 for c in "${commands[@]}"; do
   # shellcheck disable=SC2086

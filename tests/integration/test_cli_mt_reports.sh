@@ -117,7 +117,8 @@ json_doc plan_ok 0 -- "$MPK" mt plan "$TINY" --variant cpu-fp16 --json
 json_doc plan_no_variant 1 -- "$MPK" mt plan "$TINY" --variant nope --json
 json_doc plan_budget 1 -- "${LIMIT[@]}" "$MPK" mt plan "$TMP/million" --variant cpu-fp16 --json
 json_doc plan_missing_dir 1 -- "$MPK" mt plan "$TMP/nowhere" --variant cpu-fp16 --json
-json_doc plan_usage 2 -- "$MPK" mt plan "$TINY" --json
+json_doc plan_default 0 -- "$MPK" mt plan "$TINY" --json
+json_doc plan_usage 2 -- "$MPK" mt plan --json
 json_doc plan_usage_first 2 -- "$MPK" mt plan --bogus --json
 json_doc select_ok 0 -- "$MPK" mt select "$TINY" --json
 json_doc select_none 1 -- "$MPK" mt select "$TINY" --ep nnapi --json

@@ -183,7 +183,7 @@ jsondoc() { /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.stdin.read())
 keys = ["modelpkg_version", "command", "ok", "repo_dir", "variant", "files", "bytes", "reused_bytes", "retries",
-        "restarts", "replaced", "seconds", "problems", "notes"]
+        "restarts", "replaced", "adapters", "seconds", "problems", "notes"]
 assert list(d) == keys, list(d)
 assert d["command"] == "mt install"
 assert d["ok"] == (sys.argv[1] == "ok"), d["ok"]

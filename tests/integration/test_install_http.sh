@@ -216,7 +216,7 @@ PY
 : > "$T/ngx/access.log"
 msg="$(inst "$BASE/nodigest" "$T/nd" 2>&1 >/dev/null)"; rc=$?
 check "no digest: refused" test $rc -eq 1
-check "no digest: names the file" grep -q "model.onnx.*has no sha256" <<<"$msg"
+check "no digest: names the file" grep -q "model.onnx.*has a size but no sha256 digest.*nothing was fetched" <<<"$msg"
 check "no digest: nothing but the manifest fetched" test "$(grep -vc mobiletransformers_manifest.json "$T/ngx/access.log")" -eq 0
 
 finish

@@ -96,6 +96,12 @@ run mt_merge_ok 0 "$MPK" mt merge "$T/pkg" --adapter "$EX/mt-tiny.adapter.safete
 run mt_merge_refused 1 "$MPK" mt merge "$T/pkg" --adapter "$T/tone.wav"; keep merge_no
 run mt_merge_usage 2 "$MPK" mt merge "$T/nope" --adapter "$EX/mt-tiny.adapter.safetensors"
 same_keys mt_merge "$T/merge_ok.json" "$T/merge_no.json"
+cp -r "$EX/mt-tiny" "$T/merged"
+"$MPK" mt merge "$T/merged" --adapter "$EX/mt-tiny.adapter.safetensors" >/dev/null
+run mt_restore_ok 0 "$MPK" mt restore "$T/pkg"; keep restore_ok
+run mt_restore_refused 1 "$MPK" mt restore "$T/merged"; keep restore_no
+run mt_restore_usage 2 "$MPK" mt restore "$T/nope"
+same_keys mt_restore "$T/restore_ok.json" "$T/restore_no.json"
 run mt_install_ok 0 "$MPK" mt install "$EX/mt-tiny" --repo-id org/Tiny --cache "$T/cache"; keep inst_ok
 run mt_install_refused 1 "$MPK" mt install "$T/nope" --repo-id org/Tiny --cache "$T/cache"; keep inst_no
 same_keys mt_install "$T/inst_ok.json" "$T/inst_no.json"

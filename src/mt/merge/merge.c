@@ -370,13 +370,32 @@ int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *given, mpk_mt_merg
   mpk_mt_merge_options opt;
   int rc = MPK_OPTIONS_READ(mpk_mt_merge_options, &opt, given, err);
   if (rc) return rc;
-  const mpk_mt_merge_options *opts = &opt;
+  /* An installed tree: the repo's stage lock first, as every writer of the repo takes it (an
+     install replacing the tree, a restore, a remove wait for the merge or fail). */
+  mpk_fetch_stage *lock = NULL;
+  {
+    mpk_mt_tree tree;
+    if ((rc = mpk_mt_tree_open(dir, &tree, err))) return rc;
+    bool installed = tree.installed;
+    mpk_mt_tree_free(&tree);
+    if (installed && (rc = mpk_mt_tree_lock(dir, 0, &lock, err))) return rc;
+  }
   merge_plan p;
-  rc = mpk_merge_plan(dir, opts, &p, err);
-  if (rc) return rc;
+  rc = mpk_merge_plan(dir, &opt, &p, err);
+  if (!rc) {
+    rc = mpk_merge_execute(&p, &opt, out, err);
+    mpk_merge_plan_free(&p);
+  }
+  mpk_fetch_stage_close(lock);
+  return rc;
+}
+
+int mpk_merge_execute(merge_plan *pp, const mpk_mt_merge_options *opts, mpk_mt_merge_report **out, mpk_error *err) {
+  merge_plan p = *pp; /* the caller frees the plan */
+  int rc = 0;
   char (*digests)[MPK_MT_ROLE_COUNT][65] = calloc(p.n_items, sizeof *digests);
   mpk_txn *txn = NULL;
-  json_t *record = NULL;
+  json_t *record = NULL, *members = NULL;
   if (!digests) {
     rc = mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
     goto out;
@@ -387,6 +406,7 @@ int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *given, mpk_mt_merg
       (rc = mpk_txn_begin_at(p.inference_fd, p.loc.inference_dir, JOURNAL, NULL, &txn, err)))
     goto out;
   if ((rc = mpk_mt_record_load(p.inference_fd, p.loc.inference_dir, &record, err))) goto out;
+  if ((rc = mpk_mt_members_load(p.inference_fd, p.loc.inference_dir, &members, err))) goto out;
   if ((rc = gate_bases(&p, record, opts->workers, err))) goto out;
   if (opts->dry_run) {
     rc = build_report(&p, opts, NULL, 0, out, err);
@@ -394,6 +414,7 @@ int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *given, mpk_mt_merg
   }
   for (size_t i = 0; i < p.n_items && !rc; i++) rc = stage_entry(&p, &p.items[i], opts->workers, txn, digests[i], err);
   if (!rc) rc = stage_record(&p, record, digests, txn, err);
+  if (!rc) rc = mpk_merge_stage_members(&p, opts, members, record, digests, txn, err);
   if (!rc) {
     rc = mpk_txn_commit(txn, err); /* consumes txn */
     txn = NULL;
@@ -407,11 +428,18 @@ int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *given, mpk_mt_merg
                "(modelpkg mt tensors) completes it", why);
     }
   }
+  if (!rc) {
+    /* The adapter copies and kept tensors the new membership no longer names (a superseded adapter). */
+    json_t *now = NULL;
+    mpk_error ignored;
+    if (mpk_mt_members_load(p.inference_fd, p.loc.inference_dir, &now, &ignored) == 0) mpk_mt_members_sweep(p.inference_fd, now);
+    json_decref(now);
+  }
   if (!rc) rc = build_report(&p, opts, digests, 1, out, err);
 out:
   mpk_txn_abort(txn);
   json_decref(record);
+  json_decref(members);
   free(digests);
-  mpk_merge_plan_free(&p);
   return rc;
 }

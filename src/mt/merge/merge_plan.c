@@ -143,9 +143,23 @@ static const json_t *peft_mapping_for(const json_t *training, const char *layer,
 /* The item's scale: --scale; else a per-layer peft_mapping "alpha" (the reference passes it to the
    merger as the multiplier itself: MARS writes it already divided by the rank); else alpha / rank
    from training_config.json and from adapter_config.json, which must agree when both exist. */
-static int item_scale(merge_item *it, const mpk_mt_merge_options *o, const scale_config *train,
-                      const scale_config *peft, mpk_error *err) {
+static int item_scale(merge_item *it, const mpk_mt_merge_options *o, const json_t *p_in_recorded,
+                      const scale_config *train, const scale_config *peft, mpk_error *err) {
   const char *layer = it->e->training_base_layer_name;
+  if (p_in_recorded) {
+    /* Re-applied by an update: the scale this adapter was merged with, as recorded. */
+    const json_t *es = json_object_get(p_in_recorded, "entries"), *e;
+    size_t k;
+    json_array_foreach(es, k, e) {
+      if (strcmp(json_string_value(json_object_get(e, "layer")), layer) != 0) continue;
+      it->scale = json_number_value(json_object_get(e, "scale"));
+      snprintf(it->scale_source, sizeof it->scale_source, "re-applied as recorded: %.150s",
+               json_string_value(json_object_get(e, "scale_source")));
+      return 0;
+    }
+    return mpk_fail(err, MPK_ENOTFOUND, o->adapter, NULL, "entry \"%.200s\": the recorded adapter has no scale for it",
+                    layer);
+  }
   if (o->has_scale) {
     it->scale = o->scale;
     snprintf(it->scale_source, sizeof it->scale_source, "--scale");
@@ -264,7 +278,7 @@ static int plan_item(merge_plan *p, const mpk_mt_merge_options *o, const mpk_mt_
   it->in = it->a->shape[1];
   it->out = it->b->shape[0];
   const char *fc = checkpoint_name(e, "weight");
-  it->frozen = fc ? mpk_safetensors_find(p->adapter, fc) : NULL;
+  it->frozen = fc && !(p->in && p->in->ignore_frozen) ? mpk_safetensors_find(p->adapter, fc) : NULL;
 
   /* The weight-like role and its declared on-disk layout. */
   it->role = e->quantized ? MPK_MT_ROLE_WEIGHT_QUANTIZED : MPK_MT_ROLE_WEIGHT;
@@ -389,6 +403,8 @@ void mpk_merge_plan_free(merge_plan *p) {
   free(p->items);
   mpk_safetensors_free(p->adapter);
   mpk_mt_handoff_free(p->map);
+  mpk_unmap_file(&p->adapter_bytes);
+  if (p->borrowed_manifest) p->loc.manifest = NULL;
   mpk_mt_located_free(&p->loc);
   if (p->inference_fd >= 0) close(p->inference_fd);
   mpk_findings_free(&p->notes);
@@ -409,6 +425,32 @@ static void note_unused(merge_plan *p) {
   if (unused > 5) mpk_findings_note(&p->notes, "... and %zu more adapter tensors that belong to no handoff entry", unused - 5);
 }
 
+static int plan_items(const mpk_mt_merge_options *o, merge_plan *p, mpk_error *err);
+
+/* An interrupted merge is finished or undone first: the bases below must be what they are. */
+static int plan_recover(merge_plan *p, mpk_error *err) {
+  mpk_txn_outcome how;
+  int rc = mpk_txn_recover_at(p->inference_fd, p->loc.inference_dir, MPK_MT_MERGE_TXN, &how, err);
+  if (rc) return rc;
+  size_t files = how.action == MPK_TXN_ROLLED_FORWARD ? how.files : how.removed;
+  if (how.action == MPK_TXN_ROLLED_FORWARD)
+    mpk_findings_note(&p->notes, "an interrupted merge had committed: finished it (%zu file%s renamed)", files,
+                      files == 1 ? "" : "s");
+  else if (how.action == MPK_TXN_ROLLED_BACK)
+    mpk_findings_note(&p->notes, "an interrupted merge had not committed: undone (%zu temporary file%s removed)",
+                      files, files == 1 ? "" : "s");
+  return 0;
+}
+
+/* The adapter: mapped once, then parsed within its budget from those bytes (the copy a merge keeps
+   in the tree is made from the same bytes, so what was merged is what is kept). */
+static int plan_adapter(const mpk_mt_merge_options *o, merge_plan *p, mpk_error *err) {
+  int rc = mpk_map_file(o->adapter, 0, &p->adapter_bytes, err);
+  if (rc) return rc;
+  return mpk_safetensors_parse_budget(p->adapter_bytes.data, p->adapter_bytes.size, o->adapter, &o->adapter_budget,
+                                      &p->adapter, err);
+}
+
 static int plan_body(const char *dir, const mpk_mt_merge_options *o, merge_plan *p, mpk_error *err) {
   if (!o->adapter) return mpk_fail(err, MPK_EINVAL, dir, NULL, "no adapter file given");
   if (o->has_scale && !isfinite(o->scale)) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "the scale must be a finite number");
@@ -422,18 +464,7 @@ static int plan_body(const char *dir, const mpk_mt_merge_options *o, merge_plan 
   if (p->inference_fd < 0)
     return mpk_fail(err, MPK_ENOTFOUND, p->loc.manifest_file, NULL,
                     "variant \"%s\" has no inference directory: there is nothing to merge into", vid);
-  {
-    /* An interrupted merge is finished or undone first: the bases below must be what they are. */
-    mpk_txn_outcome how;
-    if ((rc = mpk_txn_recover_at(p->inference_fd, p->loc.inference_dir, MPK_MT_MERGE_TXN, &how, err))) return rc;
-    size_t files = how.action == MPK_TXN_ROLLED_FORWARD ? how.files : how.removed;
-    if (how.action == MPK_TXN_ROLLED_FORWARD)
-      mpk_findings_note(&p->notes, "an interrupted merge had committed: finished it (%zu file%s renamed)", files,
-                        files == 1 ? "" : "s");
-    else if (how.action == MPK_TXN_ROLLED_BACK)
-      mpk_findings_note(&p->notes, "an interrupted merge had not committed: undone (%zu temporary file%s removed)",
-                        files, files == 1 ? "" : "s");
-  }
+  if ((rc = plan_recover(p, err))) return rc;
   if ((rc = mpk_mt_load_map(dir, &p->loc, &p->map, err))) {
     if (rc == MPK_ENOTFOUND && p->loc.map_file)
       mpk_fail(err, MPK_ENOTFOUND, p->loc.map_file, NULL,
@@ -442,8 +473,13 @@ static int plan_body(const char *dir, const mpk_mt_merge_options *o, merge_plan 
   }
   if (!p->map->n_entries)
     return mpk_fail(err, MPK_ENOTFOUND, p->loc.map_file, "/entries", "the map has no entries: there is nothing to merge into");
-  if ((rc = mpk_safetensors_open_budget(o->adapter, &o->adapter_budget, &p->adapter, err))) return rc;
+  return plan_items(o, p, err);
+}
 
+static int plan_items(const mpk_mt_merge_options *o, merge_plan *p, mpk_error *err) {
+  int rc = plan_adapter(o, p, err);
+  if (rc) return rc;
+  const char *dir = p->loc.inference_dir;
   scale_config train = {0}, peft = {0};
   char *train_file = p->loc.train_dir ? mpk_path_join(p->loc.train_dir, "training_config.json") : NULL;
   char *peft_file = NULL;
@@ -457,7 +493,7 @@ static int plan_body(const char *dir, const mpk_mt_merge_options *o, merge_plan 
     rc = mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
     goto out;
   }
-  if (!o->has_scale &&
+  if (!o->has_scale && !(p->in && p->in->recorded) &&
       ((train_file && (rc = scale_config_load(train_file, 0, &train, err))) ||
        (rc = scale_config_load(peft_file, 1, &peft, err))))
     goto out;
@@ -468,7 +504,7 @@ static int plan_body(const char *dir, const mpk_mt_merge_options *o, merge_plan 
   }
   for (size_t i = 0; i < p->map->n_entries; i++) {
     merge_item *it = &p->items[p->n_items++];
-    if ((rc = plan_item(p, o, &p->map->entries[i], it, err)) || (rc = item_scale(it, o, &train, &peft, err))) goto out;
+    if ((rc = plan_item(p, o, &p->map->entries[i], it, err)) || (rc = item_scale(it, o, p->in ? p->in->recorded : NULL, &train, &peft, err))) goto out;
   }
   if ((rc = decide_orientation(p, o, err))) goto out;
   note_unused(p);
@@ -485,5 +521,27 @@ int mpk_merge_plan(const char *dir, const mpk_mt_merge_options *o, merge_plan *p
   p->inference_fd = -1;
   int rc = plan_body(dir, o, p, err);
   if (rc) mpk_merge_plan_free(p); /* whatever the body had taken when it stopped */
+  return rc;
+}
+
+int mpk_merge_plan_at(const mpk_mt_manifest *m, const mpk_mt_variant *variant, int inference_fd,
+                      const char *inference_shown, const char *map_path, const mpk_mt_merge_options *o,
+                      const merge_internal *in, merge_plan *p, mpk_error *err) {
+  memset(p, 0, sizeof *p);
+  p->inference_fd = inference_fd;
+  p->in = in;
+  p->borrowed_manifest = true;
+  p->loc.manifest = (mpk_mt_manifest *)m;
+  p->loc.variant = variant;
+  int rc = 0;
+  if (!(p->loc.inference_dir = strdup(inference_shown)) || !(p->loc.map_file = strdup(map_path)))
+    rc = mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
+  if (!rc && !o->adapter) rc = mpk_fail(err, MPK_EINVAL, inference_shown, NULL, "no adapter file given");
+  if (!rc) rc = plan_recover(p, err);
+  if (!rc) rc = mpk_mt_handoff_load(map_path, &p->map, err);
+  if (!rc && !p->map->n_entries)
+    rc = mpk_fail(err, MPK_ENOTFOUND, map_path, "/entries", "the map has no entries: there is nothing to merge into");
+  if (!rc) rc = plan_items(o, p, err);
+  if (rc) mpk_merge_plan_free(p);
   return rc;
 }

@@ -438,6 +438,13 @@ static int on_file(void *ctx, const char *rel, int type, uint64_t size) {
      tree ships the merged bytes as its own, under their own digests. A pending transaction (its
      journal or temporaries) must be finished first, or the manifest would seal half of it. */
   if (strcmp(base, MPK_MT_MERGE_RECORD) == 0) return 0;
+  /* The load gate's stamp is device state too: a sealed package never vouches for its own bytes. */
+  if (mpk_mt_is_device_file(base) && strncmp(base, MPK_MT_STAMP_FILE, sizeof MPK_MT_STAMP_FILE - 1) == 0) return 0;
+  /* So are the adapter membership, the adapter copies and kept bases written beside it. */
+  if (strcmp(base, MPK_MT_MEMBERS) == 0 || strncmp(base, MPK_MT_ADAPTER_PREFIX, sizeof MPK_MT_ADAPTER_PREFIX - 1) == 0 ||
+      (strlen(base) > sizeof MPK_MT_KEPT_SUFFIX - 1 &&
+       strcmp(base + strlen(base) - (sizeof MPK_MT_KEPT_SUFFIX - 1), MPK_MT_KEPT_SUFFIX) == 0))
+    return 0;
   if (mpk_mt_is_device_file(base))
     return fail_file(t, MPK_EUNSUPPORTED, rel,
                      "\"%s\" belongs to an interrupted merge transaction: finish it with the load gate "

@@ -843,6 +843,18 @@ static int unlisted_cb(void *ctx, const char *rel, int type, uint64_t size) {
          "on device", c->r->dir, rel);
     return 0;
   }
+  if (type == MPK_WALK_FILE && mpk_mt_is_device_file(base) && strncmp(base, MPK_MT_STAMP_FILE, sizeof MPK_MT_STAMP_FILE - 1) == 0)
+    return 0; /* the load gate's verification stamp (or a temporary of it): device state; check hashes regardless */
+  if (type == MPK_WALK_FILE && strcmp(base, MPK_MT_MEMBERS) == 0) {
+    note(c, "%s/%s: modelpkg's adapter membership (written by mt merge on this device): the adapters merged into "
+         "this variant, for mt restore and updates", c->r->dir, rel);
+    return 0;
+  }
+  if (type == MPK_WALK_FILE && mpk_mt_is_device_file(base) &&
+      (strncmp(base, MPK_MT_ADAPTER_PREFIX, sizeof MPK_MT_ADAPTER_PREFIX - 1) == 0 ||
+       (strlen(base) > sizeof MPK_MT_KEPT_SUFFIX - 1 &&
+        strcmp(base + strlen(base) - (sizeof MPK_MT_KEPT_SUFFIX - 1), MPK_MT_KEPT_SUFFIX) == 0)))
+    return 0; /* an adapter copy or a kept shipped tensor, named by the membership */
   if (p->n_unlisted == p->cap_unlisted) {
     size_t nc = p->cap_unlisted ? p->cap_unlisted * 2 : 16;
     char **nu = realloc(p->unlisted, nc * sizeof *nu);

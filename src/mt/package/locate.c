@@ -84,6 +84,14 @@ bool mpk_mt_is_device_file(const char *base) {
       strcmp(base, MPK_MT_MERGE_RECORD) == 0)
     return true;
   if (strcmp(base, MPK_MT_REFERENCE_INSTALL_RECORD) == 0) return true; /* mt install: the reference's record */
+  static const char stamp_tmp[] = MPK_MT_STAMP_FILE ".tmp.";
+  if (strcmp(base, MPK_MT_STAMP_FILE) == 0 ||
+      (strncmp(base, stamp_tmp, sizeof stamp_tmp - 1) == 0 && mpk_is_temp_suffix(base + sizeof stamp_tmp - 1)))
+    return true;
+  if (strcmp(base, MPK_MT_MEMBERS) == 0) return true;
+  if (strncmp(base, MPK_MT_ADAPTER_PREFIX, sizeof MPK_MT_ADAPTER_PREFIX - 1) == 0) return true;
+  size_t bl = strlen(base), kl = sizeof MPK_MT_KEPT_SUFFIX - 1;
+  if (bl > kl && strcmp(base + bl - kl, MPK_MT_KEPT_SUFFIX) == 0) return true;
   const char *at = strstr(base, suffix);
   return at && strlen(at) == sizeof suffix - 1 + 6;
 }
@@ -112,8 +120,8 @@ int mpk_mt_open_inference(const char *dir, const mpk_mt_located *loc, int *fd, m
   if (listed) {
     rc = mpk_fail(err, MPK_EMALFORMED, loc->manifest_file, NULL,
                   "the manifest lists \"%s\", a file only modelpkg writes on the device (the merge transaction's "
-                  "journal or the merge record): a package that ships one is refused; it is never replayed or "
-                  "trusted",
+                  "journal, the merge record or the load gate's verification stamp): a package that ships one is "
+                  "refused; it is never replayed or trusted",
                   listed);
     goto out;
   }
@@ -206,8 +214,14 @@ int mpk_mt_variant_gate_open(const char *dir, const char *variant, const mpk_mt_
   }
   int inf_fd = -1;
   if ((rc = mpk_mt_open_inference(dir, &p->loc, &inf_fd, err))) goto fail;
-  mpk_mt_gate_options go = {0};
-  if (opts) go = *opts;
+  mpk_mt_gate_options go;
+  if ((rc = mpk_mt_gate_options_read(&go, opts, err))) {
+    if (inf_fd >= 0) close(inf_fd);
+    goto fail;
+  }
+  /* An installed model keeps the gate's verification stamp in its inference directory (the caller
+     may ask for it on a package directory too). */
+  if (p->loc.tree.installed) go.use_stamp = 1;
   rc = mpk_mt_load_gate_at(inf_fd, p->loc.inference_dir, p->map, &go, NULL, &p->report, err);
   if (inf_fd >= 0) close(inf_fd);
   if (rc) goto fail;

@@ -91,8 +91,20 @@ const char *mpk_mt_listed_txn_file(const mpk_mt_manifest *m, const char *inferen
    device" (docs/SECURITY.md). A package or an install source carrying either is refused. */
 #define MPK_MT_MERGE_JOURNAL "." MPK_MT_MERGE_TXN ".txn-journal"
 #define MPK_MT_MERGE_RECORD ".modelpkg-merge-record.json"
-/* A file name (last segment) only modelpkg writes into an inference directory, inside its merge
-   transaction: the journal (and its .tmp), the record, a staged "<final>.merge-txn.XXXXXX" (locate.c). */
+/* The load gate's verification stamp (mt/tensor/stamp.c): what it hashed, with each file's identity
+   and times. Written only on the device; a package or an install source carrying one is refused. */
+#define MPK_MT_STAMP_FILE ".modelpkg-verified.json"
+/* Adapter membership (docs/mt-merge.md, "Membership"), written inside the same merge transaction:
+   the document naming each adapter merged into the directory, the copy of each adapter's bytes
+   ("<prefix><sha256>.safetensors") and the shipped tensors a --keep-base merge kept
+   ("<tensor><suffix>", "<tensor>.sha256<suffix>"). */
+#define MPK_MT_MEMBERS ".modelpkg-adapters.json"
+#define MPK_MT_ADAPTER_PREFIX ".modelpkg-adapter."
+#define MPK_MT_KEPT_SUFFIX ".modelpkg-base"
+/* A file name (last segment) only modelpkg writes into an inference directory: inside its merge
+   transaction the journal (and its .tmp), the record, a staged "<final>.merge-txn.XXXXXX", the
+   adapter membership, adapter copies and kept bases; the load gate's stamp and a temporary
+   "<stamp>.tmp.XXXXXX" an interrupted write of it left (locate.c). */
 bool mpk_mt_is_device_file(const char *base);
 
 #endif

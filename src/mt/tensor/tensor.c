@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,8 +119,10 @@ int mpk_mt_tensor_open(const char *inference_dir, const mpk_mt_handoff_entry *e,
 struct mpk_mt_gate_priv {
   mpk_findings found;
   mpk_mt_gate_tensor *tensors;
+  mpk_mt_gate_hashing *hashing; /* parallel to tensors */
   char **files;
   int hold; /* the inference directory held against merges while the report lives (-1: none) */
+  char stamp_why[600]; /* why the stamp was ignored (report->stamp_ignored) */
 };
 
 const char *mpk_mt_authority_name(mpk_mt_authority a) {
@@ -191,13 +194,20 @@ static int hash_task(mpk_pool *pool, void *ctx, size_t i, void *scratch, mpk_err
   mpk_error_clear(&j->err);
   j->code = mpk_open_read_at(h->dfd, h->shown, j->name, 0, "the inference directory", &fd, &st, &j->err);
   if (j->code) return 0;
+  j->st = st;
+  j->stable = false;
   if (mpk_sha256_fd(fd, j->hex)) {
     j->code = mpk_fail(&j->err, MPK_EIO, j->name, NULL, "cannot read it: %s", strerror(errno));
   } else {
     struct stat after;
     j->size = (uint64_t)st.st_size;
+    j->hashed_at_ms = mpk_mt_stamp_now_ns() / 1000000;
     if (fstat(fd, &after) == 0 && after.st_size != st.st_size)
       j->code = mpk_fail(&j->err, MPK_EIO, j->name, NULL, "it changed size while it was hashed");
+    /* Only bytes that held still while they were read may be vouched for by the stamp. */
+    j->stable = !j->code && after.st_ino == st.st_ino && after.st_dev == st.st_dev &&
+                after.st_mtim.tv_sec == st.st_mtim.tv_sec && after.st_mtim.tv_nsec == st.st_mtim.tv_nsec &&
+                after.st_ctim.tv_sec == st.st_ctim.tv_sec && after.st_ctim.tv_nsec == st.st_ctim.tv_nsec;
   }
   close(fd);
   return 0;
@@ -408,12 +418,18 @@ static void judge(struct mpk_mt_gate_priv *p, mpk_mt_gate_report *r, mpk_mt_gate
   r->n_verified++;
 }
 
+int mpk_mt_gate_options_read(mpk_mt_gate_options *local, const mpk_mt_gate_options *given, mpk_error *err) {
+  /* The 0.1 layout (struct_size 0) ended before the stamp's fields. */
+  return mpk_options_read(local, sizeof *local, _Alignof(mpk_mt_gate_options), offsetof(mpk_mt_gate_options, use_stamp),
+                          given, "mpk_mt_gate_options", err);
+}
+
 int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff *map, const mpk_mt_gate_options *given,
                         const mpk_mt_gate_ctx *ctx, mpk_mt_gate_report **out, mpk_error *err) {
   if (!inference_dir || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   *out = NULL;
   mpk_mt_gate_options opt;
-  int grc = MPK_OPTIONS_READ(mpk_mt_gate_options, &opt, given, err);
+  int grc = mpk_mt_gate_options_read(&opt, given, err);
   if (grc) return grc;
   const mpk_mt_gate_options *opts = &opt;
   static const mpk_mt_gate_ctx no_ctx = {0};
@@ -480,12 +496,22 @@ int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff
     *out = r;
     return 0;
   }
+  /* The stamp (stamp.c): written and trusted only where the gate may write — never by check, never
+     from a package that ships device files, and never without hashing (presence_only). */
+  bool stamping = (opts->use_stamp || opts->rehash) && dfd >= 0 && !ctx->read_only && !ctx->shipped_txn &&
+                  !opts->presence_only;
+  mpk_mt_stamp stamp = {0};
+  if (stamping && !opts->rehash &&
+      mpk_mt_stamp_load(dfd, inference_dir, &stamp, p->stamp_why, sizeof p->stamp_why) < 0)
+    r->stamp_ignored = p->stamp_why;
+  json_t *fresh = stamping ? json_object() : NULL; /* the next stamp's files */
   p->tensors = calloc(n, sizeof *p->tensors);
+  p->hashing = calloc(n, sizeof *p->hashing);
   p->files = calloc(n, sizeof *p->files);
   mpk_mt_hash_job *jobs = calloc(n, sizeof *jobs);
   size_t *job_of = calloc(n, sizeof *job_of);
   int rc = 0;
-  if (!p->tensors || !p->files || !jobs || !job_of) rc = MPK_ENOMEM;
+  if (!p->tensors || !p->hashing || !p->files || !jobs || !job_of || (stamping && !fresh)) rc = MPK_ENOMEM;
   size_t k = 0, nj = 0;
   for (size_t i = 0; !rc && i < map->n_entries; i++) {
     const mpk_mt_handoff_entry *e = &map->entries[i];
@@ -545,11 +571,21 @@ int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff
         judge(p, r, t, record, loc, true);
         continue;
       }
+      /* Unchanged since the stamp vouched for it: its digest, judged exactly as a computed one. */
+      mpk_mt_gate_hashing *h = &p->hashing[k - 1];
+      if (stamp.files && mpk_mt_stamp_lookup(&stamp, loc, &st, t->actual, &h->hashed_at_ms)) {
+        h->from_stamp = 1;
+        r->n_from_stamp++;
+        if (mpk_mt_stamp_add(fresh, loc, t->actual, &st, h->hashed_at_ms)) rc = MPK_ENOMEM;
+        judge(p, r, t, record, loc, false);
+        continue;
+      }
       jobs[nj].name = loc;
       job_of[nj++] = k - 1;
     }
   }
   if (!rc && mpk_mt_hash_at(dfd, inference_dir, jobs, nj, opts->workers)) rc = MPK_ENOMEM;
+  bool stamp_dirty = false;
   for (size_t j = 0; !rc && j < nj; j++) {
     mpk_mt_gate_tensor *t = &p->tensors[job_of[j]];
     if (jobs[j].code) {
@@ -560,12 +596,28 @@ int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff
       continue;
     }
     memcpy(t->actual, jobs[j].hex, sizeof t->actual);
+    p->hashing[job_of[j]].hashed_at_ms = jobs[j].hashed_at_ms;
+    r->n_hashed++;
+    if (fresh && jobs[j].stable) {
+      if (mpk_mt_stamp_add(fresh, jobs[j].name, jobs[j].hex, &jobs[j].st, jobs[j].hashed_at_ms)) rc = MPK_ENOMEM;
+      stamp_dirty = true;
+    }
     judge(p, r, t, record, jobs[j].name, false);
   }
+  /* Anything hashed now is remembered. Still under the shared hold: no merge runs in between. A
+     directory the gate cannot write to (read-only media) just has no stamp. */
+  if (!rc && stamp_dirty) {
+    mpk_error we;
+    mpk_error_clear(&we);
+    r->stamp_written = mpk_mt_stamp_write(dfd, inference_dir, fresh, NULL, &we) == 0;
+  }
+  json_decref(fresh);
+  mpk_mt_stamp_free(&stamp);
   json_decref(record);
   free(jobs);
   free(job_of);
   r->tensors = p->tensors;
+  r->hashing = p->hashing;
   r->n_tensors = k;
   if (!rc && p->found.oom) rc = MPK_ENOMEM;
   if (rc) {
@@ -598,6 +650,7 @@ void mpk_mt_gate_report_free(mpk_mt_gate_report *r) {
     /* files allocated past n_tensors on an early failure */
     free(p->files);
     free(p->tensors);
+    free(p->hashing);
     free(p);
   }
   free(r);
