@@ -15,6 +15,7 @@ mpk_test(test_mt_merge_crash unit unit/test_mt_merge_crash.c)
 mpk_test(test_mt_adapters unit unit/test_mt_adapters.c)
 mpk_test(test_mt_install unit unit/test_mt_install.c)
 mpk_test(test_mt_installed unit unit/test_mt_installed.c)
+mpk_test(test_mt_cache unit unit/test_mt_cache.c)
 
 # The trust model: swapped weights, shipped journals and records, linked-out directories and
 # tensors, FIFOs, the merge record (docs/mt.md "Shipped bytes").
@@ -32,6 +33,8 @@ set_tests_properties(test_install_http PROPERTIES TIMEOUT 600)
 # journals) and a hostile python3 stdlib server (slow-loris, redirects, header limits).
 mpk_script_test(test_install_hostile "integration;slow" ${MPK_IT}/test_install_hostile.sh ${MPK_CLI} ${MPK_SHARED_DIR})
 set_tests_properties(test_install_hostile PROPERTIES TIMEOUT 300)
+# mt list / remove / gc: readers holding trees (flock), locked stages, planted links (docs/mt-cache.md).
+mpk_script_test(test_cli_mt_cache integration ${MPK_IT}/test_mt_cache.sh ${MPK_CLI} ${MPK_SHARED_DIR})
 
 # A real client proves the merge: ONNX Runtime (npm onnxruntime-node) runs a model before and after
 # `mt merge` (docs/mt-merge-e2e.md). Skipped (exit 77) when node, onnxruntime-node or numpy/onnx are absent.

@@ -224,6 +224,63 @@ MPK_API int mpk_fetch_commit(mpk_fetch_stage *stage, const char *install_id, con
 MPK_API int mpk_fetch_recover(const char *cache_dir, const char *name, const char *record_name, int *recovered,
                               mpk_error *err);
 
+/* ============================================================================================
+ * fetch: readers, retired trees, removal, garbage collection (docs/fetch.md "Readers and retired trees")
+ * ========================================================================================== */
+
+/**
+ * A reader of a committed tree holds a shared flock on the tree's directory or one of its top-level
+ * directories while it uses the files (mt's load gate: `<tree>/inference`). A tree that leaves its
+ * place (replaced by a commit, removed) is renamed in one step into `.staging/<name>/retired/<id>/`
+ * and deleted by handle only when every one of those directories can be locked exclusively at once
+ * (held while deleting); otherwise it stays retired until mpk_fetch_gc() finds it free.
+ *
+ * Remove the committed tree `<cache_dir>/<name>/` under the stage's lock: renamed out of place (no
+ * reader ever sees half a tree), then deleted, or kept retired while a reader holds it (`*held` 1,
+ * `*retired_path` its path, malloc'ed, free with mpk_free(); both may be NULL). No tree:
+ * MPK_ENOTFOUND. A target that is a link or not a directory is refused, never followed.
+ */
+MPK_API int mpk_fetch_stage_remove(mpk_fetch_stage *stage, int *held, char **retired_path, mpk_error *err);
+
+/** Options of mpk_fetch_gc(); start from MPK_FETCH_GC_OPTIONS_INIT. */
+typedef struct mpk_fetch_gc_options {
+  size_t struct_size;      /**< sizeof(mpk_fetch_gc_options) as the caller was compiled */
+  const char *record_name; /**< required: the clients' record (as mpk_fetch_stage_options), for recovery */
+  int dry_run;             /**< 1: report what would be removed, change nothing */
+} mpk_fetch_gc_options;
+
+#define MPK_FETCH_GC_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_fetch_gc_options)
+
+/** One thing a gc removed or kept. */
+typedef struct mpk_fetch_gc_item {
+  char *path;     /**< relative to the cache directory (".staging/org__m/new") */
+  int removed;    /**< 1 removed (with dry_run: would be), 0 kept */
+  char *reason;   /**< what it is, and why it was kept */
+  uint64_t bytes; /**< the bytes of its regular files */
+} mpk_fetch_gc_item;
+
+typedef struct mpk_fetch_gc_result {
+  mpk_fetch_gc_item *items;
+  size_t n;
+  uint64_t bytes_removed;
+} mpk_fetch_gc_result;
+
+/**
+ * Collect the cache's garbage, stage by stage (`.staging/<name>/`), skipping every stage whose lock
+ * an installer holds (taken non-blocking): an interrupted commit is finished first (recovery: the
+ * marker may say roll forward; never cleaned away), then the partial download (new/, parts/), a
+ * tree set aside by a crashed swap (old/) and retired trees are removed unless a reader holds them,
+ * commit-marker temporaries too; a stage left with only its lock (an orphaned lock) is removed with
+ * its directory, and `.staging` when empty. Links where the engine keeps its own directories or lock
+ * are removed themselves, never followed; `.staging` itself a link is refused. Anything else is
+ * kept and reported. Never touches `<cache_dir>/<name>/` trees. `*out`: free with
+ * mpk_fetch_gc_result_free(). No cache directory: MPK_ENOTFOUND.
+ */
+MPK_API int mpk_fetch_gc(const char *cache_dir, const mpk_fetch_gc_options *opts, mpk_fetch_gc_result **out,
+                         mpk_error *err);
+/** Accepts NULL. */
+MPK_API void mpk_fetch_gc_result_free(mpk_fetch_gc_result *r);
+
 #ifdef __cplusplus
 }
 #endif

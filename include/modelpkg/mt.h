@@ -15,6 +15,7 @@
 #define MODELPKG_MT_H
 
 #include "core.h"
+#include "fetch.h" /* mpk_fetch_gc_result (mt gc) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -850,7 +851,8 @@ MPK_API int mpk_mt_sanitize_repo_id(const char *repo_id, char *out, size_t out_s
 
 /** The install record written into every installed tree (repo id, variant, features, time). */
 #define MPK_MT_INSTALL_RECORD "modelpkg_install.json"
-/** The reference runtime's install record (InstallRecord.kt): read, and written beside modelpkg's. */
+/** The reference runtime's install record (InstallRecord.kt): read, and written beside modelpkg's by
+    every install, as Gson writes it: compact {"repoId","variantId","features" (sorted),"installedAtEpochMs"}. */
 #define MPK_MT_REFERENCE_INSTALL_RECORD "install_record.json"
 
 /** Which record named an installed model's variant. */
@@ -1009,6 +1011,87 @@ MPK_API int mpk_mt_install_recover(const char *cache_dir, const char *repo_id, i
  */
 MPK_API int mpk_mt_installed_path(const mpk_mt_variant *variant, const char *package_path, char **out,
                                   mpk_error *err);
+
+/* ============================================================================================
+ * mt: the installed cache — what is installed, removing an install, garbage (docs/mt-cache.md)
+ * ========================================================================================== */
+
+/** One installed model: a directory `<cache>/<name>/` (not a dot name). */
+typedef struct mpk_mt_cache_entry {
+  char *name;              /**< the directory's name (the sanitized repo id) */
+  char *repo_id;           /**< from the install record (modelpkg's, else the reference's; a blank
+                                repoId does not count), else the name with "__" as "/" (the
+                                reference's fallback, lossy) */
+  const char *record;      /**< MPK_MT_INSTALL_RECORD, MPK_MT_REFERENCE_INSTALL_RECORD, or NULL: none */
+  char *variant;           /**< the installed variant; NULL when no record says */
+  char **features;         /**< the feature groups recorded at install */
+  size_t n_features;
+  int64_t installed_at_ms; /**< milliseconds since the epoch (UTC); 0 when unrecorded */
+  uint64_t bytes;          /**< the sizes of its regular files added up (as the reference's sizeBytes) */
+  uint64_t disk_bytes;     /**< the blocks allocated to the tree, in bytes */
+  int has_manifest;        /**< 1: the manifest is there */
+} mpk_mt_cache_entry;
+
+/** What mpk_mt_cache_list() found. Freed with mpk_mt_cache_listing_free(). */
+typedef struct mpk_mt_cache_listing {
+  mpk_mt_cache_entry *entries; /**< sorted by name */
+  size_t n;
+  char **notes;                /**< what was not listed and why (a symbolic link in the cache) */
+  size_t n_notes;
+} mpk_mt_cache_listing;
+
+/**
+ * The models installed in `cache_dir`, one entry per directory that is not a dot name (`.staging`
+ * and anything else starting with '.' are skipped, as the reference's CacheIndex does); links are
+ * never followed (a note each). Read-only: takes no lock. No cache directory: MPK_ENOTFOUND.
+ */
+MPK_API int mpk_mt_cache_list(const char *cache_dir, mpk_mt_cache_listing **out, mpk_error *err);
+/** Accepts NULL. */
+MPK_API void mpk_mt_cache_listing_free(mpk_mt_cache_listing *l);
+
+/** Options of mpk_mt_cache_remove(); start from MPK_MT_CACHE_REMOVE_OPTIONS_INIT. */
+typedef struct mpk_mt_cache_remove_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro */
+  int wait_for_lock;  /**< 1: wait for an installer of the same repo id; 0: fail at once (MPK_EIO) */
+} mpk_mt_cache_remove_options;
+#define MPK_MT_CACHE_REMOVE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_cache_remove_options)
+
+/** What mpk_mt_cache_remove() did; fields freed with mpk_mt_cache_remove_result_free(). */
+typedef struct mpk_mt_cache_remove_result {
+  char *repo_dir;      /**< <cache>/<name>, no longer there */
+  int held;            /**< 1: a reader holds the tree: it was moved out of place and kept retired */
+  char *retired_path;  /**< where it waits (held only), removed by mpk_mt_cache_gc() once free */
+  uint64_t bytes;      /**< the sizes of its regular files */
+} mpk_mt_cache_remove_result;
+
+/**
+ * Remove the install of `repo_id` from `cache_dir` under the repo's installer lock (the same lock
+ * as mpk_mt_install(); an interrupted commit is finished first): the tree is renamed out of place
+ * in one step (no reader ever sees half of it), then deleted by handle — unless a reader holds it
+ * (the load gate's flock on its inference directory, or a merge), in which case it is kept retired
+ * (`held`) for mpk_mt_cache_gc(). Not installed: MPK_ENOTFOUND, nothing created. A tree whose record
+ * names another repo id (the same sanitized name): MPK_EMISMATCH, untouched. A tree that is a link:
+ * refused, never followed. `opts` and `out` may be NULL.
+ */
+MPK_API int mpk_mt_cache_remove(const char *cache_dir, const char *repo_id, const mpk_mt_cache_remove_options *opts,
+                                mpk_mt_cache_remove_result *out, mpk_error *err);
+/** Release what the result's members own and zero it; accepts NULL. */
+MPK_API void mpk_mt_cache_remove_result_free(mpk_mt_cache_remove_result *r);
+
+/** Options of mpk_mt_cache_gc(); start from MPK_MT_CACHE_GC_OPTIONS_INIT. */
+typedef struct mpk_mt_cache_gc_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro */
+  int dry_run;        /**< 1: report what would be removed, change nothing */
+} mpk_mt_cache_gc_options;
+#define MPK_MT_CACHE_GC_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_cache_gc_options)
+
+/**
+ * mpk_fetch_gc() on an mt cache: interrupted commits finished, partial downloads, retired trees no
+ * reader holds, orphaned locks removed; never a stage an installer holds or a tree a reader holds;
+ * never an installed tree. `opts` may be NULL. Free `*out` with mpk_fetch_gc_result_free().
+ */
+MPK_API int mpk_mt_cache_gc(const char *cache_dir, const mpk_mt_cache_gc_options *opts, mpk_fetch_gc_result **out,
+                            mpk_error *err);
 
 /* ============================================================================================
  * mt: merging a trained LoRA adapter into the inference weights (on-device merge)

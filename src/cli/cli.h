@@ -29,6 +29,9 @@ int mpk_cmd_mt_restore(int argc, char **argv);   /* mt restore (cmd_mt_restore.c
 int mpk_cmd_mt_select(int argc, char **argv);    /* mt select (cmd_mt_select.c) */
 int mpk_cmd_mt_plan(int argc, char **argv);      /* mt plan (cmd_mt_select.c) */
 int mpk_cmd_mt_install(int argc, char **argv);   /* mt install (cmd_mt_install.c) */
+int mpk_cmd_mt_list(int argc, char **argv);      /* mt list (cmd_mt_cache.c) */
+int mpk_cmd_mt_remove(int argc, char **argv);    /* mt remove (cmd_mt_cache.c) */
+int mpk_cmd_mt_gc(int argc, char **argv);        /* mt gc (cmd_mt_cache.c) */
 int mpk_cmd_audio(int argc, char **argv);        /* audio (cmd_audio.c) */
 int mpk_cmd_image(int argc, char **argv);        /* image (cmd_image.c) */
 

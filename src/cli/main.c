@@ -50,6 +50,11 @@ static const command mt_commands[] = {
      "the exact files and bytes to download for a variant"},
     {"install", mpk_cmd_mt_install, "SOURCE --repo-id ORG/NAME --cache DIR [options]",
      "install a variant from a directory or URL: verified, resumable, atomic"},
+    {"list", mpk_cmd_mt_list, "--cache DIR [--json]", "the models installed in a cache"},
+    {"remove", mpk_cmd_mt_remove, "--cache DIR --repo-id ORG/NAME [--wait] [--json]",
+     "remove an installed model (kept retired while a reader holds it)"},
+    {"gc", mpk_cmd_mt_gc, "--cache DIR [--dry-run] [--json]",
+     "collect a cache's garbage: partial downloads, retired trees, orphaned locks"},
     {0}};
 
 static int run_group(const char *group, const command *table, int argc, char **argv);
@@ -66,8 +71,9 @@ static const command commands[] = {
      "    [--device-features F,...] [--set NAME=VALUE ...] [--json]",
      "the memory a model needs (parameters + KV cache + workspace) and whether it fits a device"},
     {"mlc", cmd_mlc, "id | metadata | build | plan", "the MLC manifest: interface_id, _metadata, producer, prefill plans"},
-    {"mt", cmd_mt, "build | reseal | handoff | graph | inspect | tensors | merge | restore | select | plan | install",
-     "MobileTransformers packages: seal, inspect, merge, select, plan, install"},
+    {"mt", cmd_mt,
+     "build | reseal | handoff | graph | inspect | tensors | merge | restore | select | plan | install | list | remove | gc",
+     "MobileTransformers packages: seal, inspect, merge, select, plan, install; the installed cache"},
     {"audio", mpk_cmd_audio, "IN.wav --package DIR [-o OUT.f32] [--json]",
      "a recording to the mono float32 PCM of the package's audio_decode processor"},
     {"image", mpk_cmd_image, "IN --package DIR [-o OUT.raw] [--png PREVIEW.png] [--json]",

@@ -181,6 +181,12 @@ int mpk_json_dumps_python(const json_t *value, int indent, bool ensure_ascii, bo
 /* A document as the Python producers write it: json.dumps(value, indent=2, sort_keys=...) with
    ASCII escapes, plus "\n". */
 int mpk_json_write_document(const json_t *value, bool sort_keys, char **out, size_t *len, mpk_error *err);
+/* What Gson's default `new Gson().toJson(...)` writes for the same value: compact (no spaces, no
+   newline), keys in insertion order (Gson: field declaration order), integers as integers, UTF-8
+   kept, and Gson's HTML-safe escapes: < > & = ' as \u003c \u003e \u0026 \u003d \u0027, U+2028 and
+   U+2029 as \u2028 \u2029, control characters as \b \t \n \f \r or \u00XX (lowercase hex), " and \
+   backslashed. Reals are refused. Free *out with mpk_free. */
+int mpk_json_dumps_gson(const json_t *value, char **out, size_t *len, mpk_error *err);
 
 /* ---------------------------------------------------------------- digests (digest.c) */
 

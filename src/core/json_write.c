@@ -1,6 +1,8 @@
 /* A JSON writer that produces exactly what Python's json.dumps(value, indent=N,
    ensure_ascii=...) writes, keys in the object's insertion order: the bytes MLC's producer
-   writes, so files modelpkg produces are byte-identical to the reference's. */
+   writes, so files modelpkg produces are byte-identical to the reference's. And, the same writer
+   in another style, exactly what Gson's default toJson writes (compact, HTML-safe escapes): the
+   MobileTransformers runtime's install_record.json. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,11 +19,31 @@ static unsigned decode(const unsigned char *s, size_t *i) {
   return c;
 }
 
-static void put_string(mpk_buf *b, const char *str, size_t n, bool ascii) {
+/* The output style: Python's json.dumps (indent >= 0, ascii: ensure_ascii) or Gson's (compact). */
+typedef enum { PY_UTF8, PY_ASCII, GSON } style;
+
+/* Gson's JsonWriter with htmlSafe (Gson's default): these ASCII characters as \u00XX too. */
+static bool gson_html(unsigned char c) { return c == '<' || c == '>' || c == '&' || c == '=' || c == '\''; }
+
+static void put_string(mpk_buf *b, const char *str, size_t n, style sty) {
+  bool ascii = sty == PY_ASCII;
   const unsigned char *s = (const unsigned char *)str;
   mpk_buf_putc(b, '"');
   for (size_t i = 0; i < n;) {
     unsigned char c = s[i];
+    if (sty == GSON) {
+      if (gson_html(c)) {
+        mpk_buf_printf(b, "\\u%04x", c);
+        i++;
+        continue;
+      }
+      /* U+2028 and U+2029 (E2 80 A8 / E2 80 A9): escaped, as Gson does for JavaScript's sake */
+      if (c == 0xE2 && i + 2 < n && s[i + 1] == 0x80 && (s[i + 2] == 0xA8 || s[i + 2] == 0xA9)) {
+        mpk_buf_printf(b, "\\u%04x", s[i + 2] == 0xA8 ? 0x2028u : 0x2029u);
+        i += 3;
+        continue;
+      }
+    }
     switch (c) {
       case '"': mpk_buf_puts(b, "\\\""); i++; continue;
       case '\\': mpk_buf_puts(b, "\\\\"); i++; continue;
@@ -52,11 +74,12 @@ static void put_string(mpk_buf *b, const char *str, size_t n, bool ascii) {
 }
 
 static void newline(mpk_buf *b, int indent, int depth) {
+  if (indent < 0) return; /* compact (Gson) */
   mpk_buf_putc(b, '\n');
   for (int i = 0; i < indent * depth; i++) mpk_buf_putc(b, ' ');
 }
 
-static int write_value(mpk_buf *b, const json_t *v, int indent, int depth, bool ascii, bool sort, mpk_error *err) {
+static int write_value(mpk_buf *b, const json_t *v, int indent, int depth, style ascii, bool sort, mpk_error *err) {
   switch (json_typeof(v)) {
     case JSON_OBJECT: {
       if (json_object_size(v) == 0) {
@@ -73,7 +96,7 @@ static int write_value(mpk_buf *b, const json_t *v, int indent, int depth, bool 
         if (i) mpk_buf_putc(b, ',');
         newline(b, indent, depth + 1);
         put_string(b, keys[i], strlen(keys[i]), ascii);
-        mpk_buf_puts(b, ": ");
+        mpk_buf_puts(b, indent < 0 ? ":" : ": ");
         int rc = write_value(b, json_object_get(v, keys[i]), indent, depth + 1, ascii, sort, err);
         if (rc) {
           free(keys);
@@ -120,7 +143,7 @@ int mpk_json_dumps_python(const json_t *value, int indent, bool ensure_ascii, bo
                           size_t *len, mpk_error *err) {
   mpk_buf b = {0};
   *out = NULL;
-  int rc = write_value(&b, value, indent, 0, ensure_ascii, sort_keys, err);
+  int rc = write_value(&b, value, indent, 0, ensure_ascii ? PY_ASCII : PY_UTF8, sort_keys, err);
   if (rc) {
     mpk_buf_free(&b);
     return rc;
@@ -132,12 +155,24 @@ int mpk_json_dumps_python(const json_t *value, int indent, bool ensure_ascii, bo
 int mpk_json_write_document(const json_t *value, bool sort_keys, char **out, size_t *len, mpk_error *err) {
   mpk_buf b = {0};
   *out = NULL;
-  int rc = write_value(&b, value, 2, 0, true, sort_keys, err);
+  int rc = write_value(&b, value, 2, 0, PY_ASCII, sort_keys, err);
   if (rc) {
     mpk_buf_free(&b);
     return rc;
   }
   mpk_buf_putc(&b, '\n');
+  *out = mpk_buf_take(&b, len);
+  return *out ? 0 : mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
+}
+
+int mpk_json_dumps_gson(const json_t *value, char **out, size_t *len, mpk_error *err) {
+  mpk_buf b = {0};
+  *out = NULL;
+  int rc = write_value(&b, value, -1, 0, GSON, false, err);
+  if (rc) {
+    mpk_buf_free(&b);
+    return rc;
+  }
   *out = mpk_buf_take(&b, len);
   return *out ? 0 : mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
 }

@@ -63,7 +63,7 @@ static int swap_in(mpk_fetch_stage *s, int *replaced, mpk_error *err) {
                         strerror(errno));
     }
 #endif
-    mpk_fx_rm_tree(s->staging_fd, "old", 0);
+    if ((rc = mpk_fx_retire(s, s->staging_fd, "old", NULL, NULL, err))) return rc; /* a crash's leftover */
     if (renameat(s->cache_fd, s->name, s->staging_fd, "old") != 0)
       return mpk_fail(err, MPK_EIO, s->target, NULL, "cannot move the old install aside: %s", strerror(errno));
     STEP(s);
@@ -90,7 +90,7 @@ int mpk_fx_open_tree(int dir, const char *dir_shown, const char *name, int *fd, 
 /* The staging directory's own entries and the target, before anything is read or removed: each a
    directory or absent — a link is refused, never followed or deleted through. */
 static int check_layout(mpk_fetch_stage *s, mpk_error *err) {
-  static const char *const dirs[] = {"new", "parts", "old"};
+  static const char *const dirs[] = {"new", "parts", "old", MPK_FETCH_RETIRED_DIR};
   for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
     int fd;
     int rc = mpk_fx_open_tree(s->staging_fd, s->staging, dirs[i], &fd, err);
@@ -147,11 +147,12 @@ int mpk_fx_recover(mpk_fetch_stage *s, mpk_error *err) {
     }
     mpk_fx_close(&s->new_fd);
     if (strcmp(nid, id) == 0 || strcmp(tid, id) == 0) {
-      mpk_fx_rm_tree(s->staging_fd, "new", 0); /* the old tree after an exchange, or nothing */
+      /* the old tree after an exchange (retired: a reader may hold it), or nothing */
+      if ((rc = mpk_fx_retire(s, s->staging_fd, "new", NULL, NULL, err))) return rc;
       mpk_fx_rm_tree(s->staging_fd, "parts", 0);
     }
   }
-  mpk_fx_rm_tree(s->staging_fd, "old", 0);
+  if ((rc = mpk_fx_retire(s, s->staging_fd, "old", NULL, NULL, err))) return rc; /* the old tree, two renames */
   unlinkat(s->staging_fd, MPK_FETCH_COMMIT_FILE, 0);
   remove_marker_temps(s);
   mpk_fsync_dir(s->staging_fd);
@@ -208,10 +209,12 @@ int mpk_fetch_commit(mpk_fetch_stage *s, const char *install_id, const mpk_fetch
   mpk_fsync_dir(s->cache_fd);
   mpk_fsync_dir(s->staging_fd);
   STEP(s); /* the swap durable */
-  /* The new tree is in place: what remains is cleanup, which recovery would also do. */
-  mpk_fx_rm_tree(s->staging_fd, "new", 0);
+  /* The new tree is in place: what remains is cleanup, which recovery would also do. The old tree
+     is retired, not deleted: renamed into retired/ and deleted only when no reader holds it (a
+     reader keeps it until it lets go; mt gc removes it then). Best effort: recovery retries. */
+  mpk_fx_retire(s, s->staging_fd, "new", NULL, NULL, NULL);
   STEP(s);
-  mpk_fx_rm_tree(s->staging_fd, "old", 0);
+  mpk_fx_retire(s, s->staging_fd, "old", NULL, NULL, NULL);
   mpk_fx_rm_tree(s->staging_fd, "parts", 0);
   STEP(s);
   unlinkat(s->staging_fd, MPK_FETCH_COMMIT_FILE, 0);
@@ -225,16 +228,14 @@ int mpk_fetch_recover(const char *cache_dir, const char *name, const char *recor
   if (!cache_dir || !name || !record_name) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   mpk_fetch_stage s;
   int rc = mpk_fx_stage_init(&s, cache_dir, name, record_name, err);
-  if (!rc) {
-    rc = mpk_fx_stage_open_dirs(&s, false, err);
-    if (rc == MPK_ENOTFOUND) { /* nothing staged: nothing to recover, nothing to create */
-      if (err) mpk_error_clear(err);
-      rc = 0;
-    } else if (!rc && !(rc = mpk_fx_stage_lock(&s, err))) {
-      struct stat st;
-      if (recovered) *recovered = fstatat(s.staging_fd, MPK_FETCH_COMMIT_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0;
-      rc = mpk_fx_recover(&s, err);
-    }
+  if (!rc) rc = mpk_fx_stage_acquire(&s, false, err);
+  if (rc == MPK_ENOTFOUND) { /* nothing staged: nothing to recover, nothing to create */
+    if (err) mpk_error_clear(err);
+    rc = 0;
+  } else if (!rc) {
+    struct stat st;
+    if (recovered) *recovered = fstatat(s.staging_fd, MPK_FETCH_COMMIT_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    rc = mpk_fx_recover(&s, err);
   }
   mpk_fx_stage_fini(&s);
   return rc;

@@ -13,6 +13,7 @@
 #define MPK_FETCH_STAGING_DIR ".staging"
 #define MPK_FETCH_COMMIT_FILE "commit.json"
 #define MPK_FETCH_LOCK_FILE "lock"
+#define MPK_FETCH_RETIRED_DIR "retired" /* .staging/<name>/retired/<id>: trees out of place (retire.c) */
 #define MPK_FETCH_MAX_JOBS 64
 #define MPK_FETCH_RECORD_MAX_BYTES ((uint64_t)1 << 20) /* a staging record, the marker, a client's record */
 #define MPK_FETCH_TREE_MAX_DEPTH 128                   /* directories below new/, parts/, old/ */
@@ -88,8 +89,29 @@ int mpk_fx_stage_init(mpk_fetch_stage *st, const char *cache_dir, const char *na
 void mpk_fx_stage_fini(mpk_fetch_stage *st);
 /* The cache directory, .staging/ and .staging/<name>/ (created when `create`). */
 int mpk_fx_stage_open_dirs(mpk_fetch_stage *st, bool create, mpk_error *err);
+/* Take the lock (flock LOCK_EX, waiting when st->wait_for_lock). MPK_FX_STALE (no error set, the
+   lock not held) when the lock file or the stage directory was removed meanwhile (a gc): start over
+   with mpk_fx_stage_acquire. */
 int mpk_fx_stage_lock(mpk_fetch_stage *st, mpk_error *err);
+#define MPK_FX_STALE 2
+/* open_dirs + lock, started over while a gc removes the stage under us. */
+int mpk_fx_stage_acquire(mpk_fetch_stage *st, bool create, mpk_error *err);
 /* Finish an interrupted commit (under the lock). */
 int mpk_fx_recover(mpk_fetch_stage *st, mpk_error *err);
+
+/* ---- retired trees (retire.c) */
+/* A reader holds the tree `name` of `dir`: a flock on its directory or one of its top-level
+   directories cannot be taken exclusively at once. */
+bool mpk_fx_tree_held(int dir, const char *name);
+/* Delete the tree `name` of `dir` by handle under exclusive locks of those directories: 1 deleted,
+   0 left (a reader holds it). */
+int mpk_fx_delete_unless_held(int dir, const char *name);
+/* Retire the tree `name` of `dir`: renamed (one step) to .staging/<stage>/retired/<id>, then
+   deleted unless a reader holds it (*held 1, `retired` the id). A non-directory is unlinked itself;
+   nothing there is 0. */
+/* Bytes of the regular files beneath `name` of `dir` (never through a link); *disk_bytes (may be
+   NULL): the blocks allocated to the whole tree, in bytes. */
+uint64_t mpk_fx_tree_bytes(int dir, const char *name, uint64_t *disk_bytes);
+int mpk_fx_retire(mpk_fetch_stage *s, int dir, const char *name, int *held, char retired[33], mpk_error *err);
 
 #endif

@@ -366,6 +366,25 @@ int mpk_fx_stage_open_dirs(mpk_fetch_stage *st, bool create, mpk_error *err) {
   return rc;
 }
 
+/* .staging/<name>/ as opened is still the one at that path (a gc may have removed it meanwhile). */
+static bool stage_still_linked(mpk_fetch_stage *st) {
+  struct stat a, b, c, d;
+  return fstat(st->stage_root_fd, &a) == 0 && fstatat(st->cache_fd, MPK_FETCH_STAGING_DIR, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+         a.st_dev == b.st_dev && a.st_ino == b.st_ino && fstat(st->staging_fd, &c) == 0 &&
+         fstatat(st->stage_root_fd, st->name, &d, AT_SYMLINK_NOFOLLOW) == 0 && c.st_dev == d.st_dev &&
+         c.st_ino == d.st_ino;
+}
+
+/* After a failure: was the staging directory (or .staging) removed under us? Then start over. */
+static bool stage_vanished(mpk_fetch_stage *st) {
+  if (st->cache_fd < 0 || st->stage_root_fd < 0 || st->staging_fd < 0) {
+    struct stat x;
+    return st->cache_fd >= 0 && (fstatat(st->cache_fd, MPK_FETCH_STAGING_DIR, &x, AT_SYMLINK_NOFOLLOW) != 0 ||
+                                 (st->stage_root_fd >= 0 && fstatat(st->stage_root_fd, st->name, &x, AT_SYMLINK_NOFOLLOW) != 0));
+  }
+  return !stage_still_linked(st);
+}
+
 int mpk_fx_stage_lock(mpk_fetch_stage *st, mpk_error *err) {
   char shown[4096];
   show(shown, sizeof shown, st->staging, MPK_FETCH_LOCK_FILE);
@@ -393,7 +412,32 @@ int mpk_fx_stage_lock(mpk_fetch_stage *st, mpk_error *err) {
                       "ask to wait (--wait)", shown);
     return mpk_fail(err, MPK_EIO, shown, NULL, "cannot lock: %s", strerror(e));
   }
+  /* The lock file we hold must still be the one at .staging/<name>/lock: a gc that found the stage
+     empty unlinks the lock (holding it) and removes the directory; whoever waited on that file then
+     holds a lock nobody else can see, and must start over (MPK_FX_STALE). */
+  struct stat here;
+  if (fstat(*fd, &st_) != 0 || fstatat(st->cache_fd, MPK_FETCH_STAGING_DIR, &here, AT_SYMLINK_NOFOLLOW) != 0 ||
+      fstatat(st->staging_fd, MPK_FETCH_LOCK_FILE, &here, AT_SYMLINK_NOFOLLOW) != 0 || here.st_dev != st_.st_dev ||
+      here.st_ino != st_.st_ino || !stage_still_linked(st)) {
+    mpk_fx_close(fd);
+    return MPK_FX_STALE;
+  }
   return 0;
+}
+
+int mpk_fx_stage_acquire(mpk_fetch_stage *st, bool create, mpk_error *err) {
+  for (int attempt = 0;; attempt++) {
+    int rc = mpk_fx_stage_open_dirs(st, create, err);
+    if (!rc) rc = mpk_fx_stage_lock(st, err);
+    if (rc != MPK_FX_STALE && !(rc && create && attempt < 20 && stage_vanished(st))) return rc;
+    if (rc && err) mpk_error_clear(err);
+    mpk_fx_close(&st->lock_fd);
+    mpk_fx_close(&st->staging_fd);
+    mpk_fx_close(&st->stage_root_fd);
+    mpk_fx_close(&st->cache_fd);
+    if (attempt >= 20)
+      return mpk_fail(err, MPK_EIO, st->staging, NULL, "the staging directory keeps being removed (mt gc?); try again");
+  }
 }
 
 void mpk_fetch_stage_set_test(mpk_fetch_stage *st, int stop_after, bool no_exchange) {
@@ -427,8 +471,7 @@ int mpk_fetch_stage_open(const char *cache_dir, const char *name, const mpk_fetc
   rc = mpk_fx_stage_init(st, cache_dir, name, o.record_name, err);
   st->wait_for_lock = o.wait_for_lock != 0;
   /* Staging area and the lock; what an interrupted commit left is finished. */
-  if (!rc) rc = mpk_fx_stage_open_dirs(st, true, err);
-  if (!rc) rc = mpk_fx_stage_lock(st, err);
+  if (!rc) rc = mpk_fx_stage_acquire(st, true, err);
   if (!rc) rc = mpk_fx_recover(st, err);
   if (rc) {
     mpk_fetch_stage_close(st);

@@ -130,9 +130,10 @@ cp -r "$T/pkg" "$T/src-dir"; rm "$T/src-dir/$F"; mkdir "$T/src-dir/$F"
 src_case dir "$F: is a directory, not a regular file"
 cp -r "$T/pkg" "$T/src-manififo"; rm "$T/src-manififo/mobiletransformers_manifest.json"; mkfifo "$T/src-manififo/mobiletransformers_manifest.json"
 src_case manififo "mobiletransformers_manifest.json: is a FIFO, not a regular file"
-# a package listing a merge journal or a merge record (files only a device writes)
-for f in .merge.txn-journal .modelpkg-merge-record.json; do
-  n="journal"; [ "$f" = .modelpkg-merge-record.json ] && n=record
+# a package listing a merge journal, a merge record or the reference's install record (files only a
+# device writes)
+for f in .merge.txn-journal .modelpkg-merge-record.json install_record.json; do
+  n="journal"; [ "$f" = .modelpkg-merge-record.json ] && n=record; [ "$f" = install_record.json ] && n=instrec
   cp -r "$T/pkg" "$T/src-$n"
   echo '{}' > "$T/src-$n/variants/cpu-int4/inference/$f"
   /usr/bin/python3 - "$T/src-$n" "variants/cpu-int4/inference/$f" <<'PY'
@@ -143,7 +144,8 @@ data = open(os.path.join(root, rel), "rb").read()
 m["fileSizes"][rel] = len(data); m["sha256"][rel] = hashlib.sha256(data).hexdigest()
 open(p, "w").write(json.dumps(m, indent=2, sort_keys=True) + "\n")
 PY
-  src_case "$n" "fileSizes/variants~1cpu-int4~1inference~1$f: lists variants/cpu-int4/inference/$f, a merge"
+  kind="a merge"; [ "$n" = instrec ] && kind="an install record"
+  src_case "$n" "fileSizes/variants~1cpu-int4~1inference~1$f: lists variants/cpu-int4/inference/$f, $kind"
 done
 
 # ---- the progress line on a terminal: one rate per redraw, redrawn in place (\r), never appended

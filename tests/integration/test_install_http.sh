@@ -74,7 +74,8 @@ inst() { "$MPK" mt install "$1" --repo-id org/tiny --cache "$2" --variant "${3:-
 # The same in the background, the installer itself the background job (so $! is its pid, for kill -9).
 inst_bg() { "$MPK" mt install "$1" --repo-id org/tiny --cache "$2" --variant "${3:-cpu-int4}" --features inference,train --retry-delay-ms 20 "${@:4}" >/dev/null 2>&1 & }
 # The tree without the install record (which holds an id and a time).
-tree_sum() { (cd "$1" && find . -type f ! -name modelpkg_install.json -print0 | sort -z | xargs -0 sha256sum); }
+# (the two install records differ between installs: their time and install id; `unchanged` compares them)
+tree_sum() { (cd "$1" && find . -type f ! -name modelpkg_install.json ! -name install_record.json -print0 | sort -z | xargs -0 sha256sum); }
 same_tree() { [ "$(tree_sum "$1")" = "$(tree_sum "$2")" ]; }
 
 # ---- reference trees from the directory source
@@ -116,10 +117,10 @@ check "kill: reused bytes reported" grep -q '"reused_bytes": [1-9]' <<<"$out"
 # ---- a working install, then failing sources: the cache stays as it was. Each case gets its own
 #      copy of a working install (a verified file staged by one failed attempt is rightly reused by
 #      the next, whatever the source, which would hide the next case's failure).
-before="$(tree_sum "$T/ref4/org__tiny"; cat "$T/ref4/org__tiny/modelpkg_install.json")"
+before="$(tree_sum "$T/ref4/org__tiny"; cat "$T/ref4/org__tiny/modelpkg_install.json" "$T/ref4/org__tiny/install_record.json")"
 n=0
 fresh() { n=$((n + 1)); W="$T/w$n"; cp -r "$T/ref4" "$W"; }
-unchanged() { [ "$(tree_sum "$W/org__tiny"; cat "$W/org__tiny/modelpkg_install.json")" = "$before" ]; }
+unchanged() { [ "$(tree_sum "$W/org__tiny"; cat "$W/org__tiny/modelpkg_install.json" "$W/org__tiny/install_record.json")" = "$before" ]; }
 for src in "$BASE" "$T/www"; do
   kind=$([ "$src" = "$BASE" ] && echo http || echo directory)
   fresh; msg="$(inst "$src/corrupt" "$W" 2>&1 >/dev/null)"; rc=$?

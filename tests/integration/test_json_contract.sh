@@ -106,6 +106,18 @@ run mt_install_ok 0 "$MPK" mt install "$EX/mt-tiny" --repo-id org/Tiny --cache "
 run mt_install_refused 1 "$MPK" mt install "$T/nope" --repo-id org/Tiny --cache "$T/cache"; keep inst_no
 same_keys mt_install "$T/inst_ok.json" "$T/inst_no.json"
 run mt_install_usage 2 "$MPK" mt install "$EX/mt-tiny" --cache "$T/cache"
+run mt_list_ok 0 "$MPK" mt list --cache "$T/cache"; keep list_ok
+run mt_list_refused 1 "$MPK" mt list --cache "$T/nope"; keep list_no
+same_keys mt_list "$T/list_ok.json" "$T/list_no.json"
+run mt_list_usage 2 "$MPK" mt list
+run mt_gc_ok 0 "$MPK" mt gc --cache "$T/cache" --dry-run; keep gc_ok
+run mt_gc_refused 1 "$MPK" mt gc --cache "$T/nope"; keep gc_no
+same_keys mt_gc "$T/gc_ok.json" "$T/gc_no.json"
+run mt_gc_usage 2 "$MPK" mt gc
+run mt_remove_refused 1 "$MPK" mt remove --cache "$T/cache" --repo-id org/NotThere; keep rm_no
+run mt_remove_ok 0 "$MPK" mt remove --cache "$T/cache" --repo-id org/Tiny; keep rm_ok
+same_keys mt_remove "$T/rm_ok.json" "$T/rm_no.json"
+run mt_remove_usage 2 "$MPK" mt remove --cache "$T/cache"
 run audio_ok 0 "$MPK" audio "$T/tone.wav" --package "$G" -o "$T/a.f32"; keep audio_ok
 run audio_refused 1 "$MPK" audio "$T/pic.png" --package "$G" -o "$T/a.f32"; keep audio_no
 same_keys audio "$T/audio_ok.json" "$T/audio_no.json"

@@ -1,15 +1,18 @@
 /* mt install: the source layer (directory fetch from an offset, hashing, exact sizes, retries with
    injected backoff), the installed layout, the plan's refusals, events and cancellation. The flows
    against a real server are in tests/integration/test_install_http.sh. */
+#define _GNU_SOURCE /* strptime, timegm */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -341,6 +344,41 @@ static int on_event(void *ctx, const mpk_mt_install_event *ev) {
   return (int)ev->kind == e->cancel_at;
 }
 
+/* The reference runtime's record, against what Gson's toJson writes for InstallRecord (computed by
+   hand from Gson's JsonWriter: HTML-safe escapes, U+2028/9, control characters, lowercase hex) and
+   Kotlin's sorted() (UTF-16 order: U+1F600 before U+FF21, unlike UTF-8 byte order). */
+static void test_reference_record(void **state) {
+  (void)state;
+  const char *feat[] = {"train", "\xef\xbc\xa1", "inference", "\xf0\x9f\x98\x80", "\t\n", "\xc3\x9cn", "a\x01\x1f\x7f"};
+  char *text;
+  size_t len;
+  mpk_error err;
+  assert_int_equal(mpk_mt_reference_record("org/A<b>&c='d'\"\\/", "v\xe2\x80\xa8x\xe2\x80\xa9\b\f\r", feat, 7,
+                                           1700000000123LL, &text, &len, &err),
+                   0);
+  static const char want[] =
+      "{\"repoId\":\"org/A\\u003cb\\u003e\\u0026c\\u003d\\u0027d\\u0027\\\"\\\\/\","
+      "\"variantId\":\"v\\u2028x\\u2029\\b\\f\\r\","
+      "\"features\":[\"\\t\\n\",\"a\\u0001\\u001f\x7f\",\"inference\",\"train\",\"\xc3\x9cn\",\"\xf0\x9f\x98\x80\",\"\xef\xbc\xa1\"],"
+      "\"installedAtEpochMs\":1700000000123}";
+  assert_int_equal(len, sizeof want - 1);
+  assert_string_equal(text, want);
+  /* the reader's field meanings survive a JSON round trip */
+  json_t *doc = json_loadb(text, len, 0, NULL);
+  assert_non_null(doc);
+  assert_string_equal(json_string_value(json_object_get(doc, "repoId")), "org/A<b>&c='d'\"\\/");
+  assert_string_equal(json_string_value(json_object_get(doc, "variantId")), "v\xe2\x80\xa8x\xe2\x80\xa9\b\f\r");
+  assert_int_equal(json_array_size(json_object_get(doc, "features")), 7);
+  assert_string_equal(json_string_value(json_array_get(json_object_get(doc, "features"), 1)), "a\x01\x1f\x7f");
+  assert_int_equal(json_integer_value(json_object_get(doc, "installedAtEpochMs")), 1700000000123LL);
+  json_decref(doc);
+  mpk_free(text);
+  /* no features: an empty list, as Gson writes emptyList() */
+  assert_int_equal(mpk_mt_reference_record("o/n", "v", NULL, 0, 0, &text, &len, &err), 0);
+  assert_string_equal(text, "{\"repoId\":\"o/n\",\"variantId\":\"v\",\"features\":[],\"installedAtEpochMs\":0}");
+  mpk_free(text);
+}
+
 static void test_install_events_and_record(void **state) {
   (void)state;
   const char *dir = tu_tmpdir();
@@ -372,6 +410,22 @@ static void test_install_events_and_record(void **state) {
   assert_string_equal(json_string_value(json_object_get(rec, "repoId")), "café/model");
   assert_string_equal(json_string_value(json_object_get(rec, "variant")), "cpu-int4");
   assert_int_equal(json_array_size(json_object_get(rec, "features")), 2);
+  /* beside it, the reference runtime's record: Gson's compact bytes, features sorted, the same
+     instant as installedAt (to the second) */
+  snprintf(p, sizeof p, "%s/" MPK_MT_REFERENCE_INSTALL_RECORD, r.repo_dir);
+  size_t ref_len;
+  char *ref = (char *)tu_read_file(p, &ref_len);
+  static const char head[] = "{\"repoId\":\"café/model\",\"variantId\":\"cpu-int4\",\"features\":[\"rag\",\"train\"],"
+                             "\"installedAtEpochMs\":";
+  assert_true(ref_len > sizeof head && memcmp(ref, head, sizeof head - 1) == 0);
+  char *end;
+  long long ms = strtoll(ref + sizeof head - 1, &end, 10);
+  assert_true(end == ref + ref_len - 1 && *end == '}');
+  struct tm tm = {0};
+  const char *when = json_string_value(json_object_get(rec, "installedAt"));
+  assert_non_null(strptime(when, "%Y-%m-%dT%H:%M:%SZ", &tm));
+  assert_int_equal(ms / 1000, (long long)timegm(&tm));
+  free(ref);
   json_decref(rec);
   mpk_mt_install_result_free(&r);
 
@@ -459,6 +513,15 @@ static void complete_install(const char *repo_dir, char variant[64]) {
     ok = fd >= 0 && mpk_sha256_fd(fd, hex) == 0 && strcmp(hex, plan->files[i].sha256) == 0;
     if (fd >= 0) close(fd);
   }
+  /* the reference runtime's record came with the tree, naming the same variant */
+  snprintf(p, sizeof p, "%s/" MPK_MT_REFERENCE_INSTALL_RECORD, repo_dir);
+  if (ok && mpk_file_exists(p)) {
+    json_t *ref = tu_load_json(p);
+    ok = ref && strcmp(json_string_value(json_object_get(ref, "variantId")), v) == 0;
+    json_decref(ref);
+  } else {
+    ok = false;
+  }
   snprintf(p, sizeof p, "%s/" MPK_MT_MANIFEST_FILENAME, repo_dir);
   if (ok && mpk_file_exists(p)) snprintf(variant, 64, "%s", v);
   mpk_mt_download_plan_free(plan);
@@ -475,12 +538,23 @@ static void test_commit_crash(void **state) {
   snprintf(staging, sizeof staging, "%s/.staging/org__m", cache);
   mpk_mt_install_options o = {.repo_id = "org/m", .cache_dir = cache, .jobs = 2};
   mpk_error err;
-  for (int no_exchange = 0; no_exchange < 2; no_exchange++) {
+  /* reader: a reader (the load gate's shared flock on inference/) holds the old tree throughout:
+     it is retired, never deleted under the reader, and a gc removes it once the reader lets go. */
+  for (int pass = 0; pass < 4; pass++) {
+    int no_exchange = pass & 1, reader = pass >> 1;
     int last = 0, k;
     for (k = 1; !last; k++) {
       tu_sh("rm -rf '%s'", cache);
       o.variant = "cpu-fp16";
       assert_int_equal(mpk_mt_install(tiny(), &o, NULL, &err), 0);
+      int rfd = -1;
+      if (reader) {
+        char inf[4300];
+        snprintf(inf, sizeof inf, "%s/inference", target);
+        rfd = open(inf, O_RDONLY | O_DIRECTORY);
+        assert_true(rfd >= 0);
+        assert_int_equal(flock(rfd, LOCK_SH | LOCK_NB), 0);
+      }
       o.variant = "cpu-int4";
       pid_t pid = fork();
       assert_true(pid >= 0);
@@ -498,16 +572,16 @@ static void test_commit_crash(void **state) {
       complete_install(target, v);
       /* After the crash: the old install or the new one — or, with two renames, stopped between
          them, nothing at the target while the old tree waits aside, until recovery. */
-      bool between = no_exchange && k == 5 && !mpk_is_dir(target);
+      bool between = no_exchange && k == 6 && !mpk_is_dir(target);
       if (!between && strcmp(v, "cpu-fp16") != 0 && strcmp(v, "cpu-int4") != 0)
         fail_msg("stopped after step %d (no_exchange %d): the target is not a complete install", k, no_exchange);
-      if (k <= 4 && !last) assert_string_equal(v, "cpu-fp16"); /* the swap had not happened */
+      if (k <= 5 && !last) assert_string_equal(v, "cpu-fp16"); /* the swap had not happened */
       int recovered = 0;
       assert_int_equal(mpk_mt_install_recover(cache, "org/m", &recovered, &err), 0);
       complete_install(target, v);
-      /* the marker (step 4) decides: before it the old install stays, from it the new one */
-      assert_string_equal(v, k >= 4 || last ? "cpu-int4" : "cpu-fp16");
-      if (k >= 4 && !last) assert_int_equal(recovered, 1);
+      /* the marker (step 5) decides: before it the old install stays, from it the new one */
+      assert_string_equal(v, k >= 5 || last ? "cpu-int4" : "cpu-fp16");
+      if (k >= 5 && !last) assert_int_equal(recovered, 1);
       char old_dir[4400];
       snprintf(old_dir, sizeof old_dir, "%s/old", staging);
       assert_false(mpk_is_dir(old_dir));
@@ -515,11 +589,24 @@ static void test_commit_crash(void **state) {
       assert_int_equal(mpk_mt_install(tiny(), &o, NULL, &err), 0);
       complete_install(target, v);
       assert_string_equal(v, "cpu-int4");
-      tu_sh("test \"$(ls -A '%s')\" = lock", staging);
+      if (reader) {
+        /* the reader's tree was never deleted: its files are still there, retired (one tree) */
+        assert_int_equal(faccessat(rfd, "model.onnx", R_OK, 0), 0);
+        tu_sh("test \"$(ls -A '%s' | tr '\\n' ' ')\" = 'lock retired ' && test $(ls -A '%s/retired' | wc -l) = 1",
+              staging, staging);
+        close(rfd);
+        mpk_fetch_gc_result *g = NULL;
+        assert_int_equal(mpk_mt_cache_gc(cache, NULL, &g, &err), 0);
+        mpk_fetch_gc_result_free(g);
+        assert_false(mpk_is_dir(staging)); /* the retired tree and the orphaned lock: gone */
+      } else {
+        tu_sh("test \"$(ls -A '%s')\" = lock", staging);
+      }
       assert_true(k < 20);
     }
-    /* every step was crashed at: 8 with the exchange, 9 with two renames, then one complete run */
-    assert_int_equal(k - 1, no_exchange ? 10 : 9);
+    /* every step was crashed at: 9 with the exchange, 10 with two renames, then one complete run */
+    assert_int_equal(k - 1, no_exchange ? 11 : 10);
+    (void)reader;
   }
   tu_sh("rm -rf '%s'", dir);
 }
@@ -533,6 +620,7 @@ int main(void) {
       cmocka_unit_test(test_header_limits),
       cmocka_unit_test(test_options_struct_size),
       cmocka_unit_test(test_recover_refuses_links),
+      cmocka_unit_test(test_reference_record),
       cmocka_unit_test(test_install_events_and_record),
       cmocka_unit_test(test_install_refusals),
       cmocka_unit_test(test_commit_crash),

@@ -35,6 +35,13 @@ uint64_t mpk_mt_install_parse_part(const void *data, size_t len, const char *sha
 /* The merge's journal, temporaries and record are written only on the device, inside modelpkg's own merge
    transaction, and so is the load gate's verification stamp: a package that lists either (as any file's last segment) is refused before anything
    is fetched — never installed, so never replayed or trusted (docs/SECURITY.md). */
+static const char *device_file_kind(const char *base) {
+  return strcmp(base, MPK_MT_MERGE_RECORD) == 0                                  ? "a merge record"
+         : strcmp(base, MPK_MT_REFERENCE_INSTALL_RECORD) == 0                    ? "an install record"
+         : strncmp(base, MPK_MT_STAMP_FILE, sizeof MPK_MT_STAMP_FILE - 1) == 0 ? "a verification stamp"
+                                                                                : "a merge transaction file";
+}
+
 static int refuse_device_files(const mpk_mt_manifest *m, mpk_error *err) {
   for (size_t i = 0; i < m->n_files; i++) {
     const char *p = m->files[i].path, *slash = strrchr(p, '/'), *base = slash ? slash + 1 : p;
@@ -44,12 +51,9 @@ static int refuse_device_files(const mpk_mt_manifest *m, mpk_error *err) {
     mpk_path_push_key(&ptr, m->files[i].has_size ? "fileSizes" : "sha256");
     mpk_path_push_key(&ptr, p);
     return mpk_fail(err, MPK_EMALFORMED, MPK_MT_MANIFEST_FILENAME, ptr.buf,
-                    "lists %s, a %s: those are written only on the device by modelpkg (its merge or its load gate), "
-                    "never shipped in a package; an install source carrying one is refused",
-                    p,
-                    strcmp(base, MPK_MT_MERGE_RECORD) == 0                                          ? "merge record"
-                    : strncmp(base, MPK_MT_STAMP_FILE, sizeof MPK_MT_STAMP_FILE - 1) == 0 ? "verification stamp"
-                                                                                                    : "merge transaction file");
+                    "lists %s, %s: those are written only on the device by modelpkg (its merge, its load gate or "
+                    "its installer), never shipped in a package; an install source carrying one is refused",
+                    p, device_file_kind(base));
   }
   for (size_t i = 0; i < m->n_required_files; i++) {
     const char *p = m->required_files[i], *slash = strrchr(p, '/'), *base = slash ? slash + 1 : p;
@@ -57,9 +61,9 @@ static int refuse_device_files(const mpk_mt_manifest *m, mpk_error *err) {
     char ptr[64];
     snprintf(ptr, sizeof ptr, "/requiredFiles/%zu", i);
     return mpk_fail(err, MPK_EMALFORMED, MPK_MT_MANIFEST_FILENAME, ptr,
-                    "lists %s, written only on the device by modelpkg's merge, never shipped in a package; an "
+                    "lists %s, %s, written only on the device by modelpkg, never shipped in a package; an "
                     "install source carrying one is refused",
-                    p);
+                    p, device_file_kind(base));
   }
   return 0;
 }
@@ -98,8 +102,9 @@ static int plan(inst *s, const mpk_mt_manifest *m, const mpk_mt_variant *v, mpk_
   if (rc) return rc;
   /* Two files at one installed path, a file where another needs a directory, or one where the
      installer writes its own documents: refused. */
-  static const char *const reserved[] = {MPK_MT_MANIFEST_FILENAME, MPK_MT_INSTALL_RECORD};
-  return mpk_fetch_plan_check(s->files, s->n, MPK_MT_MANIFEST_FILENAME, reserved, 2, err);
+  static const char *const reserved[] = {MPK_MT_MANIFEST_FILENAME, MPK_MT_INSTALL_RECORD,
+                                         MPK_MT_REFERENCE_INSTALL_RECORD};
+  return mpk_fetch_plan_check(s->files, s->n, MPK_MT_MANIFEST_FILENAME, reserved, 3, err);
 }
 
 /* ---------------------------------------------------------------- events and the record */
@@ -122,11 +127,11 @@ static int on_fetch_event(void *ctx, const mpk_fetch_event *e) {
   return s->o->on_event(s->o->ctx, &ev);
 }
 
-/* The install record's bytes (malloc'ed). */
-static int make_record(const inst *s, const mpk_mt_variant *v, const char *id, const char *source, char **text,
-                       size_t *len, mpk_error *err) {
+/* The install record's bytes (malloc'ed). `now_ms`: the install's time, the same in both records. */
+static int make_record(const inst *s, const mpk_mt_variant *v, const char *id, const char *source, int64_t now_ms,
+                       char **text, size_t *len, mpk_error *err) {
   char when[32];
-  time_t now = time(NULL);
+  time_t now = (time_t)(now_ms / 1000);
   struct tm tm;
   gmtime_r(&now, &tm);
   strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -137,6 +142,69 @@ static int make_record(const inst *s, const mpk_mt_variant *v, const char *id, c
                           (json_int_t)s->n, "bytes", (json_int_t)s->total, "installer", "modelpkg " MPK_VERSION_STRING);
   int rc = doc ? mpk_json_write_document(doc, true, text, len, err)
                : mpk_fail(err, MPK_ENOMEM, MPK_MT_INSTALL_RECORD, NULL, "out of memory");
+  json_decref(doc);
+  return rc;
+}
+
+/* Kotlin's String order (List<String>.sorted()): UTF-16 code units compared as unsigned numbers.
+   It differs from UTF-8 byte order only between U+E000..U+FFFF and the supplementary planes, whose
+   surrogates (D800..DFFF) sort before E000. */
+static unsigned utf16_unit(const unsigned char *s, size_t *i, unsigned *pending) {
+  if (*pending) {
+    unsigned u = *pending;
+    *pending = 0;
+    return u;
+  }
+  unsigned c = s[*i];
+  int extra = c < 0x80 ? 0 : c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
+  if (extra) c &= 0x3Fu >> extra;
+  for (int k = 1; k <= extra && s[*i + (size_t)k]; k++) c = (c << 6) | (s[*i + (size_t)k] & 0x3F);
+  *i += (size_t)extra + 1;
+  if (c < 0x10000) return c;
+  c -= 0x10000;
+  *pending = 0xDC00 + (c & 0x3FF);
+  return 0xD800 + (c >> 10);
+}
+
+static int utf16_cmp(const void *a, const void *b) {
+  const unsigned char *x = *(const unsigned char *const *)a, *y = *(const unsigned char *const *)b;
+  size_t i = 0, j = 0;
+  unsigned px = 0, py = 0;
+  for (;;) {
+    bool ex = !px && !x[i], ey = !py && !y[j];
+    if (ex || ey) return ex && ey ? 0 : ex ? -1 : 1;
+    unsigned u = utf16_unit(x, &i, &px), w = utf16_unit(y, &j, &py);
+    if (u != w) return u < w ? -1 : 1;
+  }
+}
+
+int mpk_mt_reference_record(const char *repo_id, const char *variant, const char *const *features, size_t n,
+                            int64_t installed_at_ms, char **text, size_t *len, mpk_error *err) {
+  *text = NULL;
+  *len = 0;
+  const char **sorted = calloc(n ? n : 1, sizeof *sorted);
+  json_t *feat = json_array(), *doc = json_object();
+  int rc = 0;
+  if (!sorted || !feat || !doc) {
+    rc = mpk_fail(err, MPK_ENOMEM, MPK_MT_REFERENCE_INSTALL_RECORD, NULL, "out of memory");
+    goto out;
+  }
+  if (n) memcpy(sorted, features, n * sizeof *sorted);
+  qsort(sorted, n, sizeof *sorted, utf16_cmp);
+  for (size_t i = 0; i < n; i++) json_array_append_new(feat, json_string(sorted[i]));
+  /* InstallRecord's fields in declaration order: Gson writes them so. */
+  json_object_set_new(doc, "repoId", json_string(repo_id));
+  json_object_set_new(doc, "variantId", json_string(variant));
+  json_object_set(doc, "features", feat);
+  json_object_set_new(doc, "installedAtEpochMs", json_integer((json_int_t)installed_at_ms));
+  if (json_object_size(doc) != 4) {
+    rc = mpk_fail(err, MPK_EINVAL, MPK_MT_REFERENCE_INSTALL_RECORD, NULL, "a field is not valid UTF-8");
+    goto out;
+  }
+  rc = mpk_json_dumps_gson(doc, text, len, err);
+out:
+  free(sorted);
+  json_decref(feat);
   json_decref(doc);
   return rc;
 }
@@ -248,7 +316,12 @@ static int reapply(const inst *s, const mpk_mt_variant *v, const mpk_mt_manifest
   mpk_error_clear(&e);
   if (mpk_open_dir_at(tree, st->target, "inference", &ifd, &e) != 0) goto out; /* no inference: nothing merged */
   /* An interrupted merge of the old tree is finished or undone first: its record must be the truth. */
-  if ((rc = mpk_txn_recover_at(ifd, old_inf, MPK_MT_MERGE_TXN, NULL, err))) goto out;
+  /* Only when one is pending: recovery takes the directory's lock exclusively, and a reader (the load
+     gate) may hold the old tree while it is updated — its tree is then retired, not deleted. */
+  mpk_txn_state pending;
+  if ((rc = mpk_txn_inspect_at(ifd, old_inf, MPK_MT_MERGE_TXN, &pending, err))) goto out;
+  if (pending.pending != MPK_TXN_NOTHING && (rc = mpk_txn_recover_at(ifd, old_inf, MPK_MT_MERGE_TXN, NULL, err)))
+    goto out;
   if ((rc = mpk_mt_record_load(ifd, old_inf, &record, err)) || (rc = mpk_mt_members_load(ifd, old_inf, &members, err)))
     goto out;
   size_t n_adapters = json_array_size(json_object_get(members, "adapters"));
@@ -426,8 +499,8 @@ int mpk_mt_install_ex(const char *source, const mpk_mt_install_options *given, c
   mpk_mt_manifest *m = NULL;
   mpk_mt_selection *sel = NULL;
   uint8_t *mdata = NULL, *trec = NULL;
-  char *record = NULL;
-  size_t mlen = 0, tlen = 0, rlen = 0;
+  char *record = NULL, *refrec = NULL;
+  size_t mlen = 0, tlen = 0, rlen = 0, refrec_len = 0;
   int replaced = 0;
   mpk_fetch_result fr;
   mpk_src_retry retry = {.attempts = o->attempts,
@@ -514,9 +587,18 @@ int mpk_mt_install_ex(const char *source, const mpk_mt_install_options *given, c
   /* 4. The commit: the manifest as read, the install record, then the engine's swap. */
   char id[33];
   mpk_fetch_new_id(id);
-  if ((rc = make_record(&s, v, id, mpk_src_location(src), &record, &rlen, err))) goto out;
-  mpk_fetch_doc docs[] = {{MPK_MT_MANIFEST_FILENAME, mdata, mlen}, {MPK_MT_INSTALL_RECORD, record, rlen}};
-  rc = mpk_fetch_commit(st, id, docs, 2, &replaced, err);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  int64_t now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  if ((rc = make_record(&s, v, id, mpk_src_location(src), now_ms, &record, &rlen, err))) goto out;
+  /* and the reference runtime's record, so its cache index sees the install (docs/mt-install.md) */
+  if ((rc = mpk_mt_reference_record(o->repo_id, v->id, s.plan->features, s.plan->n_features, now_ms, &refrec,
+                                    &refrec_len, err)))
+    goto out;
+  mpk_fetch_doc docs[] = {{MPK_MT_MANIFEST_FILENAME, mdata, mlen},
+                          {MPK_MT_INSTALL_RECORD, record, rlen},
+                          {MPK_MT_REFERENCE_INSTALL_RECORD, refrec, refrec_len}};
+  rc = mpk_fetch_commit(st, id, docs, 3, &replaced, err);
   if (rc == MPK_FETCH_STOPPED) rc = MPK_MT_INSTALL_STOPPED;
   if (rc) goto out;
   emit(&s, MPK_MT_INSTALL_COMMITTED, s.total);
@@ -540,6 +622,7 @@ out:
   free(mdata);
   free(trec);
   mpk_free(record);
+  mpk_free(refrec);
   mpk_src_free(src);
   return rc;
 }

@@ -10,9 +10,10 @@
 typedef struct mpk_mt_install_test {
   /* Stop right after the commit's k-th durable step (0: never), leaving everything as a crash
      would; the caller is a forked child that then _exit()s. Steps: 1 manifest written, 2 install
-     record written, 3 tree synced, 4 commit marker written, then the swap — with RENAME_EXCHANGE
-     5 exchanged, 6 synced, 7 staging tree removed, 8 old/parts removed; without it 5 the old tree
-     moved aside, 6 the new one renamed in, 7 synced, 8 staging tree removed, 9 old/parts removed. */
+     record written, 3 the reference's install_record.json written, 4 tree synced, 5 commit marker
+     written, then the swap — with RENAME_EXCHANGE 6 exchanged, 7 synced, 8 the old tree retired,
+     9 old/parts removed; without it 6 the old tree moved aside, 7 the new one renamed in, 8 synced,
+     9 the staging tree retired, 10 old/ retired and parts removed. */
   int stop_after;
   /* Swap with two renames, as on a file system without RENAME_EXCHANGE. */
   int no_exchange;
@@ -28,6 +29,12 @@ bool mpk_mt_install_parse_ids(const void *data, size_t len, char id[65], char *r
    to send with it ("" unless the record's source is `source`). */
 uint64_t mpk_mt_install_parse_part(const void *data, size_t len, const char *sha256, uint64_t size, const char *source,
                                    uint64_t have, char validator[256]);
+
+/* The reference runtime's install record (InstallRecord.kt; MPK_MT_REFERENCE_INSTALL_RECORD): Gson's
+   toJson of {repoId, variantId, features (sorted as Kotlin sorts strings: UTF-16 code units),
+   installedAtEpochMs}, compact, Gson's escapes (core's mpk_json_dumps_gson). *text freed with mpk_free. */
+int mpk_mt_reference_record(const char *repo_id, const char *variant, const char *const *features, size_t n,
+                            int64_t installed_at_ms, char **text, size_t *len, mpk_error *err);
 
 int mpk_mt_install_ex(const char *source, const mpk_mt_install_options *o, const mpk_mt_install_test *test,
                       mpk_mt_install_result *out, mpk_error *err);

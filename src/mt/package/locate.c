@@ -83,6 +83,7 @@ bool mpk_mt_is_device_file(const char *base) {
   if (strcmp(base, MPK_MT_MERGE_JOURNAL) == 0 || strcmp(base, MPK_MT_MERGE_JOURNAL ".tmp") == 0 ||
       strcmp(base, MPK_MT_MERGE_RECORD) == 0)
     return true;
+  if (strcmp(base, MPK_MT_REFERENCE_INSTALL_RECORD) == 0) return true; /* mt install: the reference's record */
   static const char stamp_tmp[] = MPK_MT_STAMP_FILE ".tmp.";
   if (strcmp(base, MPK_MT_STAMP_FILE) == 0 ||
       (strncmp(base, stamp_tmp, sizeof stamp_tmp - 1) == 0 && mpk_is_temp_suffix(base + sizeof stamp_tmp - 1)))
