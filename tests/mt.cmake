@@ -32,6 +32,11 @@ set_tests_properties(test_install_hostile PROPERTIES TIMEOUT 300)
 # A real client proves the merge: ONNX Runtime (npm onnxruntime-node) runs a model before and after
 # `mt merge` (docs/mt-merge-e2e.md). Skipped (exit 77) when node, onnxruntime-node or numpy/onnx are absent.
 mpk_script_test(test_merge_onnx e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_merge_onnx.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+# The device lifecycle on the installed cache (issue 18, docs/mt-lifecycle-e2e.md): a real nginx serves
+# v1 then v2; install, gate, merge, ONNX Runtime, update under a live reader (the adapter re-applied),
+# restore, remove, gc. Skipped (exit 77) without nginx, curl, node + onnxruntime-node or numpy/onnx.
+mpk_script_test(test_lifecycle "e2e;slow" ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_lifecycle.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_lifecycle PROPERTIES TIMEOUT 300)
 
 # ---- mt graph: the ONNX inference graph. The graphs are generated at test time by
 # scripts/gen_onnx_graphs.py with Debian's python3-onnx (/usr/bin/python3) into the build tree.
