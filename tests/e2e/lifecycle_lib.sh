@@ -3,7 +3,8 @@
 # and MPK set.
 
 # start_nginx ROOT [RATE]: a real nginx on 127.0.0.1 on a free port serving ROOT at /, and ROOT
-# again at /slow/ throttled to RATE (nginx limit_rate, default 4m per connection). Sets BASE and
+# again at /slow/ throttled to RATE (nginx limit_rate, default 4m per connection) and at /slower/ to
+# 64 KiB/s. Sets BASE and
 # NGINX_PID; waits until it serves (a file ROOT/.probe). Stop it with stop_nginx (the EXIT trap).
 start_nginx() {
   local root="$1" rate="${2:-4m}" ngx="$T/ngx" bin
@@ -30,6 +31,7 @@ http {
     listen 127.0.0.1:$NGINX_PORT;
     root $root;
     location /slow/ { alias $root/; limit_rate $rate; }
+    location /slower/ { alias $root/; limit_rate 64k; }
   }
 }
 EOF
