@@ -221,6 +221,8 @@ typedef struct mpk_mt_report {
   size_t n_notes;
   size_t n_tensors;                    /**< merged-weight tensors the load gate saw (checked variants) */
   size_t n_tensors_verified;           /**< of those: verified against their authority (a note each) */
+  int installed;                       /**< 1: `dir` is an installed model (docs/mt-installed.md): its one
+                                            variant, the files its install holds, at their installed paths */
   struct mpk_mt_report_priv *priv_;
 } mpk_mt_report;
 
@@ -807,6 +809,44 @@ MPK_API int mpk_mt_sanitize_repo_id(const char *repo_id, char *out, size_t out_s
 
 /** The install record written into every installed tree (repo id, variant, features, time). */
 #define MPK_MT_INSTALL_RECORD "modelpkg_install.json"
+/** The reference runtime's install record (InstallRecord.kt): read, and written beside modelpkg's. */
+#define MPK_MT_REFERENCE_INSTALL_RECORD "install_record.json"
+
+/** Which record named an installed model's variant. */
+enum {
+  MPK_MT_RECORD_NONE = 0,      /**< no record: a hand-pushed tree (inference/ without variants/) */
+  MPK_MT_RECORD_MODELPKG = 1,  /**< modelpkg_install.json */
+  MPK_MT_RECORD_REFERENCE = 2  /**< install_record.json only */
+};
+
+/** An installed model: what its install records say (docs/mt-installed.md). Read-only; freed with
+    mpk_mt_installed_free(). */
+typedef struct mpk_mt_installed {
+  const char *repo_id;            /**< recorded; else the directory name un-sanitized ("__" → "/") */
+  const char *variant;            /**< the variant recorded at install (NULL: none recorded) */
+  const char *const *features;    /**< the feature groups recorded at install */
+  size_t n_features;
+  int64_t installed_at_ms;        /**< epoch milliseconds (0: unrecorded) */
+  const char *install_id;         /**< modelpkg's record only (else NULL) */
+  const char *source;             /**< where it was installed from: modelpkg's record only (else NULL) */
+  int record;                     /**< MPK_MT_RECORD_*: the record that named the variant */
+  struct mpk_mt_installed_priv *priv_;
+} mpk_mt_installed;
+
+/**
+ * Read installed model `dir` (`<cache>/<sanitized repo id>`): modelpkg's record, else the reference
+ * runtime's (when both exist they must agree: MPK_EMISMATCH). A directory with neither record is an
+ * installed model when it has `inference/` and no `variants/` (a hand-pushed tree), else
+ * MPK_ENOTFOUND ("not an installed model"). `dir` and `out` may not be NULL (MPK_EINVAL).
+ */
+MPK_API int mpk_mt_installed_open(const char *dir, mpk_mt_installed **out, mpk_error *err);
+/** Accepts NULL. */
+MPK_API void mpk_mt_installed_free(mpk_mt_installed *installed);
+/**
+ * The one default-variant rule (install, check, merge, tensors, graph, plan): the variant recorded
+ * in `installed` (may be NULL), else the manifest's defaultVariant. NULL when neither names one.
+ */
+MPK_API const char *mpk_mt_default_variant(const mpk_mt_manifest *m, const mpk_mt_installed *installed);
 /** The largest manifest an installer reads from a source. */
 #define MPK_MT_MANIFEST_MAX_BYTES ((size_t)16 * 1024 * 1024)
 

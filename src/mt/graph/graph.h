@@ -17,9 +17,10 @@ typedef struct mpk_onnx_scan {
 int mpk_onnx_prescan(const void *desc, const uint8_t *data, size_t len, const char *file,
                      const mpk_mt_graph_options *o, mpk_onnx_scan *out, mpk_error *err);
 
-/* A variant's graph report from an already-read manifest (graph_report.c); `map` may be NULL (then
-   the variant's map is read). Used by mpk_mt_check (validate.c) without reading the manifest twice. */
-int mpk_mt_graph_report_variant(const char *dir, const mpk_mt_manifest *m, const mpk_mt_variant *v,
+/* A variant's graph report from an already-read manifest (graph_report.c), its files where `tree`
+   (a package or an installed model: mpk_mt_tree_path) has them. Used by mpk_mt_check (check.c)
+   without reading the manifest twice. */
+int mpk_mt_graph_report_variant(const char *dir, const mpk_mt_tree *tree, const mpk_mt_variant *v,
                                 const mpk_mt_graph_options *opts, mpk_mt_graph_report **out, mpk_error *err);
 
 #endif

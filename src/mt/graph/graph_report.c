@@ -95,9 +95,11 @@ static void claims(mpk_mt_graph_report *r) {
   r->claim_role = p->claim_role;
 }
 
-static void run(mpk_mt_graph_report *r, const char *dir, const mpk_mt_variant *v, const mpk_mt_graph_options *opts) {
+static void run(mpk_mt_graph_report *r, const char *dir, const mpk_mt_tree *tree, const mpk_mt_variant *v,
+                const mpk_mt_graph_options *opts) {
   struct mpk_mt_graph_report_priv *p = r->priv_;
-  char *rel = mpk_mt_inference_rel(v);
+  char *pkg_rel = mpk_mt_inference_rel(v), *rel = pkg_rel ? mpk_mt_tree_path(tree, v, pkg_rel) : NULL;
+  free(pkg_rel);
   if (!rel) {
     if (v->weight_handoff || mpk_mt_variant_path(v, "inference")) p->found.oom = true;
     else NOTE(r, "variant \"%s\" has no inference directory: no graph to check", v->id);
@@ -134,7 +136,9 @@ static void run(mpk_mt_graph_report *r, const char *dir, const mpk_mt_variant *v
     r->measured = p->measured;
   }
   if (v->weight_handoff) {
-    if (!(p->map_file = mpk_path_join(dir, v->weight_handoff))) p->found.oom = true;
+    char *map_rel = mpk_mt_tree_path(tree, v, v->weight_handoff);
+    if (!map_rel || !(p->map_file = mpk_path_join(dir, map_rel))) p->found.oom = true;
+    free(map_rel);
     r->map_file = p->map_file;
     mpk_error_clear(&e);
     if (p->map_file && mpk_mt_handoff_load(p->map_file, &p->map, &e)) on_problem(r, &e);
@@ -172,16 +176,15 @@ static int make(mpk_mt_graph_report **out, mpk_error *err) {
   return 0;
 }
 
-int mpk_mt_graph_report_variant(const char *dir, const mpk_mt_manifest *m, const mpk_mt_variant *v,
+int mpk_mt_graph_report_variant(const char *dir, const mpk_mt_tree *tree, const mpk_mt_variant *v,
                                 const mpk_mt_graph_options *opts, mpk_mt_graph_report **out, mpk_error *err) {
-  (void)m;
   *out = NULL;
   mpk_mt_graph_report *r = NULL;
   int rc = make(&r, err);
   if (rc) return rc;
   r->variant = v->id;
   r->quantization = v->quantization;
-  run(r, dir, v, opts);
+  run(r, dir, tree, v, opts);
   if (r->priv_->found.oom) {
     mpk_mt_graph_report_free(r);
     return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
@@ -202,7 +205,7 @@ int mpk_mt_graph_report_open(const char *dir, const char *variant, const mpk_mt_
   rc = mpk_mt_locate(dir, variant, &loc, err);
   if (rc) return rc;
   mpk_mt_graph_report *r = NULL;
-  if ((rc = mpk_mt_graph_report_variant(dir, loc.manifest, loc.variant, opts, &r, err))) {
+  if ((rc = mpk_mt_graph_report_variant(dir, &loc.tree, loc.variant, opts, &r, err))) {
     mpk_mt_located_free(&loc);
     return rc;
   }

@@ -17,41 +17,6 @@
 
 #define MAX_JOBS MPK_FETCH_MAX_JOBS
 
-/* ---------------------------------------------------------------- installed paths */
-
-static const char *const stages[] = {"embedding", "inference", "tokenizer", "train"};
-
-int mpk_mt_installed_path(const mpk_mt_variant *v, const char *pkg, char **out, mpk_error *err) {
-  if (!out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
-  *out = NULL;
-  if (!v || !pkg) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
-  char ck[600];
-  int n = snprintf(ck, sizeof ck, "variants/%s/checksums.json", v->id);
-  if (n > 0 && (size_t)n < sizeof ck && strcmp(pkg, ck) == 0) {
-    *out = strdup("checksums.json");
-  } else {
-    for (size_t i = 0; i < sizeof stages / sizeof *stages && !*out; i++) {
-      const char *dir = mpk_mt_variant_path(v, stages[i]);
-      size_t dl = dir ? strlen(dir) : 0;
-      if (!dl || strncmp(pkg, dir, dl) != 0 || pkg[dl] != '/') continue;
-      size_t len = strlen(stages[i]) + strlen(pkg + dl) + 1;
-      if ((*out = malloc(len))) snprintf(*out, len, "%s%s", stages[i], pkg + dl);
-      if (!*out) break;
-    }
-    if (!*out) {
-      bool mapped = false;
-      for (size_t i = 0; i < sizeof stages / sizeof *stages; i++) {
-        const char *dir = mpk_mt_variant_path(v, stages[i]);
-        if (dir && strncmp(pkg, dir, strlen(dir)) == 0 && pkg[strlen(dir)] == '/') mapped = true;
-      }
-      if (!mapped) *out = strdup(pkg);
-    }
-  }
-  return *out ? 0 : mpk_fail(err, MPK_ENOMEM, pkg, NULL, "out of memory");
-}
-
-
-
 /* ---------------------------------------------------------------- documents read back */
 
 bool mpk_mt_install_parse_ids(const void *data, size_t len, char id[65], char *repo_id, size_t repo_cap) {

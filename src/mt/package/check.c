@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,7 +61,26 @@ typedef struct check {
   struct mpk_mt_report_priv *p;
   const mpk_mt_manifest *m; /* NULL until loaded */
   const mpk_mt_check_options *o;
+  /* An installed model (docs/mt-installed.md): its one variant, where each package path is
+     (mpk_mt_tree_path), and what its install holds (the recorded features' plan). */
+  mpk_mt_tree tree;
+  const mpk_mt_variant *iv;
+  mpk_mt_download_plan *scope;
+  char **listed; /* the installed paths of the files the manifest lists, sorted (unlisted files) */
+  size_t n_listed;
 } check;
+
+/* Where package path `pkg` is, relative to the checked directory (malloc'ed; NULL: no memory). */
+static char *disk(const check *c, const char *pkg) {
+  return c->tree.installed && c->iv ? mpk_mt_tree_path(&c->tree, c->iv, pkg) : strdup(pkg);
+}
+
+/* ... and as a path to show and to look up (the checked directory joined). */
+static char *join_disk(const check *c, const char *pkg) {
+  char *rel = disk(c, pkg), *abs = rel ? mpk_path_join(c->r->dir, rel) : NULL;
+  free(rel);
+  return abs;
+}
 
 /* ---------------------------------------------------------------- findings */
 
@@ -93,11 +113,12 @@ static const char *variant_ptr(mpk_path *pp, size_t vi, const char *key) {
    directory when `want_dir`. When not, *e names the path and says why ("<what> is missing"). A file
    is opened as every reader opens it (mpk_open_read_at beneath the package's handle: no link out,
    never blocking on a FIFO), so what check accepts is what a reader can open. */
-static bool probe(check *c, const char *rel, bool want_dir, const char *what, struct stat *st, mpk_error *e) {
+static bool probe(check *c, const char *pkg_rel, bool want_dir, const char *what, struct stat *st, mpk_error *e) {
   mpk_error_clear(e);
-  char *abs = mpk_path_join(c->r->dir, rel);
+  char *rel = disk(c, pkg_rel), *abs = rel ? mpk_path_join(c->r->dir, rel) : NULL;
   if (!abs) {
-    mpk_fail(e, MPK_ENOMEM, rel, NULL, "out of memory");
+    free(rel);
+    mpk_fail(e, MPK_ENOMEM, pkg_rel, NULL, "out of memory");
     return false;
   }
   struct stat lst;
@@ -132,6 +153,7 @@ static bool probe(check *c, const char *rel, bool want_dir, const char *what, st
     ok = true;
   }
   free(abs);
+  free(rel);
   return ok;
 }
 
@@ -190,7 +212,33 @@ static int select_variants(check *c) {
   c->p->variants = calloc(m->n_variants ? m->n_variants : 1, sizeof *c->p->variants);
   if (!c->p->variants) return MPK_ENOMEM;
   size_t n = 0;
-  if (c->o->all_variants) {
+  if (c->tree.installed) {
+    /* An installed model holds one variant: the one its install record names (the default rule). */
+    mpk_error e;
+    mpk_error_clear(&e);
+    if (c->o->all_variants)
+      problem(c, MPK_EINVAL, c->r->dir, NULL, "an installed model holds one variant: --all-variants does not apply");
+    else if (mpk_mt_tree_variant(&c->tree, m, c->o->variant, mf, &c->iv, &e))
+      add_error(c, &e);
+    if (c->iv) {
+      c->p->variants[n++] = c->iv->id;
+      mpk_mt_plan_options po = {.struct_size = sizeof po, .features = (const char *const *)c->tree.features,
+                                .n_features = c->tree.n_features, .allow_unverifiable = 1};
+      mpk_error_clear(&e);
+      if (mpk_mt_plan_download(m, c->iv->id, &po, &c->scope, &e)) {
+        if (e.code == MPK_ENOMEM) return MPK_ENOMEM;
+        add_error(c, &e);
+      }
+      char feats[256] = "";
+      for (size_t i = 0; c->scope && i < c->scope->n_features; i++)
+        snprintf(feats + strlen(feats), sizeof feats - strlen(feats), "%s%s", i ? ", " : "", c->scope->features[i]);
+      note(c, "installed model: variant \"%s\" (%s), installed features: %s", c->iv->id,
+           c->tree.record == MPK_MT_RECORD_MODELPKG    ? "named by modelpkg's install record"
+           : c->tree.record == MPK_MT_RECORD_REFERENCE ? "named by the reference runtime's install record"
+                                                       : "no install record: the manifest's defaultVariant",
+           feats[0] ? feats : "unknown");
+    }
+  } else if (c->o->all_variants) {
     for (size_t i = 0; i < m->n_variants; i++) c->p->variants[n++] = m->variants[i].id;
   } else {
     const char *want = c->o->variant ? c->o->variant : m->default_variant;
@@ -234,7 +282,12 @@ static void check_locations(check *c, const char *map_rel, const mpk_mt_handoff 
    link). Refusals are problems, verified tensors notes naming the authority, and a tensor that
    cannot be loaded (no declared layout, or a size that breaks it) a problem. */
 static void gate(check *c, const mpk_mt_variant *v, const mpk_mt_handoff *map, const char *inference_rel) {
-  char *inf = mpk_path_join(c->r->dir, inference_rel);
+  char *drel = disk(c, inference_rel), *inf = drel ? mpk_path_join(c->r->dir, drel) : NULL;
+  if (!inf) {
+    free(drel);
+    c->p->found.oom = true;
+    return;
+  }
   mpk_mt_gate_options go = {.presence_only = c->o->no_hash, .workers = c->o->workers};
   mpk_mt_gate_report *g = NULL;
   mpk_error e;
@@ -249,7 +302,7 @@ static void gate(check *c, const mpk_mt_variant *v, const mpk_mt_handoff *map, c
   }
   int root = open(c->r->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), dfd = -1;
   int orc = root < 0 ? mpk_fail(&e, MPK_EIO, c->r->dir, NULL, "cannot open the package directory")
-            : *inference_rel ? mpk_open_dir_at(root, c->r->dir, inference_rel, &dfd, &e)
+            : *drel ? mpk_open_dir_at(root, c->r->dir, drel, &dfd, &e)
                              : ((dfd = dup(root)) < 0 ? mpk_fail(&e, MPK_EIO, c->r->dir, NULL, "cannot open") : 0);
   if (root >= 0) close(root);
   char next[700];
@@ -262,14 +315,16 @@ static void gate(check *c, const mpk_mt_variant *v, const mpk_mt_handoff *map, c
       problem(c, orc, e.file[0] ? e.file : inf, NULL, "variant \"%s\": the inference directory cannot be opened "
               "as the load gate opens it: %s", v->id, e.message);
     free(inf);
+    free(drel);
     return;
   }
   mpk_error_clear(&e);
-  if (!inf || mpk_mt_load_gate_at(dfd, inf, map, &go, &ctx, &g, &e)) {
-    if (e.code == MPK_ENOMEM || !inf) c->p->found.oom = true;
+  if (mpk_mt_load_gate_at(dfd, inf, map, &go, &ctx, &g, &e)) {
+    if (e.code == MPK_ENOMEM) c->p->found.oom = true;
     else add_error(c, &e);
     if (dfd >= 0) close(dfd);
     free(inf);
+    free(drel);
     return;
   }
   if (dfd >= 0) close(dfd);
@@ -327,6 +382,7 @@ static void gate(check *c, const mpk_mt_variant *v, const mpk_mt_handoff *map, c
          g->n_tensors == 1 ? "" : "s");
   mpk_mt_gate_report_free(g);
   free(inf);
+  free(drel);
 }
 
 /* The inference graph, when the variant ships one (graph_report.c): the map checked against its
@@ -335,7 +391,7 @@ static void check_graph(check *c, const mpk_mt_variant *v) {
   mpk_mt_graph_report *g = NULL;
   mpk_error e;
   mpk_error_clear(&e);
-  if (mpk_mt_graph_report_variant(c->r->dir, c->m, v, NULL, &g, &e)) {
+  if (mpk_mt_graph_report_variant(c->r->dir, &c->tree, v, NULL, &g, &e)) {
     c->p->found.oom = true;
     return;
   }
@@ -363,7 +419,8 @@ static void check_handoff(check *c, const mpk_mt_variant *v, size_t vi) {
     add_error(c, &e);
     return;
   }
-  char *abs = mpk_path_join(c->r->dir, v->weight_handoff);
+  char *map_rel = disk(c, v->weight_handoff), *abs = map_rel ? mpk_path_join(c->r->dir, map_rel) : NULL;
+  free(map_rel);
   if (!abs) {
     c->p->found.oom = true;
     return;
@@ -387,6 +444,38 @@ static void check_handoff(check *c, const mpk_mt_variant *v, size_t vi) {
   free(abs);
 }
 
+/* ---------------------------------------------------------------- what an installed model holds */
+
+static int cmp_planned(const void *key, const void *f) {
+  return strcmp(key, ((const mpk_mt_planned_file *)f)->path);
+}
+
+/* In an installed model: whether its install planned package path `path` (the recorded features'
+   plan). The reference installer copies only the stages, the tokenizer, the manifest and
+   checksums.json (ModelPackageInstaller.kt): other core files are in scope only where modelpkg
+   installed the tree. */
+static bool installed_holds(const check *c, const char *path) {
+  if (!c->scope || !c->iv) return false;
+  if (!bsearch(path, c->scope->files, c->scope->n_files, sizeof *c->scope->files, cmp_planned)) return false;
+  if (c->tree.record == MPK_MT_RECORD_MODELPKG) return true;
+  char *d = disk(c, path);
+  bool moved = d && strcmp(d, path) != 0;
+  free(d);
+  return moved;
+}
+
+/* Whether a variant's directory is there to probe: always in a package; in an installed model
+   when its install holds a file beneath it. */
+static bool holds_dir(const check *c, const char *dir) {
+  if (!c->tree.installed) return true;
+  size_t n = strlen(dir);
+  for (size_t i = 0; c->scope && i < c->scope->n_files; i++) {
+    const char *p = c->scope->files[i].path;
+    if (strncmp(p, dir, n) == 0 && p[n] == '/' && installed_holds(c, p)) return true;
+  }
+  return false;
+}
+
 /* ---------------------------------------------------------------- one variant's structure */
 
 static void check_variant(check *c, size_t vi) {
@@ -407,6 +496,7 @@ static void check_variant(check *c, size_t vi) {
     problem(c, MPK_EMALFORMED, mf, variant_ptr(&pp, vi, "paths"),
             "variant \"%s\" has no \"inference\" path: every variant needs its inference/ group", v->id);
   for (size_t i = 0; i < v->n_paths; i++) {
+    if (!holds_dir(c, v->paths[i].value)) continue; /* a stage this install did not plan */
     char what[300];
     snprintf(what, sizeof what, "the \"%s\" directory of variant \"%s\" (paths)", v->paths[i].key, v->id);
     struct stat st;
@@ -435,13 +525,21 @@ static void check_variant(check *c, size_t vi) {
 }
 
 static void check_required(check *c) {
+  size_t elsewhere = 0;
   for (size_t i = 0; i < c->m->n_required_files; i++) {
+    if (c->tree.installed && (!c->iv || !mpk_mt_tree_holds(&c->tree, c->iv, c->m->required_files[i]))) {
+      elsewhere++; /* another variant's file (the defaultVariant's model.onnx): not installed here */
+      continue;
+    }
     char what[64];
     snprintf(what, sizeof what, "required file (requiredFiles/%zu)", i);
     struct stat st;
     mpk_error e;
     if (!probe(c, c->m->required_files[i], false, what, &st, &e)) add_error(c, &e);
   }
+  if (elsewhere)
+    note(c, "%zu requiredFiles entr%s of other variants not checked: an installed model holds one variant", elsewhere,
+         elsewhere == 1 ? "y" : "ies");
 }
 
 /* ---------------------------------------------------------------- plans and scope */
@@ -467,6 +565,7 @@ static bool plan_selects(const mpk_mt_plan *plan, const char *path) {
    files (selected by no plan, under no variant's directory: README, licenses, ...). */
 static bool in_scope(const check *c, const char *path) {
   const mpk_mt_manifest *m = c->m;
+  if (c->tree.installed) return installed_holds(c, path);
   if (c->o->all_variants) return true;
   for (size_t i = 0; i < c->r->n_variants; i++)
     if (under_variant(path, c->r->variants[i]) || plan_selects(mpk_mt_manifest_plan(m, c->r->variants[i]), path))
@@ -529,6 +628,69 @@ static void check_listing(check *c) {
             m->n_files, MPK_LIST_MAX);
 }
 
+/* An installed model's checksums.json (the variant's, flattened to the top): its keys are hub paths
+   (variants/<id>/...), as the exporter wrote them; each is the installed file at its flattened path,
+   and its digest must be the manifest's for that file — the integrity pass then verifies the bytes
+   against that one digest. A key the manifest does not list, or a file of another variant, is a
+   problem: the two documents come from one export and must agree. */
+static void check_checksums(check *c) {
+  if (!c->tree.installed || !c->iv) return;
+  char ck[600];
+  snprintf(ck, sizeof ck, "variants/%s/" MPK_MT_CHECKSUMS_FILENAME, c->iv->id);
+  if (!in_scope(c, ck)) return; /* the install did not plan it */
+  mpk_mapped mm;
+  mpk_error e;
+  mpk_error_clear(&e);
+  char *file = mpk_path_join(c->r->dir, MPK_MT_CHECKSUMS_FILENAME);
+  json_t *root = NULL;
+  if (!file) {
+    c->p->found.oom = true;
+    return;
+  }
+  if (mpk_map_beneath(c->r->dir, MPK_MT_CHECKSUMS_FILENAME, MPK_JSON_DEFAULT_MAX_BYTES, &mm, &e)) {
+    if (e.code != MPK_ENOTFOUND) add_error(c, &e); /* absent: the integrity pass reports it missing */
+    free(file);
+    return;
+  }
+  int rc = mpk_json_parse(mm.data, mm.size, NULL, file, &root, &e);
+  mpk_unmap_file(&mm);
+  if (rc) {
+    add_error(c, &e);
+  } else if (!json_is_object(root)) {
+    problem(c, MPK_EMALFORMED, file, "", "checksums.json is an object of package paths to SHA-256 digests");
+  } else {
+    const char *key;
+    json_t *val;
+    mpk_path pp;
+    mpk_tally bad = {0};
+    json_object_foreach(root, key, val) {
+      const mpk_mt_file *f = mpk_mt_manifest_file(c->m, key);
+      const char *hex = json_string_value(val);
+      const char *ptr = keys_ptr(&pp, key, NULL, NULL);
+      if (!hex || strlen(hex) != 64 || strspn(hex, "0123456789abcdefABCDEF") != 64) {
+        if (mpk_tally_keep(&bad)) problem(c, MPK_EMALFORMED, file, ptr, "must be a SHA-256 digest (64 hex digits)");
+      } else if (!mpk_mt_tree_holds(&c->tree, c->iv, key)) {
+        if (mpk_tally_keep(&bad))
+          problem(c, MPK_EMALFORMED, file, ptr, "names a file of another variant: the installed variant is \"%s\"",
+                  c->iv->id);
+      } else if (!f || !f->sha256) {
+        if (mpk_tally_keep(&bad))
+          problem(c, MPK_EMALFORMED, file, ptr, "names a file the manifest does not list with a digest: it cannot be "
+                  "verified against the manifest");
+      } else if (strcasecmp(hex, f->sha256) != 0) {
+        if (mpk_tally_keep(&bad))
+          problem(c, MPK_EMISMATCH, file, ptr, "says %s, but the manifest's sha256 for %s is %s: the two disagree",
+                  hex, key, f->sha256);
+      }
+    }
+    if (mpk_tally_over(&bad))
+      problem(c, MPK_EMALFORMED, file, "", "%zu entries of checksums.json disagree with the manifest (the first %d listed)",
+              bad.count, MPK_LIST_MAX);
+  }
+  json_decref(root);
+  free(file);
+}
+
 static int check_integrity(check *c) {
   const mpk_mt_manifest *m = c->m;
   mpk_mt_report *r = c->r;
@@ -558,7 +720,7 @@ static int check_integrity(check *c) {
       continue;
     }
     if (f->has_size && (uint64_t)st.st_size != f->size) {
-      char *abs = mpk_path_join(r->dir, f->path);
+      char *abs = join_disk(c, f->path);
       problem(c, MPK_EMISMATCH, abs ? abs : f->path, NULL, "file is %lld bytes, fileSizes says %llu (%s)",
               (long long)st.st_size, (unsigned long long)f->size,
               (uint64_t)st.st_size < f->size ? "truncated" : "longer than listed");
@@ -567,7 +729,7 @@ static int check_integrity(check *c) {
     }
     if (f->has_size) r->n_files_sized++;
     if (c->o->no_hash || !f->sha256) continue;
-    char *abs = mpk_path_join(r->dir, f->path);
+    char *abs = join_disk(c, f->path);
     if (!abs) {
       rc = MPK_ENOMEM;
       break;
@@ -592,7 +754,7 @@ static int check_integrity(check *c) {
     free(abs);
     /* hashed beneath the package by path relative to it: a file swapped for a link out after the
        probe is refused again when it is opened to hash it */
-    char *rel = strdup(f->path);
+    char *rel = disk(c, f->path);
     if (!rel) {
       rc = MPK_ENOMEM;
       break;
@@ -628,7 +790,10 @@ static int check_integrity(check *c) {
   free(jobs);
   free(of);
   if (rc) return rc;
-  if (skipped)
+  if (skipped && c->tree.installed)
+    note(c, "%zu listed file%s not installed here (other variants, features this install did not plan%s)", skipped,
+         skipped == 1 ? "" : "s", c->tree.record == MPK_MT_RECORD_MODELPKG ? "" : ", package-wide files the reference installer does not copy");
+  else if (skipped)
     note(c, "%zu listed file%s of other variants not checked (check them all with --all-variants)", skipped,
          skipped == 1 ? "" : "s");
   if (c->o->no_hash) note(c, "digests not computed (--no-hash): presence, confinement and sizes only");
@@ -637,11 +802,38 @@ static int check_integrity(check *c) {
 
 /* ---------------------------------------------------------------- files the manifest does not list */
 
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* A file an installer or the device writes into an installed model, never listed by a manifest:
+   the install records, and modelpkg's device files in any directory (docs/mt-installed.md). */
+static bool installed_device_file(const char *rel) {
+  if (strcmp(rel, MPK_MT_INSTALL_RECORD) == 0 || strcmp(rel, MPK_MT_REFERENCE_INSTALL_RECORD) == 0) return true;
+  char seg[256];
+  for (const char *p = rel; *p;) {
+    size_t n = strcspn(p, "/");
+    if (n < sizeof seg) {
+      memcpy(seg, p, n);
+      seg[n] = '\0';
+      if (mpk_mt_is_device_file(seg)) return true;
+    }
+    p += n + (p[n] == '/');
+  }
+  return false;
+}
+
+static bool listed(const check *c, const char *rel) {
+  if (strcmp(rel, MPK_MT_MANIFEST_FILENAME) == 0) return true;
+  if (!c->tree.installed) return mpk_mt_manifest_file(c->m, rel) != NULL;
+  const char *key = rel;
+  return c->n_listed && bsearch(&key, c->listed, c->n_listed, sizeof *c->listed, cmp_str);
+}
+
 static int unlisted_cb(void *ctx, const char *rel, int type, uint64_t size) {
   (void)size;
   check *c = ctx;
   struct mpk_mt_report_priv *p = c->p;
-  if (strcmp(rel, MPK_MT_MANIFEST_FILENAME) == 0 || mpk_mt_manifest_file(c->m, rel)) return 0;
+  if (listed(c, rel)) return 0;
+  if (c->tree.installed && installed_device_file(rel) && strstr(rel, MPK_MT_MERGE_RECORD) == NULL) return 0;
   const char *base = strrchr(rel, '/');
   base = base ? base + 1 : rel;
   if (type == MPK_WALK_FILE && strcmp(base, MPK_MT_MERGE_RECORD) == 0) {
@@ -664,6 +856,15 @@ static int unlisted_cb(void *ctx, const char *rel, int type, uint64_t size) {
 
 static int check_unlisted(check *c) {
   struct mpk_mt_report_priv *p = c->p;
+  if (c->tree.installed && c->iv) { /* the manifest's paths as this tree has them */
+    if (!(c->listed = calloc(c->m->n_files ? c->m->n_files : 1, sizeof *c->listed))) return MPK_ENOMEM;
+    for (size_t i = 0; i < c->m->n_files; i++) {
+      if (!mpk_mt_tree_holds(&c->tree, c->iv, c->m->files[i].path)) continue;
+      if (!(c->listed[c->n_listed] = disk(c, c->m->files[i].path))) return MPK_ENOMEM;
+      c->n_listed++;
+    }
+    qsort(c->listed, c->n_listed, sizeof *c->listed, cmp_str);
+  }
   mpk_error e;
   mpk_error_clear(&e);
   int rc = mpk_walk_files(c->r->dir, unlisted_cb, c, &e);
@@ -684,6 +885,14 @@ static int check_unlisted(check *c) {
 /* ---------------------------------------------------------------- the check */
 
 static int run(check *c) {
+  mpk_error e;
+  mpk_error_clear(&e);
+  if (mpk_mt_tree_open(c->r->dir, &c->tree, &e)) { /* an install record that cannot be trusted */
+    if (e.code == MPK_ENOMEM) return MPK_ENOMEM;
+    add_error(c, &e);
+    return 0;
+  }
+  c->r->installed = c->tree.installed;
   if (!load_manifest(c)) return c->p->manifest_path ? 0 : MPK_ENOMEM; /* nothing else can be checked */
   int rc = select_variants(c);
   if (rc) return rc;
@@ -692,6 +901,7 @@ static int run(check *c) {
   check_required(c);
   check_patterns(c);
   check_listing(c);
+  check_checksums(c);
   if ((rc = check_integrity(c))) return rc;
   return check_unlisted(c);
 }
@@ -720,6 +930,10 @@ int mpk_mt_check(const char *dir, const mpk_mt_check_options *given, mpk_mt_repo
   check c = {.r = r, .p = p, .o = opts, .root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
   int rc = run(&c);
   if (c.root_fd >= 0) close(c.root_fd);
+  mpk_mt_tree_free(&c.tree);
+  mpk_mt_download_plan_free(c.scope);
+  for (size_t i = 0; i < c.n_listed; i++) free(c.listed[i]);
+  free(c.listed);
   r->hashed = c.m && !opts->no_hash;
   if (!rc && p->found.oom) rc = MPK_ENOMEM; /* a problem could not be kept: never report "all hold" */
   if (rc) {

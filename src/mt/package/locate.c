@@ -24,47 +24,52 @@ char *mpk_mt_inference_rel(const mpk_mt_variant *v) {
 
 void mpk_mt_located_free(mpk_mt_located *l) {
   if (!l) return;
+  mpk_mt_tree_free(&l->tree);
   mpk_mt_manifest_free(l->manifest);
   free(l->manifest_file);
   free(l->map_file);
   free(l->inference_dir);
   free(l->train_dir);
+  free(l->map_rel);
+  free(l->inference_rel);
   memset(l, 0, sizeof *l);
 }
 
 int mpk_mt_locate(const char *dir, const char *variant, mpk_mt_located *out, mpk_error *err) {
   memset(out, 0, sizeof *out);
+  int rc = mpk_mt_tree_open(dir, &out->tree, err);
+  if (rc) return rc;
   if (!(out->manifest_file = mpk_path_join(dir, MPK_MT_MANIFEST_FILENAME)))
     return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
-  int rc = mpk_mt_manifest_load(out->manifest_file, &out->manifest, err);
+  rc = mpk_mt_manifest_load(out->manifest_file, &out->manifest, err);
   if (rc) goto fail;
-  const char *id = variant ? variant : out->manifest->default_variant;
-  const char *mf = out->manifest_file;
-  if (!id) {
-    rc = mpk_fail(err, MPK_ENOTFOUND, mf, "/defaultVariant", "no variant given and the manifest has no defaultVariant");
-    goto fail;
-  }
-  if (!(out->variant = mpk_mt_manifest_variant(out->manifest, id))) {
-    rc = mpk_fail(err, MPK_ENOTFOUND, mf, "/variants", "variant \"%s\" is not among the variants", id);
-    goto fail;
-  }
+  if ((rc = mpk_mt_tree_variant(&out->tree, out->manifest, variant, out->manifest_file, &out->variant, err))) goto fail;
   const mpk_mt_variant *v = out->variant;
-  const char *why = NULL;
+  const char *mf = out->manifest_file, *why = NULL;
+  /* Package paths are where the manifest says; an installed tree has them flattened. */
   if (v->weight_handoff) {
     if (!mpk_path_is_confined(v->weight_handoff, &why)) {
-      rc = mpk_fail(err, MPK_EMALFORMED, mf, NULL, "variant \"%s\": weightHandoff \"%s\" %s", id, v->weight_handoff, why);
+      rc = mpk_fail(err, MPK_EMALFORMED, mf, NULL, "variant \"%s\": weightHandoff \"%s\" %s", v->id, v->weight_handoff, why);
       goto fail;
     }
-    if (!(out->map_file = mpk_path_join(dir, v->weight_handoff))) goto oom;
+    if (!(out->map_rel = mpk_mt_tree_path(&out->tree, v, v->weight_handoff)) ||
+        !(out->map_file = mpk_path_join(dir, out->map_rel)))
+      goto oom;
   }
   char *inf = mpk_mt_inference_rel(v);
   if (inf) {
-    out->inference_dir = mpk_path_join(dir, inf);
+    out->inference_rel = mpk_mt_tree_path(&out->tree, v, inf);
     free(inf);
-    if (!out->inference_dir) goto oom;
+    if (!out->inference_rel) goto oom;
+    if (!(out->inference_dir = mpk_path_join(dir, out->inference_rel))) goto oom;
   }
   const char *train = mpk_mt_variant_path(v, "train");
-  if (train && !(out->train_dir = mpk_path_join(dir, train))) goto oom;
+  if (train) {
+    char *rel = mpk_mt_tree_path(&out->tree, v, train);
+    out->train_dir = rel ? mpk_path_join(dir, rel) : NULL;
+    free(rel);
+    if (!out->train_dir) goto oom;
+  }
   return 0;
 oom:
   rc = mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
@@ -95,10 +100,14 @@ const char *mpk_mt_listed_txn_file(const mpk_mt_manifest *m, const char *inferen
 
 int mpk_mt_open_inference(const char *dir, const mpk_mt_located *loc, int *fd, mpk_error *err) {
   *fd = -1;
-  char *inf = mpk_mt_inference_rel(loc->variant);
-  if (!inf) return 0;
+  char *pkg_inf = mpk_mt_inference_rel(loc->variant); /* the manifest's paths are package paths */
+  const char *inf = loc->inference_rel;
+  if (!pkg_inf || !inf) {
+    free(pkg_inf);
+    return 0;
+  }
   int rc = 0;
-  const char *listed = mpk_mt_listed_txn_file(loc->manifest, inf);
+  const char *listed = mpk_mt_listed_txn_file(loc->manifest, pkg_inf);
   if (listed) {
     rc = mpk_fail(err, MPK_EMALFORMED, loc->manifest_file, NULL,
                   "the manifest lists \"%s\", a file only modelpkg writes on the device (the merge transaction's "
@@ -119,7 +128,7 @@ int mpk_mt_open_inference(const char *dir, const mpk_mt_located *loc, int *fd, m
     rc = mpk_fail(err, MPK_EIO, dir, NULL, "cannot open the package directory");
   close(root);
 out:
-  free(inf);
+  free(pkg_inf);
   return rc;
 }
 
@@ -130,7 +139,7 @@ int mpk_mt_load_map(const char *dir, const mpk_mt_located *loc, mpk_mt_handoff *
                     loc->variant->id);
   mpk_mapped m;
   /* Beneath the package root: a map linked out of the package is refused, a FIFO never waited on. */
-  int rc = mpk_map_beneath(dir, loc->variant->weight_handoff, MPK_JSON_DEFAULT_MAX_BYTES, &m, err);
+  int rc = mpk_map_beneath(dir, loc->map_rel, MPK_JSON_DEFAULT_MAX_BYTES, &m, err);
   if (rc) return rc;
   rc = mpk_mt_handoff_parse(m.data, m.size, loc->map_file, out, err);
   mpk_unmap_file(&m);

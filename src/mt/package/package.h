@@ -28,12 +28,46 @@ void mpk_mt_pattern_range(const mpk_mt_manifest *m, const char *pattern, size_t 
 const char *mpk_mt_variant_path(const mpk_mt_variant *v, const char *key);
 char *mpk_mt_inference_rel(const mpk_mt_variant *v);
 
-/* The manifest of package `dir`, the variant (NULL: defaultVariant) and its directories as absolute
-   paths (map_file NULL without weightHandoff; train_dir NULL without a "train" path). */
+/* tree.c: what a directory holds — a package, or an installed model (the tree an installer writes:
+   <cache>/<repo>/{inference,train,embedding,tokenizer}/, the manifest, checksums.json, records).
+   docs/mt-installed.md. */
+typedef struct mpk_mt_tree {
+  int installed;          /* 1: an installed model */
+  int record;             /* MPK_MT_RECORD_*: the record that named the variant (0: none) */
+  char *record_file;      /* its path (NULL without one) */
+  char *variant;          /* the variant recorded at install (NULL: none recorded) */
+  char *repo_id;          /* the recorded repo id (NULL: none) */
+  char **features;        /* the recorded feature groups */
+  size_t n_features;
+  int64_t installed_at_ms; /* 0: unrecorded */
+  char *install_id, *source; /* modelpkg's record only */
+} mpk_mt_tree;
+/* Read `dir`'s install records (modelpkg's, the reference runtime's; both: they must agree).
+   A tree with no record is installed when it has inference/ and no variants/ (a hand-pushed
+   tree). A package is {installed 0}. Errors: a record that is not what it must be. */
+int mpk_mt_tree_open(const char *dir, mpk_mt_tree *out, mpk_error *err);
+void mpk_mt_tree_free(mpk_mt_tree *t);
+/* The one default-variant rule: an installed tree's recorded variant, else the manifest's
+   defaultVariant (install, check, merge, tensors, graph, plan all use it). */
+const char *mpk_mt_tree_default_variant(const mpk_mt_tree *t, const mpk_mt_manifest *m);
+/* The variant to work on: `requested` (NULL: the default rule); on an installed tree only its own. */
+int mpk_mt_tree_variant(const mpk_mt_tree *t, const mpk_mt_manifest *m, const char *requested, const char *manifest_file,
+                        const mpk_mt_variant **out, mpk_error *err);
+/* Where package path `pkg` of variant `v` is in the tree, relative to it (malloc'ed; NULL: no
+   memory): itself in a package, mpk_mt_installed_path() in an installed tree. */
+char *mpk_mt_tree_path(const mpk_mt_tree *t, const mpk_mt_variant *v, const char *pkg);
+/* Whether the tree can hold package path `pkg` at all (an installed tree holds one variant). */
+bool mpk_mt_tree_holds(const mpk_mt_tree *t, const mpk_mt_variant *v, const char *pkg);
+
+/* The manifest of package or installed tree `dir`, the variant (NULL: the default rule) and its
+   directories as absolute paths (map_file NULL without weightHandoff; train_dir NULL without a
+   "train" path); the *_rel paths are relative to `dir`. */
 typedef struct mpk_mt_located {
+  mpk_mt_tree tree;
   mpk_mt_manifest *manifest;
   const mpk_mt_variant *variant;
   char *manifest_file, *map_file, *inference_dir, *train_dir;
+  char *map_rel, *inference_rel;
 } mpk_mt_located;
 int mpk_mt_locate(const char *dir, const char *variant, mpk_mt_located *out, mpk_error *err);
 void mpk_mt_located_free(mpk_mt_located *l);
