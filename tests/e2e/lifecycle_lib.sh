@@ -63,10 +63,11 @@ except Exception: sys.exit(0)
 v=eval(sys.argv[2]); print(json.dumps(v) if isinstance(v,(dict,list,bool)) or v is None else v)' "$1" "$2"; }
 
 # payload DIR: "<sha256>  <path>" of every regular file of an installed tree that is the model:
-# no component starting with a dot (the merge record, journals, modelpkg's own kept state) and not
-# the install records (which hold an id and a time). Sorted, one line each.
+# no component starting with a dot (the merge record, the adapters merged and their copies, the
+# gate's stamp, journals), no kept base (<tensor>.modelpkg-base, mt merge --keep-base) and not the
+# install records (which hold an id and a time). Sorted, one line each.
 payload() {
-  (cd "$1" && find . -type f ! -path '*/.*' ! -name modelpkg_install.json ! -name install_record.json -print0 |
+  (cd "$1" && find . -type f ! -path '*/.*' ! -name '*.modelpkg-base' ! -name modelpkg_install.json ! -name install_record.json -print0 |
     LC_ALL=C sort -z | xargs -0 -r sha256sum)
 }
 

@@ -118,15 +118,19 @@ fi
 # fresh NAME FROM: the cache as saved in state FROM (gc starts from the dirty cache).
 fresh() { rm -rf "$C"; if [ "$1" = gc ]; then cp -a "$T/C.dirty" "$C"; else cp -a "$T/C.$2" "$C"; fi; }
 # cycle NAME FROM_STATE TO_STATE CMD... (CMD a program, not a shell function): CMD's duration is
-# measured once from FROM; then RUNS times: restore C.FROM, start CMD, kill -9 after a random
+# measured from FROM (the fastest of three runs); then RUNS times: restore C.FROM, start CMD, kill -9 after a random
 # 0..(duration + 10%) ms, check, run the completion, check.
 cycle() {
   local name="$1" from="$2" to="$3"; shift 3
   if [ ! -d "$T/C.$from" ] || [ ! -f "$T/state.$to" ]; then
     bad "$name: cannot run: the setup did not produce the states $from and $to (see above)"; return
   fi
-  local t0 dur max
-  fresh "$name" "$from"; t0=$(now_ms); timeout 120 "$@" >/dev/null 2>&1; dur=$(($(now_ms) - t0)); max=$((dur * 11 / 10 + 1))
+  local t0 t dur=999999 max j
+  for j in 1 2 3; do  # the fastest of three runs: the first is slowed by cold caches
+    fresh "$name" "$from"; t0=$(now_ms); timeout 120 "$@" >/dev/null 2>&1; t=$(($(now_ms) - t0))
+    [ "$t" -ge "$dur" ] || dur=$t
+  done
+  max=$((dur * 11 / 10 + 1))
   local n_old=0 n_new=0 n_rec=0 n_done=0 n_bad=0 n_left=0 i delay pid rc s
   for i in $(seq "$RUNS"); do
     fresh "$name" "$from"
@@ -172,7 +176,7 @@ cycle() {
 }
 
 # The plain update (nothing merged) first: the installer's own swap, with the same checks.
-RUNS_PLAIN="${MPK_CRASH_RUNS_PLAIN:-20}"
+RUNS_PLAIN="${MPK_CRASH_RUNS_PLAIN:-10}"
 RUNS_SAVED="$RUNS"; RUNS="$RUNS_PLAIN"
 cycle update-unmerged v1 v2 "${INSTALL[@]}" "$BASE/slow/v2"
 RUNS="$RUNS_SAVED"
