@@ -68,15 +68,23 @@ classify() {
   diff "$T/state.$1" <(printf '%s\n' "$p") >"$T/why" 2>&1
   echo mixed
 }
-# recorded_ok STATE: the merge record is there exactly when STATE is a merged one.
-recorded_ok() { case "$1" in *m) has_record ;; *) ! has_record ;; esac; }
+# records: which of modelpkg's records the tree holds: the install records at the top, the
+# adapters merged (.modelpkg-adapters.json) in inference/.
+records() { local f; for f in modelpkg_install.json install_record.json inference/.modelpkg-adapters.json; do [ ! -f "$D/$f" ] || echo "$f"; done; }
+# recorded_ok STATE: the merge record is there exactly when STATE is a merged one; the install records
+# are there as in v1; a merged state holds the records its saved tree holds (the adapters merged).
+recorded_ok() {
+  case "$1" in *m) has_record ;; *) ! has_record ;; esac || return 1
+  [ "$(records | grep -v adapters)" = "$(grep -v adapters "$T/records.v1")" ] || return 1
+  case "$1" in *m) [ "$(records)" = "$(cat "$T/records.$1")" ] ;; esac
+}
 ms() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # ---- the four states, by the commands run to completion. A step that fails leaves the cycles that
 #      need its state unable to run (each says so once).
 save() { # save STATE: record the tree's payload as STATE and keep the whole cache as C.STATE
-  state_payload >"$T/state.$1"; rm -rf "$T/C.$1"; cp -a "$C" "$T/C.$1"
+  state_payload >"$T/state.$1"; records >"$T/records.$1"; rm -rf "$T/C.$1"; cp -a "$C" "$T/C.$1"
 }
 # v1 and v2 are the packages' own bytes; v1m and v2m are what the commands made of them.
 expected_payload "$V1/pkg" cpu >"$T/state.v1"
@@ -102,6 +110,15 @@ if inst "$BASE/slow/v1" >"$OUT" 2>&1; then
   else bad "setup: mt merge into the installed v1"; first_lines 5 "$(cat "$OUT")"; fi
 else bad "setup: mt install v1"; first_lines 5 "$(cat "$OUT")"; fi
 echo "setup: states ${setup_ok:-none}"
+# The checks can fail: merged v1 with one tensor put back to the shipped bytes is neither state; v1
+# with a merge record planted is not "as recorded".
+if [ -d "$T/C.v1m" ]; then
+  rm -rf "$C"; cp -a "$T/C.v1m" "$C"
+  cp "$V1/pkg/variants/cpu/inference/model.layers.1.mlp.proj.MatMul.weight.bin" "$INF/"
+  check "self-test: a tree with one tensor of v1 among merged v1's is 'mixed'" test "$(classify v1m)" = mixed
+  rm -rf "$C"; cp -a "$T/C.v1" "$C"; cp "$T/C.v1m/$NAME/inference/.modelpkg-merge-record.json" "$INF/"
+  check "self-test: v1 with a merge record is not as recorded" eval '! recorded_ok "$(classify v1)"'
+fi
 
 # gc's starting state: the merged v2 plus the leftovers of an install of v1 killed mid-download.
 if [ -d "$T/C.v2m" ]; then
@@ -154,7 +171,7 @@ cycle() {
       [ "$s" = "$from" ] && n_old=$((n_old + 1)) || n_new=$((n_new + 1))
     else
       n_bad=$((n_bad + 1))
-      bad "$name #$i (killed after $delay ms): the tree is '$s' (want $from or $to), merge record $(has_record && echo present || echo absent)"
+      bad "$name #$i (killed after $delay ms): the tree is '$s' (want $from or $to), merge record $(has_record && echo present || echo absent), records: $(records | tr '\n' ' ')"
       [ ! -s "$T/why" ] || first_lines 8 "$(cat "$T/why")"
       : >"$T/why"
     fi
