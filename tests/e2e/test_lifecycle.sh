@@ -173,6 +173,11 @@ check "reader: finished (exit $rrc)" test "$rrc" -eq 0
 (cd "$T" && sort -k2 reader.sums) >"$T/reader.sorted" 2>/dev/null
 grep '\.bin$' "$T/v1m.sums" | sed 's#\./##' | sort -k2 >"$T/v1m.bins"
 check "reader: read merged v1's bytes throughout the update, through the descriptors it opened before it" cmp -s "$T/reader.sorted" "$T/v1m.bins"
+# The gate's promise: nothing replaces (or removes) the tensors of a directory a reader holds. A
+# runtime that opens its tensors after the gate, by name beneath the directory it holds, gets them.
+sort -k2 "$T/reader.sums.late" >"$T/reader.late" 2>/dev/null
+if cmp -s "$T/reader.late" "$T/v1m.bins"; then ok "reader: opening the tensors by name beneath the held directory after the update still gives merged v1's bytes"
+else bad "reader: opening the tensors by name beneath the held directory after the update:"; sed 's/^/    /' "$T/reader.late"; fi
 ort "$V2" after "v2 with the re-applied adapter"
 gate_ok "v2 merged"
 check "v2 merged: mt list --json still names the adapter" list_mentions "$ADAPTER_SHA"
