@@ -54,7 +54,7 @@ gate() { timeout 60 "$MPK" mt tensors "$D" --json "$@"; }
 merge() { timeout 60 "$MPK" mt merge "$D" --adapter "$ADAPTER" "$@"; }
 restore() { timeout 120 "$MPK" mt restore "$D" "$@"; }
 list() { timeout 60 "$MPK" mt list --cache "$C" --json; }
-remove() { timeout 60 "$MPK" mt remove "$REPO" --cache "$C"; }
+remove() { timeout 60 "$MPK" mt remove --cache "$C" --repo-id "$REPO"; }
 gc() { timeout 60 "$MPK" mt gc --cache "$C"; }
 
 # run NAME CMD...: CMD exits 0 (ok NAME) or the failure shows its output. Output in $OUT.
@@ -143,6 +143,13 @@ ort "$V1" after "v1 merged"
 merged_as_package "$V1" "merge v1"
 gate_ok "v1 merged"
 check "v1 merged: mt list --json names the merged adapter by its content digest" list_mentions "$ADAPTER_SHA"
+# ... and when the model was last verified (the gate ran just above): a non-null member whose key
+# says "verif" in the model's row.
+last_verified() {
+  list >"$OUT" 2>&1 || return 1
+  [ -n "$(jq_py "$OUT" '[k for m in d.get("models", []) if m.get("repo_id") == "'"$REPO"'" for k, v in m.items() if "verif" in k and v not in (None, False, "", [], {})] or ""')" ]
+}
+check "v1 merged: mt list --json says when the model was last verified" last_verified
 tensor_sums >"$T/v1m.sums"
 expect "merge v1: a second merge of the same adapter is refused" 1 '[Mm]erged' -- "$MPK" mt merge "$D" --adapter "$ADAPTER"
 

@@ -57,41 +57,49 @@ has_record() { [ -f "$INF/.modelpkg-merge-record.json" ]; }
 
 # state_payload: payload() without a killed transaction's temporaries (<name>.<txn>-txn.XXXXXX:
 # not the model's files; the next transaction or the gate removes them) — the files at their names.
-state_payload() { payload "$D" | grep -Ev -- '-txn\.[A-Za-z0-9]{6}$'; }
-leftovers() { (cd "$INF" 2>/dev/null && find . -maxdepth 1 -name '*-txn.??????' | wc -l) || echo 0; }
-# classify: which saved state the tree is (v1, v1m, v2, v2m), "none" when absent, else "mixed"
-# (and why in $T/why).
+state_payload() { PAYLOAD_SKIP_TXN=1 payload "$D"; }
+# leftovers: how many such temporaries inference/ holds (a glob: no process; this runs ~1000 times).
+leftovers() {
+  local -a t=()
+  shopt -s nullglob; t=("$INF"/*-txn.??????); shopt -u nullglob
+  echo "${#t[@]}"
+}
+declare -A STATE=()
+# classify FROM: sets CLS to the saved state the tree is (v1, v1m, v2, v2m), "none" when it is absent,
+# else "mixed" (with the difference from FROM in $T/why).
 classify() {
-  [ -d "$D" ] || { echo none; return; }
+  [ -d "$D" ] || { CLS=none; return; }
   local p s; p="$(state_payload)"
-  for s in v1 v1m v2 v2m; do [ -f "$T/state.$s" ] && [ "$p" = "$(cat "$T/state.$s")" ] && { echo "$s"; return; }; done
-  diff "$T/state.$1" <(printf '%s\n' "$p") >"$T/why" 2>&1
-  echo mixed
+  for s in v1 v1m v2 v2m; do [ -n "${STATE[$s]:-}" ] && [ "$p" = "${STATE[$s]}" ] && { CLS=$s; return; }; done
+  diff <(printf '%s\n' "${STATE[$1]:-}") <(printf '%s\n' "$p") >"$T/why" 2>&1
+  CLS=mixed
 }
 # records: which of modelpkg's records the tree holds: the install records at the top, the
 # adapters merged (.modelpkg-adapters.json) in inference/.
-records() { local f; for f in modelpkg_install.json install_record.json inference/.modelpkg-adapters.json; do [ ! -f "$D/$f" ] || echo "$f"; done; }
+records() { local f; REC=""; for f in modelpkg_install.json install_record.json inference/.modelpkg-adapters.json; do [ ! -f "$D/$f" ] || REC+="$f "; done; }
+declare -A RECORDS=()
 # recorded_ok STATE: the merge record is there exactly when STATE is a merged one; the install records
 # are there as in v1; a merged state holds the records its saved tree holds (the adapters merged).
 recorded_ok() {
   case "$1" in *m) has_record ;; *) ! has_record ;; esac || return 1
-  [ "$(records | grep -v adapters)" = "$(grep -v adapters "$T/records.v1")" ] || return 1
-  case "$1" in *m) [ "$(records)" = "$(cat "$T/records.$1")" ] ;; esac
+  records
+  [ "${REC/inference\/.modelpkg-adapters.json /}" = "${RECORDS[v1]/inference\/.modelpkg-adapters.json /}" ] || return 1
+  case "$1" in *m) [ "$REC" = "${RECORDS[$1]}" ] ;; esac
 }
 ms() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
+now_ms() { local t="${EPOCHREALTIME/[.,]/}"; echo $((t / 1000)); }
 
 # ---- the four states, by the commands run to completion. A step that fails leaves the cycles that
 #      need its state unable to run (each says so once).
 save() { # save STATE: record the tree's payload as STATE and keep the whole cache as C.STATE
-  state_payload >"$T/state.$1"; records >"$T/records.$1"; rm -rf "$T/C.$1"; cp -a "$C" "$T/C.$1"
+  state_payload >"$T/state.$1"; STATE[$1]="$(state_payload)"; records; RECORDS[$1]="$REC"; rm -rf "$T/C.$1"; cp -a "$C" "$T/C.$1"
 }
 # v1 and v2 are the packages' own bytes; v1m and v2m are what the commands made of them.
-expected_payload "$V1/pkg" cpu >"$T/state.v1"
-expected_payload "$V2/pkg" cpu >"$T/state.v2"
+expected_payload "$V1/pkg" cpu >"$T/state.v1"; STATE[v1]="$(expected_payload "$V1/pkg" cpu)"
+expected_payload "$V2/pkg" cpu >"$T/state.v2"; STATE[v2]="$(expected_payload "$V2/pkg" cpu)"
 setup_ok=""
 if inst "$BASE/slow/v1" >"$OUT" 2>&1; then
-  check "setup: v1 installed over http is v1's package, byte for byte" test "$(classify v1)" = v1
+  classify v1; check "setup: v1 installed over http is v1's package, byte for byte" test "$CLS" = v1
   save v1
   setup_ok="v1"
   if merge >"$OUT" 2>&1 && has_record; then
@@ -100,10 +108,10 @@ if inst "$BASE/slow/v1" >"$OUT" 2>&1; then
     setup_ok="$setup_ok v1m"
     if inst "$BASE/slow/v2" >"$OUT" 2>&1 && has_record; then
       save v2m
-      check "setup: v2 merged differs from v2 and from v1 merged" test "$(classify v2)" = mixed
+      check "setup: v2 merged differs from v2 and from v1 merged" test "${STATE[v2m]}" != "${STATE[v2]}" -a "${STATE[v2m]}" != "${STATE[v1m]}"
       setup_ok="$setup_ok v2m"
       if restore >"$OUT" 2>&1 && ! has_record; then
-        check "setup: v2 restored is v2's package, byte for byte" test "$(classify v2)" = v2
+        classify v2; check "setup: v2 restored is v2's package, byte for byte" test "$CLS" = v2
         setup_ok="$setup_ok v2(restored)"
       else bad "setup: mt restore of the merged v2 (exit or no record removed)"; first_lines 5 "$(cat "$OUT")"; fi
     else bad "setup: mt install v2 over the merged v1 did not re-apply the adapter"; first_lines 5 "$(cat "$OUT")"; fi
@@ -115,9 +123,9 @@ echo "setup: states ${setup_ok:-none}"
 if [ -d "$T/C.v1m" ]; then
   rm -rf "$C"; cp -a "$T/C.v1m" "$C"
   cp "$V1/pkg/variants/cpu/inference/model.layers.1.mlp.proj.MatMul.weight.bin" "$INF/"
-  check "self-test: a tree with one tensor of v1 among merged v1's is 'mixed'" test "$(classify v1m)" = mixed
+  classify v1m; check "self-test: a tree with one tensor of v1 among merged v1's is 'mixed'" test "$CLS" = mixed
   rm -rf "$C"; cp -a "$T/C.v1" "$C"; cp "$T/C.v1m/$NAME/inference/.modelpkg-merge-record.json" "$INF/"
-  check "self-test: v1 with a merge record is not as recorded" eval '! recorded_ok "$(classify v1)"'
+  classify v1; check "self-test: v1 with a merge record is not as recorded" eval '! recorded_ok "$CLS"'
 fi
 
 # gc's starting state: the merged v2 plus the leftovers of an install of v1 killed mid-download.
@@ -128,42 +136,48 @@ if [ -d "$T/C.v2m" ]; then
   for _ in $(seq 200); do [ -n "$(find "$C/.staging/$NAME" -type f -size +10k 2>/dev/null)" ] && break; sleep 0.01; done
   kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
   check "setup: the killed install left staged files for gc" test -n "$(find "$C/.staging/$NAME" -type f ! -name lock 2>/dev/null)"
-  check "setup: ... and the merged v2 in place" test "$(classify v2m)" = v2m
+  classify v2m; check "setup: ... and the merged v2 in place" test "$CLS" = v2m
   rm -rf "$T/C.dirty"; cp -a "$C" "$T/C.dirty"
 fi
 
 # fresh NAME FROM: the cache as saved in state FROM (gc starts from the dirty cache).
 fresh() { rm -rf "$C"; if [ "$1" = gc ]; then cp -a "$T/C.dirty" "$C"; else cp -a "$T/C.$2" "$C"; fi; }
+# pause MS: sleep MS milliseconds without a process: read with a timeout on a FIFO nobody writes.
+mkfifo "$T/never"; exec {NEVER}<>"$T/never"
+pause() { read -r -t "$(ms "$1")" -u "$NEVER" _ || :; }
 # cycle NAME FROM_STATE TO_STATE CMD... (CMD a program, not a shell function): CMD's duration is
-# measured from FROM (the fastest of three runs); then RUNS times: restore C.FROM, start CMD, kill -9 after a random
-# 0..(duration + 10%) ms, check, run the completion, check.
+# measured from FROM (the fastest of three runs); then until RUNS kills have landed while CMD ran
+# (its status is SIGKILL's; at most 4 x RUNS tries): restore C.FROM, start CMD, kill -9 after a
+# random 0..1.25 x duration ms (its end, the commit, is often later than the fastest run's), check, run the command again to completion, check.
 cycle() {
   local name="$1" from="$2" to="$3"; shift 3
-  if [ ! -d "$T/C.$from" ] || [ ! -f "$T/state.$to" ]; then
+  if [ ! -d "$T/C.$from" ] || [ -z "${STATE[$to]:-}" ]; then
     bad "$name: cannot run: the setup did not produce the states $from and $to (see above)"; return
   fi
-  local t0 t dur=999999 max j
+  local t0 t dur=999999 j
   for j in 1 2 3; do  # the fastest of three runs: the first is slowed by cold caches
-    fresh "$name" "$from"; t0=$(now_ms); timeout 120 "$@" >/dev/null 2>&1; t=$(($(now_ms) - t0))
+    # timed as the kill path runs it: no timeout wrapper, no process to read the clock
+    fresh "$name" "$from"; t0="${EPOCHREALTIME/[.,]/}"; "$@" >/dev/null 2>&1; t=$(((${EPOCHREALTIME/[.,]/} - t0) / 1000))
     [ "$t" -ge "$dur" ] || dur=$t
   done
-  max=$((dur * 11 / 10 + 1))
-  local n_old=0 n_new=0 n_rec=0 n_done=0 n_bad=0 n_left=0 i delay pid rc s
-  for i in $(seq "$RUNS"); do
+  local max=$((dur * 5 / 4)) n_old=0 n_new=0 n_rec=0 n_landed=0 n_try=0 n_bad=0 n_left=0 delay pid rc s
+  while [ "$n_landed" -lt "$RUNS" ] && [ "$n_try" -lt $((4 * RUNS)) ]; do
+    n_try=$((n_try + 1))
     fresh "$name" "$from"
     delay=$((RANDOM % (max + 1)))
     "$@" >/dev/null 2>&1 &
     pid=$!
-    sleep "$(ms "$delay")"
-    if kill -9 "$pid" 2>/dev/null; then :; else n_done=$((n_done + 1)); fi
-    wait "$pid" 2>/dev/null
+    pause "$delay"
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null; rc=$?
+    [ "$rc" -ne 137 ] || n_landed=$((n_landed + 1))
     [ "$(leftovers)" -eq 0 ] || n_left=$((n_left + 1))
-    s="$(classify "$from")"
+    classify "$from"; s="$CLS"
     if [ "$s" = mixed ] || [ "$s" = none ]; then
-      if [ -e "$INF/.merge.txn-journal" ] || [ -n "$(find "$INF" -maxdepth 1 -name '.*txn-journal' 2>/dev/null)" ]; then
+      if [ -n "$(shopt -s nullglob dotglob; echo "$INF"/.*txn-journal)" ]; then
         # a transaction was interrupted after its journal was committed: the gate finishes it
         gate >"$OUT" 2>&1
-        s="$(classify "$from")"
+        classify "$from"; s="$CLS"
         [ "$s" = mixed ] || n_rec=$((n_rec + 1))
       fi
     fi
@@ -171,23 +185,25 @@ cycle() {
       [ "$s" = "$from" ] && n_old=$((n_old + 1)) || n_new=$((n_new + 1))
     else
       n_bad=$((n_bad + 1))
-      bad "$name #$i (killed after $delay ms): the tree is '$s' (want $from or $to), merge record $(has_record && echo present || echo absent), records: $(records | tr '\n' ' ')"
+      bad "$name #$n_try (killed after $delay ms, status $rc): the tree is '$s' (want $from or $to), merge record $(has_record && echo present || echo absent), records: $(records; echo "$REC")"
       [ ! -s "$T/why" ] || first_lines 8 "$(cat "$T/why")"
       : >"$T/why"
     fi
     # the next command completes and ends in TO (a merge of a merged tree is refused as merged, a
-    # restore of a restored tree may say there is nothing to restore: then the state must be TO already)
+    # restore of a restored tree says there is nothing to restore: then the state must be TO already)
     timeout 120 "$@" >"$OUT" 2>&1; rc=$?
-    s="$(classify "$to")"
-    if [ "$s" = "$to" ] && recorded_ok "$s" && { [ $rc -eq 0 ] || [ "$name" = merge ] || [ "$name" = restore ]; } && [ "$(leftovers)" -eq 0 ]; then :
+    classify "$to"; s="$CLS"
+    if [ "$s" = "$to" ] && recorded_ok "$s" && { [ $rc -eq 0 ] || [ "$name" = merge ]; } && [ "$(leftovers)" -eq 0 ]; then :
     else
       n_bad=$((n_bad + 1))
-      bad "$name #$i (killed after $delay ms): the next run exited $rc and left '$s' (want $to), $(leftovers) temporaries"
+      bad "$name #$n_try (killed after $delay ms): the next run exited $rc and left '$s' (want $to), $(leftovers) temporaries"
       first_lines 5 "$(cat "$OUT")"
     fi
   done
-  echo "$name: the command takes $dur ms; $RUNS kills at 0..$max ms: $n_old left $from, $n_new left $to ($n_rec after the gate finished an interrupted transaction), $n_done came after the command had exited; $n_left left temporaries; $n_bad failures"
-  [ "$n_bad" -gt 0 ] || ok "$name: $RUNS kills, every one left $from or $to whole, as recorded, and the next run completed"
+  echo "$name: the command takes $dur ms; $n_try kills at 0..$max ms, $n_landed of them while it ran (SIGKILL its status): $n_old left $from, $n_new left $to ($n_rec after the gate finished an interrupted transaction); $n_left left temporaries; $n_bad failures"
+  [ "$n_landed" -ge "$RUNS" ] && ok "$name: $n_landed kills landed while the command ran" ||
+    bad "$name: only $n_landed of $n_try kills landed while the command ran (wanted $RUNS)"
+  [ "$n_bad" -gt 0 ] || ok "$name: every kill left $from or $to whole, as recorded, and the next run completed"
   [ "$n_old" -gt 0 ] && [ "$n_new" -gt 0 ] && ok "$name: the kills landed both before and after the change" ||
     echo "note: $name: the kills did not land on both sides ($n_old old, $n_new new)"
 }
