@@ -11,6 +11,7 @@ mpk_test(test_mt_merge_kernel unit unit/test_mt_merge_kernel.c)
 mpk_test(test_mt_merge unit unit/test_mt_merge.c)
 mpk_test(test_mt_merge_crash unit unit/test_mt_merge_crash.c)
 mpk_test(test_mt_install unit unit/test_mt_install.c)
+mpk_test(test_mt_installed unit unit/test_mt_installed.c)
 
 # The trust model: swapped weights, shipped journals and records, linked-out directories and
 # tensors, FIFOs, the merge record (docs/mt.md "Shipped bytes").

@@ -248,6 +248,15 @@ typedef struct mpk_mt_report {
  */
 MPK_API int mpk_mt_check(const char *dir, const mpk_mt_check_options *opts, mpk_mt_report **out,
                          mpk_error *err);
+/**
+ * The rules of mpk_mt_check() that the manifest alone decides — variants and their defaultVariant,
+ * each checked variant's features, paths and "inference" download group, download patterns, a size
+ * and a digest for every listed file — with nothing read from disk: what `mt install` applies before
+ * it fetches a byte. `m` is the caller's (borrowed by the report, which must not outlive it); `file`
+ * names it in problems (NULL: its file name). `opts` as mpk_mt_check(); its hashing fields are unused.
+ */
+MPK_API int mpk_mt_check_manifest(const mpk_mt_manifest *m, const char *file, const mpk_mt_check_options *opts,
+                                  mpk_mt_report **out, mpk_error *err);
 /** Free the mpk_mt_report and everything it points to; accepts NULL. */
 MPK_API void mpk_mt_report_free(mpk_mt_report *report);
 

@@ -17,8 +17,10 @@ static const char about[] =
     "files are fetched as <SOURCE>/<package path>. Every file is checked against the manifest's size\n"
     "and SHA-256 while it arrives; an interrupted install, run again, resumes (HTTP Range); the\n"
     "previous install stays usable until the new one is complete, then one rename swaps them.\n"
-    "Without --variant, the variant is selected for the device the selection options describe (as\n"
-    "modelpkg mt select; the storage default is the cache's free space).\n";
+    "The manifest's own rules (as modelpkg check applies them) are checked before a byte is fetched.\n"
+    "Without --variant: with device options, the variant is selected for that device (as modelpkg\n"
+    "mt select; the storage default is the cache's free space); without them, the default rule of\n"
+    "check and merge: the variant this cache's install of the repo records, else defaultVariant.\n";
 static const char more[] =
     "Progress: a bar on a terminal (stderr); with --json, events {\"event\": ...} one per line.\n"
     "exit status: 0 installed, 1 refused or failed (the cache holds what it held before), 2 usage error\n";
@@ -116,7 +118,7 @@ int mpk_cmd_mt_install(int argc, char **argv) {
   const mpk_cli_opt opts[] = {
       {"--repo-id", 0, "ID", "the Hub repo id the cache directory is named after", .str = &o.repo_id},
       {"--cache", 0, "DIR", "the cache root (created when missing)", .str = &o.cache_dir},
-      {"--variant", 0, "ID", "the variant to install (else selected: the options below)", .str = &o.variant},
+      {"--variant", 0, "ID", "the variant to install (else selected by the device options below, else the default rule)", .str = &o.variant},
       MPK_CLI_SELECT_OPTIONS(&sel),
       {"--jobs", 0, "N", "files fetched at once (default 4, at most 64)", .fn = parse_bounded, .ctx = &jobs},
       {"--wait", 0, NULL, "wait for another installer of the same repo id instead of failing", .flag = &wait},
@@ -165,7 +167,7 @@ int mpk_cmd_mt_install(int argc, char **argv) {
     mpk_cli_select_free(&sel);
     return status;
   }
-  o.select = &so;
+  o.select = selecting ? &so : NULL; /* no device described: the default variant rule */
   c.tty = !c.json && isatty(STDERR_FILENO);
   mpk_cli_bar_init(&c.bar, "install");
   c.started = now();

@@ -253,12 +253,13 @@ int mpk_cmd_mt_plan(int argc, char **argv) {
   mpk_cli_list features = {0};
   bool json = false;
   const mpk_cli_opt opts[] = {
-      {"--variant", 0, "ID", "the variant (required; modelpkg mt select chooses one)", .str = &variant, .once = true},
+      {"--variant", 0, "ID", "the variant (else the default rule: an installed model's recorded variant, else "
+       "defaultVariant; modelpkg mt select chooses one for a device)", .str = &variant, .once = true},
       {"--features", 0, "F,...", "the feature groups wanted; each must be declared by the variant",
        .fn = mpk_cli_list_option, .ctx = &features},
       {"--json", 0, NULL, "the plan as one JSON document on stdout", .flag = &json},
       {0}};
-  const mpk_cli_spec spec = {.name = cmd, .usage = "DIR|URL --variant ID [--features F[,F...]] [--json]",
+  const mpk_cli_spec spec = {.name = cmd, .usage = "DIR|URL [--variant ID] [--features F[,F...]] [--json]",
                              .about = plan_about, .opts = opts, .more = plan_more, .json_keys = plan_keys,
                              .max_args = 1};
   mpk_cli_args a;
@@ -268,7 +269,6 @@ int mpk_cmd_mt_plan(int argc, char **argv) {
   json = a.json;
   const char *source = a.arg[0];
   if (!a.n) status = mpk_cli_usage(&spec, json, "missing the package directory");
-  else if (!variant) status = mpk_cli_usage(&spec, json, "missing --variant ID (modelpkg mt select chooses one)");
   if (status != MPK_EXIT_OK) goto out;
 
   mpk_error err;
@@ -279,6 +279,15 @@ int mpk_cmd_mt_plan(int argc, char **argv) {
   mpk_mt_plan_options po = {.struct_size = sizeof po, .features = features.given ? features.items : NULL, .n_features = features.n,
                             .allow_unverifiable = 1};
   int rc = load_manifest(source, &m, &err);
+  mpk_mt_installed *inst = NULL;
+  if (!rc && !variant) {
+    /* the default rule; a directory that is an installed model says which variant it holds */
+    mpk_error ie;
+    int irc = mpk_cli_is_dir(source) ? mpk_mt_installed_open(source, &inst, &ie) : MPK_ENOTFOUND;
+    if (irc && irc != MPK_ENOTFOUND) rc = irc, err = ie;
+    else if (!(variant = mpk_mt_default_variant(m, inst)))
+      rc = mpk_fail(&err, MPK_ENOTFOUND, source, "/defaultVariant", "no --variant and the manifest has no defaultVariant");
+  }
   if (!rc) rc = mpk_mt_plan_download(m, variant, &po, &p, &err);
   if (rc) {
     mpk_cli_error(&err);
@@ -291,7 +300,8 @@ int mpk_cmd_mt_plan(int argc, char **argv) {
     status = p->n_unverifiable ? MPK_EXIT_FAIL : MPK_EXIT_OK;
   }
   mpk_mt_download_plan_free(p);
-  mpk_mt_manifest_free(m);
+  mpk_mt_manifest_free(m); /* after the plan's last use of `variant`, which may be the record's */
+  mpk_mt_installed_free(inst);
 out:
   free(features.copy);
   return status;

@@ -27,7 +27,7 @@ void mpk_cli_mt_report_text(FILE *out, const mpk_mt_report *r) {
     fprintf(out, "%s\n", m->n_variants ? "" : " none");
     fprintf(out, "  checked:   %s", r->all_variants ? "all variants" : r->n_variants ? "variant" : "no variant");
     for (size_t i = 0; i < r->n_variants && !r->all_variants; i++) fprintf(out, " %s", r->variants[i]);
-    fputc('\n', out);
+    fputs(r->installed ? " (an installed model: docs/mt-installed.md)\n" : "\n", out);
     fprintf(out, "  files:     %zu listed file%s in scope, %zu present with their listed size", r->n_files,
             r->n_files == 1 ? "" : "s", r->n_files_sized);
     if (r->hashed)
@@ -79,8 +79,8 @@ int mpk_cli_mt_report_json(FILE *out, const mpk_mt_report *r) {
   }
   json_object_set_new(root, "manifest", man);
   json_object_set_new(root, "checked",
-                      json_pack("{s:o, s:b, s:b}", "variants", mpk_cli_json_strings(r->variants, r->n_variants), "all_variants",
-                                r->all_variants, "hashed", r->hashed));
+                      json_pack("{s:o, s:b, s:b, s:b}", "variants", mpk_cli_json_strings(r->variants, r->n_variants),
+                                "all_variants", r->all_variants, "hashed", r->hashed, "installed", r->installed));
   json_object_set_new(root, "files",
                       json_pack("{s:I, s:I, s:I, s:I, s:I}", "in_scope", (json_int_t)r->n_files, "sized",
                                 (json_int_t)r->n_files_sized, "hashed", (json_int_t)r->n_files_hashed, "bytes_hashed",

@@ -239,7 +239,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["format"] == "mobiletransformers" and r["ok"] is False, r
 assert r["manifest"]["defaultVariant"] == "cpu-int4" and r["manifest"]["variants"] == ["cpu-int4", "cpu-fp16"], r
-assert r["checked"] == {"variants": ["cpu-int4"], "all_variants": False, "hashed": True}, r["checked"]
+assert r["checked"] == {"variants": ["cpu-int4"], "all_variants": False, "hashed": True, "installed": False}, r["checked"]
 assert r["files"] == {"in_scope": 22, "sized": 21, "hashed": 20, "bytes_hashed": 4006 + 25 - 24 - 17, "merged": 0}, r["files"]
 assert r["unlisted"] == ["stray.txt"], r["unlisted"]
 assert r["tensors"] == {"gated": 1, "verified": 1}, r["tensors"]
@@ -370,19 +370,33 @@ expect merge_json 0 '"orientation": "no_transpose"' -- "$MPK" mt merge "$MT" --a
 expect merge_no_scale 1 'no usable scale' -- "$MPK" mt merge "$MT" --adapter "$AD" --variant cpu-int4 --dry-run
 expect merge_wrong_adapter 1 'not a safetensors|header' -- "$MPK" mt merge "$MT" --adapter "$MT/README.md"
 
+# An installed model is a package to every command (docs/mt-installed.md): the user's journey of
+# issue 18 — install, check, the gate, the graph, a merge in the cache, check again.
+IC="$TMP/icache"
+expect installed_install 0 'OK: installed cpu-fp16 ' -- "$MPK" mt install "$MT" --repo-id org/Tiny --cache "$IC" --features inference,train
+expect installed_check 0 'checked:   variant cpu-fp16 \(an installed model' -- "$MPK" check "$IC/org__Tiny"
+expect installed_check_ok 0 'OK: all checks hold' -- "$MPK" check "$IC/org__Tiny"
+expect installed_tensors 0 'OK: 2 tensors verified and loadable' -- "$MPK" mt tensors "$IC/org__Tiny"
+expect installed_graph 0 "graph: +$IC/org__Tiny/inference/model.onnx" -- "$MPK" mt graph "$IC/org__Tiny"
+expect installed_other_variant 1 'the installed tree holds variant "cpu-fp16", not "cpu-int4"' -- "$MPK" mt tensors "$IC/org__Tiny" --variant cpu-int4
+expect installed_merge 0 'OK: merged 2 entries' -- "$MPK" mt merge "$IC/org__Tiny" --adapter "$AD"
+expect installed_check_merged 0 '4 merged on device' -- "$MPK" check "$IC/org__Tiny"
+expect installed_plan 0 '\(variant cpu-fp16; groups core, checksums, inference\)' -- "$MPK" mt plan "$IC/org__Tiny"
+expect installed_update_keeps 0 'OK: installed cpu-fp16 ' -- "$MPK" mt install "$MT" --repo-id org/Tiny --cache "$IC"
+
 # mt select / mt plan: the variant a device gets and the exact bytes to download (docs/mt-select.md),
 # on the reference fixture: arm64 and genai → cpu-int4; 1024 MB → nothing, each variant named with
 # the filter that excluded it; cpu-int4 core+inference is 2,700 bytes: 3,000 free fits (budget
 # 2,700), 2,999 does not (2,699) and cpu-fp16 (2,301) is taken instead.
 expect select_help 0 'usage: modelpkg mt select DIR' -- "$MPK" mt select --help
-expect plan_help 0 'usage: modelpkg mt plan DIR\|URL --variant ID' -- "$MPK" mt plan --help
+expect plan_help 0 'usage: modelpkg mt plan DIR\|URL \[--variant ID\]' -- "$MPK" mt plan --help
 expect mt_help_lists_select 0 'mt select DIR' -- "$MPK" mt --help
 expect select_no_dir 2 'missing the package directory' -- "$MPK" mt select
 expect select_bad_memory 2 "--memory-mb needs a non-negative integer, not '1G'" -- "$MPK" mt select "$T" --memory-mb 1G
 expect select_empty_item 2 "--abi 'arm64-v8a,' has an empty item" -- "$MPK" mt select "$T" --abi arm64-v8a,
 expect select_twice 2 '--engine given twice' -- "$MPK" mt select "$T" --engine native --engine genai
 expect select_unknown_opt 2 "unknown option '--variant'" -- "$MPK" mt select "$T" --variant cpu-int4
-expect plan_no_variant 2 'missing --variant ID' -- "$MPK" mt plan "$T"
+expect plan_default_variant 0 'modelpkg mt plan .* \(variant cpu-int4; groups core, checksums, inference\)' -- "$MPK" mt plan "$T"
 expect select_no_such 1 'nope: not found' -- "$MPK" mt select "$TMP/nope"
 expect select_arm64 0 'chosen: cpu-int4 \(2700 bytes to download\)$' -- "$MPK" mt select "$T" --abi arm64-v8a
 expect select_arm64_why 0 '#2  cpu-fp16 +fp16 +2301 bytes  lost: ranks below cpu-int4: its quantization "fp16" is not in the preference list' \

@@ -136,6 +136,45 @@ static int make_record(const inst *s, const mpk_mt_variant *v, const char *id, c
   return rc;
 }
 
+/* ---------------------------------------------------------------- the variant and the manifest's rules */
+
+static int default_variant(const char *cache_dir, const char *name, const mpk_mt_manifest *m, const mpk_mt_variant **v,
+                           mpk_error *err) {
+  char *target = mpk_path_join(cache_dir, name);
+  if (!target) return mpk_fail(err, MPK_ENOMEM, cache_dir, NULL, "out of memory");
+  mpk_mt_tree t = {0};
+  int rc = 0;
+  if (mpk_is_dir(target)) rc = mpk_mt_tree_open(target, &t, err);
+  if (!rc) rc = mpk_mt_tree_variant(&t, m, NULL, MPK_MT_MANIFEST_FILENAME, v, err);
+  if (rc == MPK_EMALFORMED && t.installed && t.variant)
+    rc = mpk_fail(err, MPK_ENOTFOUND, MPK_MT_MANIFEST_FILENAME, "/variants",
+                  "the installed variant \"%s\" (%s) is not among this package's variants: name one with --variant",
+                  t.variant, t.record_file ? t.record_file : target);
+  mpk_mt_tree_free(&t);
+  free(target);
+  return rc;
+}
+
+/* The manifest's own rules, as check applies them (mpk_mt_check_manifest), before a byte is
+   fetched: install never accepts a package that check rejects for its manifest. */
+static int validate(const mpk_mt_manifest *m, const mpk_mt_variant *v, mpk_error *err) {
+  mpk_mt_check_options co = {.struct_size = sizeof co, .variant = v->id};
+  mpk_mt_report *r = NULL;
+  int rc = mpk_mt_check_manifest(m, MPK_MT_MANIFEST_FILENAME, &co, &r, err);
+  if (rc) return rc;
+  if (r->n_problems) {
+    const mpk_error *e = &r->problems[0];
+    char more[96] = "";
+    if (r->n_problems > 1)
+      snprintf(more, sizeof more, " (and %zu more problem%s: modelpkg check lists them)", r->n_problems - 1,
+               r->n_problems == 2 ? "" : "s");
+    rc = mpk_fail(err, e->code ? e->code : MPK_EMALFORMED, e->file, e->pointer[0] ? e->pointer : NULL,
+                  "%s%s; nothing was fetched", e->message, more);
+  }
+  mpk_mt_report_free(r);
+  return rc;
+}
+
 /* ---------------------------------------------------------------- entry points */
 
 int mpk_mt_install_recover(const char *cache_dir, const char *repo_id, int *recovered, mpk_error *err) {
@@ -214,6 +253,10 @@ int mpk_mt_install_ex(const char *source, const mpk_mt_install_options *given, c
       rc = mpk_fail(err, MPK_ENOTFOUND, MPK_MT_MANIFEST_FILENAME, "/variants", "no variant %s", o->variant);
       goto out;
     }
+  } else if (!o->select) {
+    /* No variant and no device: the one default rule (check and merge use it too) — the variant
+       the cache's install of this repo records, else the manifest's defaultVariant. */
+    if ((rc = default_variant(o->cache_dir, name, m, &v, err))) goto out;
   } else {
     /* Selected for the device; the storage budget is the cache's free space unless given. */
     mpk_mt_select_options so;
@@ -246,6 +289,7 @@ int mpk_mt_install_ex(const char *source, const mpk_mt_install_options *given, c
     rc = mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
     goto out;
   }
+  if ((rc = validate(m, v, err))) goto out;
   if ((rc = plan(&s, m, v, err))) goto out;
   if (emit(&s, MPK_MT_INSTALL_PLANNED, 0)) {
     rc = mpk_fail(err, MPK_ECANCELLED, NULL, NULL, "cancelled");

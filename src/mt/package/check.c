@@ -68,6 +68,7 @@ typedef struct check {
   mpk_mt_download_plan *scope;
   char **listed; /* the installed paths of the files the manifest lists, sorted (unlisted files) */
   size_t n_listed;
+  bool manifest_only; /* mpk_mt_check_manifest: the document's rules, nothing on disk */
 } check;
 
 /* Where package path `pkg` is, relative to the checked directory (malloc'ed; NULL: no memory). */
@@ -495,7 +496,7 @@ static void check_variant(check *c, size_t vi) {
   if (!has_feature(v, "inference") && !mpk_mt_variant_path(v, "inference"))
     problem(c, MPK_EMALFORMED, mf, variant_ptr(&pp, vi, "paths"),
             "variant \"%s\" has no \"inference\" path: every variant needs its inference/ group", v->id);
-  for (size_t i = 0; i < v->n_paths; i++) {
+  for (size_t i = 0; i < v->n_paths && !c->manifest_only; i++) {
     if (!holds_dir(c, v->paths[i].value)) continue; /* a stage this install did not plan */
     char what[300];
     snprintf(what, sizeof what, "the \"%s\" directory of variant \"%s\" (paths)", v->paths[i].key, v->id);
@@ -521,7 +522,7 @@ static void check_variant(check *c, size_t vi) {
                 "the \"inference\" group of variant \"%s\" selects no file the manifest lists", v->id);
     }
   }
-  check_handoff(c, v, vi);
+  if (!c->manifest_only) check_handoff(c, v, vi);
 }
 
 static void check_required(check *c) {
@@ -884,6 +885,14 @@ static int check_unlisted(check *c) {
 
 /* ---------------------------------------------------------------- the check */
 
+/* The rules of the manifest alone (what install applies before it fetches a byte). */
+static void run_manifest(check *c) {
+  for (size_t i = 0; i < c->m->n_variants; i++)
+    if (checked(c, c->m->variants[i].id)) check_variant(c, i);
+  check_patterns(c);
+  check_listing(c);
+}
+
 static int run(check *c) {
   mpk_error e;
   mpk_error_clear(&e);
@@ -896,11 +905,8 @@ static int run(check *c) {
   if (!load_manifest(c)) return c->p->manifest_path ? 0 : MPK_ENOMEM; /* nothing else can be checked */
   int rc = select_variants(c);
   if (rc) return rc;
-  for (size_t i = 0; i < c->m->n_variants; i++)
-    if (checked(c, c->m->variants[i].id)) check_variant(c, i);
+  run_manifest(c);
   check_required(c);
-  check_patterns(c);
-  check_listing(c);
   check_checksums(c);
   if ((rc = check_integrity(c))) return rc;
   return check_unlisted(c);
@@ -940,6 +946,42 @@ int mpk_mt_check(const char *dir, const mpk_mt_check_options *given, mpk_mt_repo
     mpk_mt_report_free(r);
     return rc == MPK_ECANCELLED ? mpk_fail(err, rc, dir, NULL, "cancelled")
                                 : mpk_fail(err, rc, dir, NULL, "out of memory");
+  }
+  *out = r;
+  return 0;
+}
+
+int mpk_mt_check_manifest(const mpk_mt_manifest *m, const char *file, const mpk_mt_check_options *given,
+                          mpk_mt_report **out, mpk_error *err) {
+  if (!out) return mpk_fail(err, MPK_EINVAL, file ? file : MPK_MT_MANIFEST_FILENAME, NULL, "no place for the report");
+  *out = NULL;
+  if (!m) return mpk_fail(err, MPK_EINVAL, file ? file : MPK_MT_MANIFEST_FILENAME, NULL, "no manifest");
+  mpk_mt_check_options opt;
+  int rc = MPK_OPTIONS_READ(mpk_mt_check_options, &opt, given, err);
+  if (rc) return rc;
+  if (opt.variant && opt.all_variants)
+    return mpk_fail(err, MPK_EINVAL, file, NULL, "give one variant or all variants, not both");
+  mpk_mt_report *r = calloc(1, sizeof *r);
+  struct mpk_mt_report_priv *p = r ? calloc(1, sizeof *p) : NULL;
+  const char *shown = file ? file : MPK_MT_MANIFEST_FILENAME;
+  if (!p || !(p->dir = strdup(shown)) || !(p->manifest_path = strdup(shown))) {
+    if (p) free(p->dir);
+    free(p);
+    free(r);
+    return mpk_fail(err, MPK_ENOMEM, shown, NULL, "out of memory");
+  }
+  r->priv_ = p;
+  MPK_FINDINGS_PUBLISH(&p->found, r);
+  r->dir = p->dir;
+  r->manifest = m; /* borrowed: p->manifest stays NULL */
+  r->all_variants = opt.all_variants ? 1 : 0;
+  check c = {.r = r, .p = p, .o = &opt, .root_fd = -1, .m = m, .manifest_only = true};
+  rc = select_variants(&c);
+  if (!rc) run_manifest(&c);
+  if (!rc && p->found.oom) rc = MPK_ENOMEM;
+  if (rc) {
+    mpk_mt_report_free(r);
+    return mpk_fail(err, rc, shown, NULL, "out of memory");
   }
   *out = r;
   return 0;
