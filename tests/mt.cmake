@@ -39,6 +39,18 @@ mpk_script_test(test_cli_mt_cache integration ${MPK_IT}/test_mt_cache.sh ${MPK_C
 # A real client proves the merge: ONNX Runtime (npm onnxruntime-node) runs a model before and after
 # `mt merge` (docs/mt-merge-e2e.md). Skipped (exit 77) when node, onnxruntime-node or numpy/onnx are absent.
 mpk_script_test(test_merge_onnx e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_merge_onnx.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+# The device lifecycle on the installed cache (issue 18, docs/mt-lifecycle-e2e.md): a real nginx serves
+# v1 then v2; install, gate, merge, ONNX Runtime, update under a live reader (the adapter re-applied),
+# restore, remove, gc. Skipped (exit 77) without nginx, curl, node + onnxruntime-node or numpy/onnx.
+mpk_script_test(test_lifecycle "e2e;slow" ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_lifecycle.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_lifecycle PROPERTIES TIMEOUT 300)
+# The reference runtime's cache: a tree in ModelPackageInstaller.kt's layout with Gson's
+# install_record.json is checked, gated and merged; modelpkg's install writes a record its reader accepts.
+mpk_script_test(test_reference_tree e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_reference_tree.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+# SIGKILL at random instants of mt install (an update over a merged install), mt merge, mt restore and
+# mt gc, 50 times each: one whole version, merged as recorded, the next run completes.
+mpk_script_test(test_lifecycle_crash "e2e;slow" ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_lifecycle_crash.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_lifecycle_crash PROPERTIES TIMEOUT 600)
 
 # ---- mt graph: the ONNX inference graph. The graphs are generated at test time by
 # scripts/gen_onnx_graphs.py with Debian's python3-onnx (/usr/bin/python3) into the build tree.

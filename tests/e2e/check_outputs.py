@@ -3,7 +3,8 @@
 (make_onnx_package.py's float64 results). Prints one line per check and the figures; exit 1 when
 any check fails.
 
-usage: /usr/bin/python3 check_outputs.py CASE_DIR before|after ORT_OUTPUTS.json
+usage: /usr/bin/python3 check_outputs.py CASE_DIR before|after ORT_OUTPUTS.json [INFERENCE_DIR]
+  INFERENCE_DIR: where the .bin files are (an installed tree's inference/); default the package's
 
 Tolerances, relative to each output's magnitude (max |expected|), per output tensor:
   float32 weights: 1e-5. ONNX Runtime computes in float32: dot products of at most 12 terms through
@@ -72,9 +73,9 @@ def forward(x, disk_weights, layout):
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[2] not in ("before", "after"):
-        sys.exit("usage: check_outputs.py CASE_DIR before|after ORT_OUTPUTS.json")
-    case_dir, stage, ort_file = sys.argv[1:]
+    if len(sys.argv) not in (4, 5) or sys.argv[2] not in ("before", "after"):
+        sys.exit("usage: check_outputs.py CASE_DIR before|after ORT_OUTPUTS.json [INFERENCE_DIR]")
+    case_dir, stage, ort_file = sys.argv[1:4]
     with open(os.path.join(case_dir, "expected.json")) as f:
         exp = json.load(f)
     with open(os.path.join(case_dir, "inputs.json")) as f:
@@ -82,7 +83,7 @@ def main():
     x = np.array(xin["data"], np.float64).reshape(xin["dims"])
     with open(ort_file) as f:
         ort = json.load(f)
-    inf = os.path.join(case_dir, "pkg", "variants", exp["variant"], "inference")
+    inf = sys.argv[4] if len(sys.argv) == 5 else os.path.join(case_dir, "pkg", "variants", exp["variant"], "inference")
     dtype, layout = exp["dtype"], exp["layout"]
     label = "%s %s" % (exp["case"], stage)
 

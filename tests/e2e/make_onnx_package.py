@@ -114,6 +114,8 @@ def forward(x, weights):
 
 
 def onnx_model(dtype, layout, layers):
+    """The inference graph over `layers` (each (W [out, in], A, B)); its input and output widths
+    come from the weights' shapes."""
     nodes, inits, h = [], [], "x"
     for i, (w, _a, _b) in enumerate(layers):
         n = layer_names(i)
@@ -140,22 +142,21 @@ def onnx_model(dtype, layout, layers):
             nodes.append(helper.make_node("MatMul", [h, wname + ".T"], [out]))
         h = out
     graph = helper.make_graph(
-        nodes, "modelpkg-merge-e2e", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [BATCH, DIMS[0]])],
-        [helper.make_tensor_value_info("y%d" % i, TensorProto.FLOAT, [BATCH, DIMS[i + 1]]) for i in range(3)],
+        nodes, "modelpkg-merge-e2e",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [BATCH, layers[0][0].shape[1]])],
+        [helper.make_tensor_value_info("y%d" % i, TensorProto.FLOAT, [BATCH, w.shape[0]])
+         for i, (w, _a, _b) in enumerate(layers)],
         initializer=inits)
     model = helper.make_model(graph, producer_name="modelpkg tests/e2e", opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model
 
 
-def make_case(out, case, mpk):
-    dtype, layout = CASES[case]
-    root = os.path.join(out, case)
-    pkg = os.path.join(root, "pkg")
-    inf = os.path.join(pkg, "variants", VARIANT, "inference")
-    layers, x = model_data(dtype)
-    scale = ALPHA / RANK
-
+def write_variant(pkg, variant, dtype, layout, layers, scale, exact=True):
+    """One variant's inference/ (a .bin + .bin.sha256 per layer, model.onnx, the handoff map) and
+    train/training_config.json. Returns (adapter tensors, per-weight expectations); with exact=False
+    the expectations carry no per-element values (large models)."""
+    inf = os.path.join(pkg, "variants", variant, "inference")
     entries, mapping, adapter, weights = [], {}, {}, []
     for i, (w, a, b) in enumerate(layers):
         n = layer_names(i)
@@ -179,15 +180,16 @@ def make_case(out, case, mpk):
             "sha256": {"weight": digest}, "shape": list(disk.shape),
             "tensorDtypes": {"weight": dtype}, "tensorShapes": {"weight": list(disk.shape)},
             "trainingBaseLayerName": n["base"], "transposePolicy": "no_transpose"})
-        # The merged weight, exactly, in the on-disk layout, and the magnitude that bounds the
-        # float32 accumulation error of each element (|W| + scale·Σ_k |B_ik·A_kj|).
-        w64, a64, b64 = w.astype(np.float64), a.astype(np.float64), b.astype(np.float64)
-        exact = w64 + scale * (b64 @ a64)
-        mag = np.abs(w64) + scale * (np.abs(b64) @ np.abs(a64))
-        tr = (lambda m: m) if layout == "no_transpose" else (lambda m: m.T)
-        weights.append({"file": n["file"], "dtype": dtype, "shape": list(disk.shape),
-                        "base_sha256": digest, "merged_exact": tr(exact).ravel().tolist(),
-                        "accumulation_magnitude": tr(mag).ravel().tolist()})
+        weight = {"file": n["file"], "dtype": dtype, "shape": list(disk.shape), "base_sha256": digest}
+        if exact:
+            # The merged weight, exactly, in the on-disk layout, and the magnitude that bounds the
+            # float32 accumulation error of each element (|W| + scale·Σ_k |B_ik·A_kj|).
+            w64, a64, b64 = w.astype(np.float64), a.astype(np.float64), b.astype(np.float64)
+            ex = w64 + scale * (b64 @ a64)
+            mag = np.abs(w64) + scale * (np.abs(b64) @ np.abs(a64))
+            tr = (lambda m: m) if layout == "no_transpose" else (lambda m: m.T)
+            weight.update({"merged_exact": tr(ex).ravel().tolist(), "accumulation_magnitude": tr(mag).ravel().tolist()})
+        weights.append(weight)
 
     model = onnx_model(dtype, layout, layers)
     onnx.save(model, os.path.join(inf, "model.onnx"))
@@ -197,50 +199,76 @@ def make_case(out, case, mpk):
                "handoffMode": "external_initializer", "mergerModels": {}, "minReaderVersion": "1.0",
                "schemaVersion": "1.1"}
     write(os.path.join(inf, "weight_handoff_map.json"), py_json(handoff))
-    write(os.path.join(pkg, "variants", VARIANT, "train", "training_config.json"), py_json({
+    write(os.path.join(pkg, "variants", variant, "train", "training_config.json"), py_json({
         "alpha": ALPHA, "peft_mapping": mapping, "peft_target": ["proj"], "rank": RANK,
         "requires_grad": ["lora_A", "lora_B"]}))
+    return adapter, weights
+
+
+def write_shared(pkg, hidden):
+    """shared/: the tokenizer and the three files the core download group names (present, so that
+    check has nothing to warn about)."""
     write(os.path.join(pkg, "shared", "tokenizer", "tokenizer.json"), py_json({
         "version": "1.0", "model": {"type": "WordLevel", "unk_token": "<unk>", "vocab": {"<unk>": 0}}}))
-    # The core download group names these three: present, so that check has nothing to warn about.
     write(os.path.join(pkg, "shared", "chat_template.jinja"), "{% for m in messages %}{{ m['content'] }}{% endfor %}")
-    write(os.path.join(pkg, "shared", "config.json"), py_json({"model_type": "modelpkg-e2e", "hidden_size": DIMS[0]}))
+    write(os.path.join(pkg, "shared", "config.json"), py_json({"model_type": "modelpkg-e2e", "hidden_size": hidden}))
     write(os.path.join(pkg, "shared", "generation_config.json"), py_json({}))
-    build = {"baseModelId": "modelpkg-e2e/" + case, "exportedAt": "2026-08-20T00:00:00Z",
-             "peftMethods": ["lora"], "variants": [{
-                 "id": VARIANT, "executionProvider": "cpu", "quantization": None if dtype == "float32" else "fp16",
-                 "features": ["core", "inference", "train"]}]}
+
+
+def seal(root, pkg, build, mpk):
+    """build.json beside the package, then `modelpkg mt build PKG --describe build.json`."""
     write(os.path.join(root, "build.json"), py_json(build))
     subprocess.run([mpk, "mt", "build", pkg, "--describe", os.path.join(root, "build.json")],
                    check=True, stdout=subprocess.DEVNULL)
 
-    write(os.path.join(root, "adapter.safetensors"), safetensors(adapter))
-    write(os.path.join(root, "inputs.json"), json.dumps(
-        {"x": {"dims": list(x.shape), "data": x.ravel().tolist()}}))
 
+def expectations(case, dtype, layout, variant, layers, x, scale, weights, extra_wrong=None):
+    """expected.json's document: float64 outputs before and after the merge, wrong merges (each must
+    land far outside the tolerance), the per-weight expectations."""
     base = [w for w, _a, _b in layers]
     merged = [w.astype(np.float64) + scale * (b.astype(np.float64) @ a.astype(np.float64)) for w, a, b in layers]
 
-    def variant(fn):
+    def variant_out(fn):
         return {"y%d" % i: y.ravel().tolist() for i, y in enumerate(forward(x, fn()))}
 
     # Wrong merges, computed so that the check can show each is far outside the tolerance.
     sq = 1  # the square layer
     delta = [m - w.astype(np.float64) for m, w in zip(merged, base)]
     wrong = {
-        "unmerged": variant(lambda: base),
-        "scale 1 instead of alpha/rank": variant(lambda: [w + d / scale for w, d in zip(base, delta)]),
-        "merged twice": variant(lambda: [w + 2 * d for w, d in zip(base, delta)]),
-        "square layer's delta transposed": variant(
+        "unmerged": variant_out(lambda: base),
+        "scale 1 instead of alpha/rank": variant_out(lambda: [w + d / scale for w, d in zip(base, delta)]),
+        "merged twice": variant_out(lambda: [w + 2 * d for w, d in zip(base, delta)]),
+        "square layer's delta transposed": variant_out(
             lambda: [w + (d.T if i == sq else d) for i, (w, d) in enumerate(zip(base, delta))]),
     }
-    expected = {
-        "case": case, "dtype": dtype, "layout": layout, "scale": scale, "variant": VARIANT,
-        "output_dims": {"y%d" % i: [BATCH, DIMS[i + 1]] for i in range(3)},
-        "before": variant(lambda: base), "after": variant(lambda: merged), "wrong": wrong,
+    for what, ws in (extra_wrong or {}).items():
+        wrong[what] = variant_out(lambda ws=ws: ws)
+    return {
+        "case": case, "dtype": dtype, "layout": layout, "scale": scale, "variant": variant,
+        "output_dims": {"y%d" % i: [BATCH, w.shape[0]] for i, w in enumerate(base)},
+        "before": variant_out(lambda: base), "after": variant_out(lambda: merged), "wrong": wrong,
         "weights": weights,
     }
-    write(os.path.join(root, "expected.json"), json.dumps(expected))
+
+
+def make_case(out, case, mpk):
+    dtype, layout = CASES[case]
+    root = os.path.join(out, case)
+    pkg = os.path.join(root, "pkg")
+    layers, x = model_data(dtype)
+    scale = ALPHA / RANK
+    adapter, weights = write_variant(pkg, VARIANT, dtype, layout, layers, scale)
+    write_shared(pkg, DIMS[0])
+    seal(root, pkg, {"baseModelId": "modelpkg-e2e/" + case, "exportedAt": "2026-08-20T00:00:00Z",
+                     "peftMethods": ["lora"], "variants": [{
+                         "id": VARIANT, "executionProvider": "cpu",
+                         "quantization": None if dtype == "float32" else "fp16",
+                         "features": ["core", "inference", "train"]}]}, mpk)
+    write(os.path.join(root, "adapter.safetensors"), safetensors(adapter))
+    write(os.path.join(root, "inputs.json"), json.dumps(
+        {"x": {"dims": list(x.shape), "data": x.ravel().tolist()}}))
+    write(os.path.join(root, "expected.json"), json.dumps(
+        expectations(case, dtype, layout, VARIANT, layers, x, scale, weights)))
     return root
 
 
