@@ -1030,6 +1030,10 @@ typedef struct mpk_mt_cache_entry {
   uint64_t bytes;          /**< the sizes of its regular files added up (as the reference's sizeBytes) */
   uint64_t disk_bytes;     /**< the blocks allocated to the tree, in bytes */
   int has_manifest;        /**< 1: the manifest is there */
+  char **adapters;         /**< the SHA-256 of each adapter merged into it (its membership, docs/mt-merge.md) */
+  size_t n_adapters;
+  int64_t verified_at_ms;  /**< when the load gate last wrote its verification stamp (0: no valid stamp) */
+  size_t verified_files;   /**< the files that stamp vouches for */
 } mpk_mt_cache_entry;
 
 /** What mpk_mt_cache_list() found. Freed with mpk_mt_cache_listing_free(). */

@@ -72,19 +72,29 @@ int mpk_cmd_mt_list(int argc, char **argv) {
       json_object_set_new(o, "installed_at_ms", e->installed_at_ms ? json_integer(e->installed_at_ms) : json_null());
       json_object_set_new(o, "installed_at", e->installed_at_ms ? json_string(when) : json_null());
       json_object_set_new(o, "has_manifest", json_boolean(e->has_manifest));
+      json_object_set_new(o, "adapters", mpk_cli_json_strings((const char *const *)e->adapters, e->n_adapters));
+      char vwhen[40];
+      iso_ms(e->verified_at_ms, vwhen);
+      json_object_set_new(o, "verified_at_ms", e->verified_at_ms ? json_integer(e->verified_at_ms) : json_null());
+      json_object_set_new(o, "verified_at", e->verified_at_ms ? json_string(vwhen) : json_null());
+      json_object_set_new(o, "verified_files", json_integer((json_int_t)e->verified_files));
       json_array_append_new(arr, o);
     }
     json_object_set_new(root, "models", arr);
     mpk_cli_json_end(root, NULL, 0, (const char *const *)l->notes, l->n_notes);
   } else {
     if (!l->n) printf("no models installed in %s\n", cache);
-    else printf("%-36s %-16s %14s  %-24s\n", "REPO ID", "VARIANT", "BYTES", "INSTALLED AT (UTC)");
+    else
+      printf("%-36s %-16s %14s  %-24s %-8s %-24s\n", "REPO ID", "VARIANT", "BYTES", "INSTALLED AT (UTC)", "ADAPTERS",
+             "LAST VERIFIED (UTC)");
     for (size_t i = 0; i < l->n; i++) {
       const mpk_mt_cache_entry *e = &l->entries[i];
-      char when[40];
+      char when[40], vwhen[40];
       iso_ms(e->installed_at_ms, when);
-      printf("%-36s %-16s %14" PRIu64 "  %-24s%s\n", e->repo_id, e->variant ? e->variant : "-", e->bytes, when,
-             e->record ? "" : "  (no install record)");
+      iso_ms(e->verified_at_ms, vwhen);
+      printf("%-36s %-16s %14" PRIu64 "  %-24s %-8zu %-24s%s\n", e->repo_id, e->variant ? e->variant : "-", e->bytes,
+             when, e->n_adapters, e->verified_at_ms ? vwhen : "never", e->record ? "" : "  (no install record)");
+      for (size_t k = 0; k < e->n_adapters; k++) printf("    adapter sha256 %s\n", e->adapters[k]);
     }
     for (size_t i = 0; i < l->n_notes; i++) printf("note: %s\n", l->notes[i]);
   }

@@ -13,6 +13,7 @@
 
 #include "mt/mt.h"
 #include "mt/install/install.h"
+#include "mt/merge/merge.h"
 #include "fetch/engine.h"
 
 /* ---------------------------------------------------------------- records */
@@ -38,22 +39,6 @@ static int read_records(const char *tree, mpk_mt_cache_entry *e, mpk_error *why)
   return rc;
 }
 
-/* The reference's fallback for a tree without a record: "__" back to "/" (InstallRecord.unsanitize). */
-static char *unsanitize(const char *name) {
-  size_t n = strlen(name);
-  char *out = malloc(n + 1), *w = out;
-  for (const char *p = name; out && *p;) {
-    if (p[0] == '_' && p[1] == '_') {
-      *w++ = '/';
-      p += 2;
-    } else {
-      *w++ = *p++;
-    }
-  }
-  if (out) *w = '\0';
-  return out;
-}
-
 /* ---------------------------------------------------------------- list */
 
 static void entry_free(mpk_mt_cache_entry *e) {
@@ -62,6 +47,43 @@ static void entry_free(mpk_mt_cache_entry *e) {
   free(e->variant);
   for (size_t i = 0; i < e->n_features; i++) free(e->features[i]);
   free(e->features);
+  for (size_t i = 0; i < e->n_adapters; i++) free(e->adapters[i]);
+  free(e->adapters);
+}
+
+/* What the device did to the model since it was installed: the adapters merged into it (their
+   membership) and the load gate's last verification (its stamp). Read-only, best effort: a tree
+   whose manifest or inference directory cannot be read has neither (check says why). */
+static int device_state(const char *shown, mpk_mt_cache_entry *en) {
+  mpk_mt_located loc;
+  mpk_error e;
+  if (mpk_mt_locate(shown, NULL, &loc, &e)) return e.code == MPK_ENOMEM ? MPK_ENOMEM : 0;
+  int rc = 0;
+  int64_t at = 0;
+  size_t n = 0;
+  if (loc.inference_dir && !mpk_mt_stamp_info(loc.inference_dir, &at, &n, &e)) {
+    en->verified_at_ms = at;
+    en->verified_files = n;
+  }
+  int dfd = -1;
+  json_t *members = NULL;
+  if (loc.inference_rel && !mpk_mt_open_inference(shown, &loc, &dfd, &e) && dfd >= 0 &&
+      !mpk_mt_members_load(dfd, loc.inference_dir, &members, &e) && members) {
+    const json_t *as = json_object_get(members, "adapters"), *a;
+    size_t i;
+    if (json_array_size(as) && !(en->adapters = calloc(json_array_size(as), sizeof *en->adapters))) rc = MPK_ENOMEM;
+    json_array_foreach(as, i, a) {
+      if (rc || !(en->adapters[i] = strdup(json_string_value(json_object_get(a, "sha256"))))) {
+        rc = MPK_ENOMEM;
+        break;
+      }
+      en->n_adapters = i + 1;
+    }
+  }
+  json_decref(members);
+  if (dfd >= 0) close(dfd);
+  mpk_mt_located_free(&loc);
+  return rc;
 }
 
 void mpk_mt_cache_listing_free(mpk_mt_cache_listing *l) {
@@ -118,10 +140,11 @@ int mpk_mt_cache_list(const char *cache_dir, mpk_mt_cache_listing **out, mpk_err
     int r = shown ? read_records(shown, en, &why) : MPK_ENOMEM;
     if (r == 1) /* listed by its name all the same, as the reference's CacheIndex lists every directory */
       r = add_note(l, nm, why.message);
-    if (r || !(en->name = strdup(nm)) || (!en->repo_id && !(en->repo_id = unsanitize(nm)))) rc = MPK_ENOMEM;
+    if (r || !(en->name = strdup(nm)) || (!en->repo_id && !(en->repo_id = mpk_mt_unsanitize_repo_dir(nm)))) rc = MPK_ENOMEM;
     struct stat ms;
     en->has_manifest = fstatat(tfd, MPK_MT_MANIFEST_FILENAME, &ms, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(ms.st_mode);
     en->bytes = mpk_fx_tree_bytes(cfd, nm, &en->disk_bytes);
+    if (!rc && shown && en->has_manifest && device_state(shown, en)) rc = MPK_ENOMEM;
     free(shown);
     close(tfd);
     l->n++;

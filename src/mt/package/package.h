@@ -56,6 +56,8 @@ int mpk_mt_tree_variant(const mpk_mt_tree *t, const mpk_mt_manifest *m, const ch
 /* Where package path `pkg` of variant `v` is in the tree, relative to it (malloc'ed; NULL: no
    memory): itself in a package, mpk_mt_installed_path() in an installed tree. */
 char *mpk_mt_tree_path(const mpk_mt_tree *t, const mpk_mt_variant *v, const char *pkg);
+/* The reference's repo id for a cache directory without a record: "__" back to "/" (lossy). */
+char *mpk_mt_unsanitize_repo_dir(const char *name);
 /* Whether the tree can hold package path `pkg` at all (an installed tree holds one variant). */
 bool mpk_mt_tree_holds(const mpk_mt_tree *t, const mpk_mt_variant *v, const char *pkg);
 

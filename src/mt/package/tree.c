@@ -173,7 +173,7 @@ static int parse_reference(const json_t *o, const char *file, mpk_mt_tree *t, mp
   int64_t when = 0;
   if (!rc && ms && !json_is_null(ms) && (!mpk_json_safe_integer(ms, &when) || when < 0))
     rc = mpk_fail(err, MPK_EMALFORMED, file, "/installedAtEpochMs", "must be a non-negative integer (epoch milliseconds)");
-  if (rc || !r.repo_id || !*r.repo_id) {
+  if (rc || !r.repo_id || r.repo_id[strspn(r.repo_id, " \t\n\v\f\r")] == '\0') { /* Kotlin's isNotBlank */
     mpk_mt_tree_free(&r);
     return rc;
   }
@@ -284,31 +284,29 @@ int mpk_mt_tree_variant(const mpk_mt_tree *t, const mpk_mt_manifest *m, const ch
 
 /* ---------------------------------------------------------------- the public view */
 
-static char *unsanitize(const char *dir) {
+char *mpk_mt_unsanitize_repo_dir(const char *name) {
   /* The reference's fallback for a tree without a record (InstallRecord.unsanitize): "__" → "/". */
-  const char *base = strrchr(dir, '/');
-  size_t n = strlen(dir);
-  while (base && base[1] == '\0' && base > dir) { /* trailing slashes */
-    n = (size_t)(base - dir);
-    const char *b = base;
-    base = NULL;
-    for (const char *p = dir; p < b; p++)
-      if (*p == '/') base = p;
-  }
-  const char *start = base ? base + 1 : dir;
-  size_t len = (size_t)(dir + n - start);
-  char *out = malloc(len + 1), *w = out;
-  if (!out) return NULL;
-  for (size_t i = 0; i < len; i++) {
-    if (start[i] == '_' && i + 1 < len && start[i + 1] == '_') {
+  size_t n = strlen(name);
+  char *out = malloc(n + 1), *w = out;
+  for (const char *p = name; out && *p;) {
+    if (p[0] == '_' && p[1] == '_') {
       *w++ = '/';
-      i++;
+      p += 2;
     } else {
-      *w++ = start[i];
+      *w++ = *p++;
     }
   }
-  *w = '\0';
+  if (out) *w = '\0';
   return out;
+}
+
+/* The directory's own name: "a/b/org__Tiny/" → "org__Tiny" (malloc'ed). */
+static char *base_name(const char *dir) {
+  size_t n = strlen(dir);
+  while (n > 1 && dir[n - 1] == '/') n--;
+  size_t start = n;
+  while (start > 0 && dir[start - 1] != '/') start--;
+  return strndup(dir + start, n - start);
 }
 
 int mpk_mt_installed_open(const char *dir, mpk_mt_installed **out, mpk_error *err) {
@@ -327,7 +325,10 @@ int mpk_mt_installed_open(const char *dir, mpk_mt_installed **out, mpk_error *er
     rc = mpk_fail(err, MPK_ENOTFOUND, dir, NULL,
                   "not an installed model: no install record (" MPK_MT_INSTALL_RECORD " or " MPK_MT_REFERENCE_INSTALL_RECORD
                   ") and not the installed layout (inference/ without variants/)");
-  if (!rc && !t->repo_id && !(t->repo_id = unsanitize(dir))) rc = mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
+  char *base = rc || t->repo_id ? NULL : base_name(dir);
+  if (!rc && !t->repo_id && (!base || !(t->repo_id = mpk_mt_unsanitize_repo_dir(base))))
+    rc = mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
+  free(base);
   if (rc) {
     mpk_mt_installed_free(i);
     return rc;
