@@ -30,11 +30,17 @@ bool mpk_mt_install_parse_ids(const void *data, size_t len, char id[65], char *r
 uint64_t mpk_mt_install_parse_part(const void *data, size_t len, const char *sha256, uint64_t size, const char *source,
                                    uint64_t have, char validator[256]);
 
-/* The reference runtime's install record (InstallRecord.kt; MPK_MT_REFERENCE_INSTALL_RECORD): Gson's
+/* record.c: the reference runtime's install record (InstallRecord.kt; MPK_MT_REFERENCE_INSTALL_RECORD): Gson's
    toJson of {repoId, variantId, features (sorted as Kotlin sorts strings: UTF-16 code units),
    installedAtEpochMs}, compact, Gson's escapes (core's mpk_json_dumps_gson). *text freed with mpk_free. */
 int mpk_mt_reference_record(const char *repo_id, const char *variant, const char *const *features, size_t n,
                             int64_t installed_at_ms, char **text, size_t *len, mpk_error *err);
+
+/* update.c: after the download of an update, the adapters merged into the installed tree (read
+   under the stage lock `st`) re-applied to the staged new tree of variant `v` before the commit, or
+   reported dropped with the reason (out->adapters; `out` may be NULL). */
+int mpk_mt_install_reapply(const mpk_mt_variant *v, const mpk_mt_manifest *m, mpk_fetch_stage *st,
+                           mpk_mt_install_result *out, mpk_error *err);
 
 int mpk_mt_install_ex(const char *source, const mpk_mt_install_options *o, const mpk_mt_install_test *test,
                       mpk_mt_install_result *out, mpk_error *err);
