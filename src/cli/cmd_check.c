@@ -65,7 +65,7 @@ int mpk_cmd_check(int argc, char **argv) {
                                         "required_features entry must be offered.", .str = &features},
       {"--max-binding-size", 0, "N", "the device's maxStorageBufferBindingSize in bytes", .str = &binding_s},
       {"--no-weights", 0, NULL, "do not read the shard files (the tensor cache is still checked)", .flag = &no_weights},
-      {"--variant", 0, "ID", "check this variant (default: the manifest's defaultVariant) (MT packages)",
+      {"--variant", 0, "ID", "check this variant (default: an installed model's own, else defaultVariant) (MT packages)",
        .str = &variant, .once = true},
       {"--all-variants", 0, NULL, "check every variant and every file the manifest lists (MT packages)",
        .flag = &all},

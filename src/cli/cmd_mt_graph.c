@@ -12,7 +12,7 @@
 #include "cli.h"
 
 static const char graph_about[] =
-    "Read a variant's inference/model.onnx (default: the manifest's defaultVariant) and list its\n"
+    "Read a variant's inference/model.onnx (default: an installed model's own, else defaultVariant) and list its\n"
     "initializers: dtype, dims, embedded or external (file, offset, length) and the handoff-map entry\n"
     "and role that claim each; then check the map against the graph (names, dtypes, dims, each role's\n"
     "own .bin at offset 0 with its full length, every other external initializer inside\n"
@@ -149,7 +149,7 @@ typedef struct args {
 static int parse(const char *cmd, const char *usage_line, const char *about, int argc, char **argv,
                  const char *allowed, const char *const *keys, args *a) {
   const mpk_cli_opt all[] = {
-      {"--variant", 0, "ID", "the variant (default: defaultVariant)", .str = &a->variant, .once = true},
+      {"--variant", 0, "ID", "the variant (default: an installed model's own, else defaultVariant)", .str = &a->variant, .once = true},
       {"--peft", 0, "METHOD", "lora, lora-xs, mars, all, nolora (default: the manifest's peftMethods)",
        .str = &a->peft, .once = true},
       {"--attention-module", 0, "NAME", "the architecture's attention module (default: self_attn)", .str = &a->attn,

@@ -9,8 +9,8 @@
 #include "cli.h"
 
 static const char about[] =
-    "Merge a trained LoRA adapter into a MobileTransformers package variant (default: the manifest's\n"
-    "defaultVariant): for every weight_handoff_map.json entry, merged = base + scale * (B @ A),\n"
+    "Merge a trained LoRA adapter into a MobileTransformers package or installed model (the variant:\n"
+    "an installed model's own, else defaultVariant; docs/mt-installed.md): for every weight_handoff_map.json entry, merged = base + scale * (B @ A),\n"
     "written in the dtype the map declares, with a new <file>.bin.sha256 sidecar. All tensors are\n"
     "replaced as one transaction, with modelpkg's merge record (.modelpkg-merge-record.json: each\n"
     "replaced tensor, its shipped and its merged sha256), the only authority that lets check and the\n"
@@ -102,7 +102,7 @@ int mpk_cmd_mt_merge(int argc, char **argv) {
                                "adapter_B [out, rank]), else by PEFT names (<module>.lora_A.weight); a frozen\n"
                                "base weight under checkpointNames.weight is used as the base when present",
        .str = &o.adapter},
-      {"--variant", 0, "ID", "the variant (default: the manifest's defaultVariant)", .str = &o.variant},
+      {"--variant", 0, "ID", "the variant (default: an installed model's own, else defaultVariant)", .str = &o.variant},
       {"--scale", 0, "S", "the multiplier; default: alpha / rank from the variant's train/training_config.json\n"
                           "or lora_alpha / r from an adapter_config.json beside the adapter (they must agree)",
        .str = &scale_s},

@@ -11,8 +11,8 @@
 #include "cli.h"
 
 static const char about[] =
-    "List the merged-weight tensors of a MobileTransformers package variant (default: the\n"
-    "manifest's defaultVariant): for each weight_handoff_map.json entry and role, the declared dtype\n"
+    "List the merged-weight tensors of a MobileTransformers package or installed model variant (an\n"
+    "installed model's own, else defaultVariant: docs/mt-installed.md): for each weight_handoff_map.json entry and role, the declared dtype\n"
     "and shape, the exact byte size they imply, the .bin file, whether its size matches, and its\n"
     "checksum status under the load gate: the bytes must be the shipped ones (the map's sha256[role])\n"
     "or, for a tensor merged on device, those modelpkg's merge record lists; a sidecar <file>.bin.sha256\n"
@@ -205,7 +205,7 @@ int mpk_cmd_mt_tensors(int argc, char **argv) {
   const char *variant = NULL, *jobs_s = NULL;
   bool json = false, stamp = false, rehash = false;
   const mpk_cli_opt opts[] = {
-      {"--variant", 0, "ID", "the variant (default: the manifest's defaultVariant)", .str = &variant, .once = true},
+      {"--variant", 0, "ID", "the variant (default: an installed model's own, else defaultVariant)", .str = &variant, .once = true},
       {"--jobs", 0, "N", "threads hashing tensors (default: one per CPU, at most 8)", .str = &jobs_s},
       {"--stamp", 0, NULL, "use and refresh the verification stamp (default on an installed model)", .flag = &stamp},
       {"--rehash", 0, NULL, "hash every file, ignoring the stamp, and write a fresh stamp", .flag = &rehash},
