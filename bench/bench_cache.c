@@ -28,17 +28,7 @@
 #include "modelpkg.h"
 /* Internal: the strict reader itself (the static library exports it). */
 #include "core/json_scan.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 static void die(const char *what, int rc, const mpk_error *err) {
   char line[2048];

@@ -40,12 +40,7 @@
 #include <openssl/evp.h>
 
 #include "modelpkg.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_util.h"
 
 static double cpu_s(void) {
   struct rusage ru;

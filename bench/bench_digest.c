@@ -27,12 +27,7 @@
 #include <time.h>
 
 #include "modelpkg.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_util.h"
 
 static double cpu_s(void) {
   struct rusage ru;
@@ -45,11 +40,6 @@ static long maxrss_kib(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_maxrss; /* KiB on Linux */
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 static void usage(void) {

@@ -40,17 +40,7 @@
 #include <unistd.h>
 
 #include "modelpkg.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 static double median(double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, cmp_double);

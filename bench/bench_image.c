@@ -23,16 +23,12 @@
 #include "core/core.h"
 #include "media/image.h"
 #include "media/image_resize.h"
+#include "bench_util.h"
 
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 static long peak_kib(void) {

@@ -56,12 +56,7 @@
 
 #include "modelpkg.h"
 #include "mt/merge/merge_kernel.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_util.h"
 
 /* CPU time of the process, all threads (precise, unlike getrusage's tick-split figures). */
 static double cpu_s(void) {

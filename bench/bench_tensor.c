@@ -50,12 +50,7 @@
 #include <dlpack/dlpack.h>
 
 #include "modelpkg.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_util.h"
 
 static double cpu_s(void) {
   struct rusage ru;
@@ -79,11 +74,6 @@ static long rss_kib(void) {
   if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = -1;
   fclose(f);
   return resident < 0 ? -1 : resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* The q-quantile of sorted v[0..n) (nearest rank). */
