@@ -110,6 +110,8 @@ int mpk_mt_install_reapply(const mpk_mt_variant *v, const mpk_mt_manifest *m, mp
   mpk_mt_handoff *map = NULL;
   char *map_rel = NULL, old_inf[4200], new_inf[4200], why[600];
   if ((rc = mpk_fx_open_tree(st->cache_fd, st->cache_dir, st->name, &tree, err)) || tree < 0) goto out;
+  /* Both trees keep their weights in inference/: every installed variant has an "inference" path
+     (check's manifest rule, applied before install fetches), which the installed layout flattens. */
   snprintf(old_inf, sizeof old_inf, "%s/inference", st->target);
   mpk_error e;
   mpk_error_clear(&e);
