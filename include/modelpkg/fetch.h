@@ -47,6 +47,9 @@ typedef struct mpk_fetch_source_options {
   long timeout_secs;       /**< deadline of one file or document, every try included; 0: 3600 */
   long low_speed_bytes;    /**< a transfer slower than this (bytes/s) ...; 0: 1024 */
   long low_speed_secs;     /**< ... for this long is a network error (retried); 0: 30 */
+  /* grown after 0.1 (docs/API.md, "Options structs and ABI growth") */
+  const char *ca_file;     /**< PEM file of the certificate authorities https is verified against;
+                                NULL: the system's (libcurl's default bundle) */
 } mpk_fetch_source_options;
 
 /** Initializer: every field its default, `struct_size` set. */
@@ -168,6 +171,12 @@ typedef struct mpk_fetch_options {
   const char *plan_name;    /**< the plan in messages ("the manifest says ..."); NULL: "the plan" */
   mpk_fetch_event_fn on_event; /**< may be NULL; never called concurrently */
   void *ctx;
+  /* grown after 0.1 (docs/API.md, "Options structs and ABI growth") */
+  unsigned connections;     /**< transfers at once over HTTP, whole files and ranges of one file
+                                 alike; 0: `jobs` (default 4); at most 64 (MPK_EINVAL beyond) */
+  uint64_t range_bytes;     /**< a file larger than this is fetched in ranges of about this size on
+                                 separate connections (HTTP with ranges only); 0: the default
+                                 (docs/fetch.md, "Ranged transfers"); UINT64_MAX: never split */
 } mpk_fetch_options;
 
 #define MPK_FETCH_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_fetch_options)

@@ -13,6 +13,7 @@
 #define MODELPKG_MLC_H
 
 #include "core.h"
+#include "fetch.h" /* mpk_mlc_install: a client of the fetch engine */
 
 #ifdef __cplusplus
 extern "C" {
@@ -652,6 +653,92 @@ MPK_API int mpk_mlc_check(const char *dir, const mpk_mlc_check_options *opts,
                           mpk_mlc_report **out, mpk_error *err);
 /** Free the mpk_mlc_report and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_report_free(mpk_mlc_report *report);
+
+/* ============================================================================================
+ * mlc: where WebLLM finds a model's files, and installing a model into a cache (docs/mlc-install.md)
+ * ========================================================================================== */
+
+/**
+ * WebLLM 0.2.86's cleanModelUrl: `model_url` gains a trailing "/", then "resolve/main/" unless it
+ * already matches /.+\/resolve\/.+\// (as on a hub: "https://huggingface.co/ORG/M" →
+ * ".../ORG/M/resolve/main/"), and the result is serialized as WHATWG `new URL(u).href` (scheme
+ * and host lowercased, default port dropped, dot segments resolved, path percent-encoded). Only
+ * http and https URLs (MPK_EUNSUPPORTED for another scheme, MPK_EINVAL for one that does not
+ * parse). `*out` is malloc'ed, freed with mpk_free().
+ */
+MPK_API int mpk_mlc_clean_model_url(const char *model_url, char **out, mpk_error *err);
+
+/** Where the model's documents are, as resolveModelPackageResourceURLs computes them. */
+typedef struct mpk_mlc_resource_urls {
+  char *chat_config_url;           /**< new URL(chat_config, model_url) */
+  char *tensor_cache_manifest_url; /**< new URL(weights.manifest, model_url) */
+  char *tensor_cache_base_url;     /**< new URL(".", tensor_cache_manifest_url): shards resolve here */
+} mpk_mlc_resource_urls;
+
+/**
+ * WebLLM 0.2.86's resolveModelPackageResourceURLs(model_url, package): `package` is the parsed
+ * mlc-model-manifest.json, or NULL (no manifest: "mlc-chat-config.json" and "tensor-cache.json").
+ * `model_url` is used as given (WebLLM cleans it first: mpk_mlc_clean_model_url). Every case of
+ * conformance/mlc-webllm/resource_urls.json. Free `out`'s members with mpk_mlc_resource_urls_free().
+ */
+MPK_API int mpk_mlc_resource_urls_resolve(const char *model_url, const mpk_mlc_package *package,
+                                          mpk_mlc_resource_urls *out, mpk_error *err);
+/** Release the members and zero the struct (not the struct itself); accepts NULL. */
+MPK_API void mpk_mlc_resource_urls_free(mpk_mlc_resource_urls *urls);
+
+/** The record an installed MLC model holds (JSON: "installId", "source", "name", "library", ...). */
+#define MPK_MLC_INSTALL_RECORD "modelpkg_mlc_install.json"
+
+/** Options of mpk_mlc_install(). Start from MPK_MLC_INSTALL_OPTIONS_INIT; a zero is the default. */
+typedef struct mpk_mlc_install_options {
+  size_t struct_size;          /**< sizeof as compiled, set by the _INIT macro (docs/API.md) */
+  const char *cache_dir;       /**< required: the cache root; created when missing (its parent must exist) */
+  const char *name;            /**< the tree's name in the cache; NULL: derived from the source
+                                    (docs/mlc-install.md, "Where it goes") */
+  const char *lib;             /**< the compiled library: an http(s) URL or a file; NULL: none */
+  unsigned connections;        /**< HTTP transfers at once, ranges of one shard included; 0: 4, at most 64 */
+  int wait_for_lock;           /**< 1: wait for another installer of the same tree; 0: fail at once */
+  int verify;                  /**< 1: a re-install of an unchanged model re-hashes the installed shards */
+  unsigned attempts;           /**< tries per transfer; 0: 5 */
+  unsigned retry_delay_ms;     /**< the first backoff, doubled up to 8 s; 0: 250 */
+  unsigned digest_attempts;    /**< downloads of a shard whose MD5 mismatches; 0: 3 */
+  unsigned timeout_secs;       /**< deadline per file over HTTP; 0: 3600 */
+  unsigned low_speed_bytes;    /**< slower than this (bytes/s) ...; 0: 1024 */
+  unsigned low_speed_secs;     /**< ... for this long is a network error; 0: 30 */
+  const char *ca_file;         /**< certificate authorities for https (PEM); NULL: the system's */
+  mpk_fetch_event_fn on_event; /**< the engine's download events; may be NULL; never concurrent */
+  void *ctx;
+} mpk_mlc_install_options;
+
+#define MPK_MLC_INSTALL_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mlc_install_options)
+
+/** What an install did. Freed with mpk_mlc_install_result_free() (members only); empty after a failure. */
+typedef struct mpk_mlc_install_result {
+  char *tree;               /**< <cache>/<name>: the installed model */
+  char *model_url;          /**< the cleaned model URL, or the source directory */
+  char *library;            /**< the library's name in the tree, or NULL */
+  int has_manifest;         /**< 1: the model ships mlc-model-manifest.json */
+  size_t files;             /**< shards (the documents and the library not counted) */
+  uint64_t total_bytes;     /**< the shards' sizes added up */
+  uint64_t fetched_bytes;   /**< bytes transferred by this run (0 for an unchanged model) */
+  uint64_t reused_bytes;    /**< staged by an interrupted run, re-hashed and kept */
+  unsigned retries, restarts;
+  int replaced;             /**< 1: a previous install was replaced */
+  int unchanged;            /**< 1: the same model was installed already: nothing was fetched */
+} mpk_mlc_install_result;
+
+/**
+ * Install the MLC model at `source` (a directory, or a model URL resolved as WebLLM 0.2.86 does:
+ * mpk_mlc_clean_model_url, then mpk_mlc_resource_urls_resolve) into `<cache_dir>/<name>/`: the chat
+ * config and the manifest first (checked, and bound to the library's contract when `lib` is given,
+ * before any shard is fetched), then the shards of tensor-cache.json, each verified by size and MD5
+ * while it arrives, then the library; committed atomically by the fetch engine (docs/fetch.md)
+ * with MPK_MLC_INSTALL_RECORD. A second install of the same model is a no-op. `out` may be NULL.
+ */
+MPK_API int mpk_mlc_install(const char *source, const mpk_mlc_install_options *opts, mpk_mlc_install_result *out,
+                            mpk_error *err);
+/** Release what the result's members own and zero it; accepts NULL. */
+MPK_API void mpk_mlc_install_result_free(mpk_mlc_install_result *r);
 
 /* ============================================================================================
  * mlc: prompt assembly and prefill planning

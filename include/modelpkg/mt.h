@@ -943,6 +943,10 @@ typedef struct mpk_mt_install_options {
   unsigned low_speed_bytes;         /**< a transfer slower than this many bytes per second ... ; 0: 1024 */
   unsigned low_speed_secs;          /**< ... for this many seconds is a network error (retried within the
                                          deadline); 0: 30 */
+  /* grown after 0.1 (docs/API.md, "Options structs and ABI growth") */
+  unsigned connections;             /**< HTTP transfers at once, a large file's ranges included
+                                         (mpk_fetch_options.connections); 0: `jobs` */
+  const char *ca_file;              /**< certificate authorities for https (PEM); NULL: the system's */
 } mpk_mt_install_options;
 
 /** Every field its default, struct_size set (C and C++17). */

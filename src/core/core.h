@@ -36,6 +36,9 @@ int mpk_options_read(void *local, size_t size, size_t align, size_t base_size, c
    When a field is added to T, its callers pass the 0.1 size to mpk_options_read instead. */
 #define MPK_OPTIONS_READ(T, local, given, err) \
   mpk_options_read((local), sizeof(T), _Alignof(T), sizeof(T), (const T *)(given), #T, (err))
+/* The same for a T that has grown since 0.1: `first_new` is the first field added after it. */
+#define MPK_OPTIONS_READ_GROWN(T, first_new, local, given, err) \
+  mpk_options_read((local), sizeof(T), _Alignof(T), offsetof(T, first_new), (const T *)(given), #T, (err))
 
 /* ---------------------------------------------------------------- arena (arena.c) */
 

@@ -27,14 +27,15 @@ int mpk_fetch_source_open(const char *location, const mpk_fetch_source_options *
   mpk_src_retry retry = {0};
   if (opts) {
     mpk_fetch_source_options o;
-    int rc = MPK_OPTIONS_READ(mpk_fetch_source_options, &o, opts, err);
+    int rc = MPK_OPTIONS_READ_GROWN(mpk_fetch_source_options, ca_file, &o, opts, err);
     if (rc) return rc;
     retry = (mpk_src_retry){.attempts = o.attempts,
                             .base_ms = o.retry_delay_ms,
                             .max_ms = o.retry_max_ms,
                             .deadline_secs = o.timeout_secs,
                             .low_speed_bytes = o.low_speed_bytes,
-                            .low_speed_secs = o.low_speed_secs};
+                            .low_speed_secs = o.low_speed_secs,
+                            .ca_file = o.ca_file};
   }
   return mpk_src_open(location, &retry, out, err);
 }
@@ -428,9 +429,11 @@ int mpk_fetch_download(mpk_fetch_stage *st, mpk_fetch_source *src, const mpk_fet
   if (out) memset(out, 0, sizeof *out);
   if (!st || !src) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   run r = {.st = st, .src = src};
-  int orc = MPK_OPTIONS_READ(mpk_fetch_options, &r.o, opts, err);
+  int orc = MPK_OPTIONS_READ_GROWN(mpk_fetch_options, connections, &r.o, opts, err);
   if (orc) return orc;
   if (r.o.jobs > MPK_FETCH_MAX_JOBS) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "at most %d jobs", MPK_FETCH_MAX_JOBS);
+  if (r.o.connections > MPK_FETCH_MAX_JOBS)
+    return mpk_fail(err, MPK_EINVAL, NULL, NULL, "at most %d connections", MPK_FETCH_MAX_JOBS);
   r.plan_name = r.o.plan_name ? r.o.plan_name : "the plan";
   const mpk_fetch_file **sorted;
   int rc = sorted_plan(files, n, NULL, NULL, 0, &sorted, err);
@@ -455,7 +458,7 @@ int mpk_fetch_download(mpk_fetch_stage *st, mpk_fetch_source *src, const mpk_fet
   strays_at(&r, st->new_fd, rel, 0, "", 0);
   strays_at(&r, st->parts_fd, rel, 0, ".json", 0);
   /* The files, `jobs` at a time. */
-  unsigned jobs = r.o.jobs ? r.o.jobs : 4;
+  unsigned jobs = r.o.connections ? r.o.connections : r.o.jobs ? r.o.jobs : 4;
   if (jobs > r.n) jobs = r.n ? (unsigned)r.n : 1;
   mpk_pool_run(r.n, &(mpk_pool_opts){.workers = jobs}, fetch_task, &r, NULL, NULL); /* r.rc has the result */
   if (r.rc) {

@@ -19,6 +19,7 @@
 struct mpk_fetch_source {
   char *location; /* as given */
   char *base;     /* URL without trailing slashes, or the directory */
+  char *ca_file;  /* NULL: libcurl's default */
   bool http, https;
   int root_fd;    /* a directory source, opened as the user named it; -1 for HTTP */
   mpk_src_retry retry;
@@ -39,7 +40,13 @@ int mpk_src_open(const char *location, const mpk_src_retry *retry, mpk_src **out
     free(s);
     return mpk_fail(err, MPK_ENOMEM, location, NULL, "out of memory");
   }
+  s->root_fd = -1;
   if (retry) s->retry = *retry;
+  s->retry.ca_file = NULL; /* the source's own copy below */
+  if (retry && retry->ca_file && !(s->ca_file = strdup(retry->ca_file))) {
+    mpk_src_free(s);
+    return mpk_fail(err, MPK_ENOMEM, location, NULL, "out of memory");
+  }
   if (!s->retry.attempts) s->retry.attempts = 5;
   if (!s->retry.base_ms) s->retry.base_ms = 250;
   if (!s->retry.max_ms) s->retry.max_ms = 8000;
@@ -71,6 +78,7 @@ void mpk_src_free(mpk_src *s) {
   if (s->root_fd >= 0) close(s->root_fd);
   free(s->location);
   free(s->base);
+  free(s->ca_file);
   free(s);
 }
 
@@ -428,6 +436,7 @@ static void setup_handle(mpk_src *s, CURL *h, const char *url, xfer *x, long tim
      on_header as well). */
   curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, s->https ? "https" : "http,https");
   curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);
+  if (s->ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, s->ca_file);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 15000 ? timeout_ms : 15000L);
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, s->retry.low_speed_bytes);

@@ -25,6 +25,7 @@ typedef struct mpk_src_retry {
   long deadline_secs;   /* one file (or document), every try and backoff included; 0: 3600 */
   long low_speed_bytes; /* a transfer below this many bytes/s ... ; 0: 1024 */
   long low_speed_secs;  /* ... for this long is a network error (retried); 0: 30 */
+  const char *ca_file;  /* https: the certificate authorities (PEM); NULL: libcurl's default (copied) */
 } mpk_src_retry;
 
 #define MPK_SRC_DEFAULT_DEADLINE_SECS 3600

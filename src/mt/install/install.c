@@ -222,7 +222,7 @@ int mpk_mt_install_ex(const char *source, const mpk_mt_install_options *given, c
   if (out) memset(out, 0, sizeof *out);
   if (!source) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "the source and the options are required");
   mpk_mt_install_options opts;
-  int rc = MPK_OPTIONS_READ(mpk_mt_install_options, &opts, given, err);
+  int rc = MPK_OPTIONS_READ_GROWN(mpk_mt_install_options, connections, &opts, given, err);
   if (rc) return rc;
   const mpk_mt_install_options *o = &opts;
   if (!o->repo_id || !o->cache_dir)
@@ -248,7 +248,8 @@ int mpk_mt_install_ex(const char *source, const mpk_mt_install_options *given, c
                          .base_ms = o->retry_delay_ms,
                          .deadline_secs = o->timeout_secs,
                          .low_speed_bytes = o->low_speed_bytes,
-                         .low_speed_secs = o->low_speed_secs};
+                         .low_speed_secs = o->low_speed_secs,
+                         .ca_file = o->ca_file};
   /* 1. The manifest, bounded, version-gated and parsed; the plan, refused before any fetch. */
   if ((rc = mpk_src_open(source, &retry, &src, err))) goto out;
   if ((rc = mpk_src_read_small(src, MPK_MT_MANIFEST_FILENAME, MPK_MT_MANIFEST_MAX_BYTES, &mdata, &mlen, err))) goto out;
@@ -320,7 +321,7 @@ int mpk_mt_install_ex(const char *source, const mpk_mt_install_options *given, c
     }
   }
   /* 3. The files, `jobs` at a time, verified against the manifest's SHA-256. */
-  mpk_fetch_options fo = {.struct_size = sizeof fo, .jobs = o->jobs, .digest_attempts = o->digest_attempts,
+  mpk_fetch_options fo = {.struct_size = sizeof fo, .jobs = o->jobs, .connections = o->connections, .digest_attempts = o->digest_attempts,
                           .plan_name = "the manifest", .on_event = o->on_event ? on_fetch_event : NULL, .ctx = &s};
   if ((rc = mpk_fetch_download(st, src, s.files, s.n, &fo, &fr, err))) goto out;
   /* 3b. An update over a merged install: its adapters re-applied to the new tree, or dropped. */

@@ -420,8 +420,7 @@ static void judge(struct mpk_mt_gate_priv *p, mpk_mt_gate_report *r, mpk_mt_gate
 
 int mpk_mt_gate_options_read(mpk_mt_gate_options *local, const mpk_mt_gate_options *given, mpk_error *err) {
   /* The 0.1 layout (struct_size 0) ended before the stamp's fields. */
-  return mpk_options_read(local, sizeof *local, _Alignof(mpk_mt_gate_options), offsetof(mpk_mt_gate_options, use_stamp),
-                          given, "mpk_mt_gate_options", err);
+  return MPK_OPTIONS_READ_GROWN(mpk_mt_gate_options, use_stamp, local, given, err);
 }
 
 int mpk_mt_load_gate_at(int dfd, const char *inference_dir, const mpk_mt_handoff *map, const mpk_mt_gate_options *given,
