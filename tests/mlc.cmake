@@ -10,6 +10,8 @@ mpk_test(test_mlc_library unit unit/test_mlc_library.c)
 mpk_test(test_mlc_weights unit unit/test_mlc_weights.c)
 mpk_test(test_mlc_fit unit unit/test_mlc_fit.c)
 mpk_test(test_mlc_build unit unit/test_mlc_build.c)
+# mlc install from directory sources: installs that check, refusals before any shard, no-op, changed, verify
+mpk_test(test_mlc_install unit unit/test_mlc_install.c)
 
 # ---- mlc: prompt assembly and prefill planning
 mpk_test(test_conf_prefill conformance conformance/test_conf_prefill.c)   # WebLLM's chunks, lengths, errors
