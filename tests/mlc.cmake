@@ -25,3 +25,6 @@ mpk_script_test(test_cli_plan integration ${MPK_IT}/test_cli_plan.sh ${MPK_CLI} 
 
 # Hostile MLC packages and arguments (links out, FIFOs, non-libraries, mismatched libraries, --json refusals).
 mpk_script_test(test_cli_mlc_hostile "integration;slow" ${MPK_IT}/test_cli_mlc_hostile.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
+
+# modelpkg mlc install: directory and (own nginx) HTTP hub-layout installs, no-op, --json, refusals.
+mpk_script_test(test_cli_mlc_install integration ${MPK_IT}/test_cli_mlc_install.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
