@@ -21,6 +21,7 @@
 
 typedef struct events {
   int starts, dones, any;
+  int cancel_after_done; /* cancel once this many shards are done (0: never) */
 } events;
 
 static int on_event(void *ctx, const mpk_fetch_event *ev) {
@@ -28,7 +29,7 @@ static int on_event(void *ctx, const mpk_fetch_event *ev) {
   e->any++;
   if (ev->kind == MPK_FETCH_FILE_START) e->starts++;
   if (ev->kind == MPK_FETCH_FILE_DONE) e->dones++;
-  return 0;
+  return e->cancel_after_done && e->dones >= e->cancel_after_done;
 }
 
 static int install(const char *src, const char *cache, const char *lib, int verify, events *ev,
@@ -40,7 +41,9 @@ static int install(const char *src, const char *cache, const char *lib, int veri
   o.connections = 2;
   o.on_event = on_event;
   o.ctx = ev;
+  int cancel = ev->cancel_after_done;
   memset(ev, 0, sizeof *ev);
+  ev->cancel_after_done = cancel;
   mpk_error_clear(err);
   return mpk_mlc_install(src, &o, r, err);
 }
@@ -94,7 +97,7 @@ static void test_manifest_and_library(void **state) {
   snprintf(cache, sizeof cache, "%s/cache", t);
   snprintf(lib, sizeof lib, "%s/lib/gemma4-audio-webgpu.wasm", src);
   make_gemma(src);
-  events ev;
+  events ev = {0};
   mpk_mlc_install_result r;
   mpk_error err;
   assert_int_equal(install(src, cache, lib, 0, &ev, &r, &err), 0);
@@ -138,7 +141,7 @@ static void test_legacy_noop_changed_verify(void **state) {
   snprintf(cache, sizeof cache, "%s/cache", t);
   make_legacy(src);
   write_cache(src, "params_shard_0.bin params_shard_1.bin params_shard_2.bin");
-  events ev;
+  events ev = {0};
   mpk_mlc_install_result r;
   mpk_error err;
   assert_int_equal(install(src, cache, NULL, 0, &ev, &r, &err), 0);
@@ -204,7 +207,7 @@ static void test_corrupt_shard(void **state) {
   make_legacy(src);
   write_cache(src, "params_shard_0.bin params_shard_1.bin params_shard_2.bin");
   tu_sh("printf 'XXXX' | dd of='%s/params_shard_2.bin' bs=1 seek=7 conv=notrunc status=none", src);
-  events ev;
+  events ev = {0};
   mpk_mlc_install_result r;
   mpk_error err;
   assert_int_equal(install(src, cache, NULL, 0, &ev, &r, &err), MPK_EMISMATCH);
@@ -219,7 +222,7 @@ static void test_corrupt_shard(void **state) {
 static void refused(const char *src, const char *lib, int code, const char *needle) {
   char cache[4200], tree[4300];
   snprintf(cache, sizeof cache, "%s.cache", src);
-  events ev;
+  events ev = {0};
   mpk_mlc_install_result r;
   mpk_error err;
   int rc = install(src, cache, lib, 0, &ev, &r, &err);
@@ -288,12 +291,49 @@ static void test_refused_before_any_shard(void **state) {
   }
 }
 
+/* An install cancelled after its first shard leaves no tree; run again, it resumes (the finished
+   shard re-hashed, not fetched). A malformed install record in a tree is a problem for check. */
+static void test_resume_and_record(void **state) {
+  (void)state;
+  const char *t = tu_tmpdir();
+  char src[4096], cache[4096], tree[4200];
+  snprintf(src, sizeof src, "%s/r", t);
+  snprintf(cache, sizeof cache, "%s/cache", t);
+  make_legacy(src);
+  write_cache(src, "params_shard_0.bin params_shard_1.bin params_shard_2.bin");
+  events ev = {.cancel_after_done = 1};
+  mpk_mlc_install_result r;
+  mpk_error err;
+  mpk_mlc_install_options o = MPK_MLC_INSTALL_OPTIONS_INIT;
+  o.cache_dir = cache;
+  o.connections = 1; /* one shard at a time: the cancellation lands after the first */
+  o.on_event = on_event;
+  o.ctx = &ev;
+  assert_int_equal(mpk_mlc_install(src, &o, &r, &err), MPK_ECANCELLED);
+  snprintf(tree, sizeof tree, "%s/r", cache);
+  assert_false(exists(tree));
+  ev.cancel_after_done = 0;
+  assert_int_equal(mpk_mlc_install(src, &o, &r, &err), 0);
+  assert_true(r.reused_bytes > 0);
+  assert_int_equal(r.copied_bytes, 0);
+  assert_int_equal(r.fetched_bytes + r.reused_bytes, r.total_bytes);
+  mpk_mlc_install_result_free(&r);
+  assert_checks(tree, 0);
+  tu_sh("echo '[1]' > '%s/" MPK_MLC_INSTALL_RECORD "'", tree);
+  mpk_mlc_report *rep = NULL;
+  assert_int_equal(mpk_mlc_check(tree, NULL, &rep, &err), 0);
+  assert_int_equal(rep->n_problems, 1);
+  assert_non_null(strstr(rep->problems[0].file, MPK_MLC_INSTALL_RECORD));
+  mpk_mlc_report_free(rep);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_manifest_and_library),
       cmocka_unit_test(test_legacy_noop_changed_verify),
       cmocka_unit_test(test_corrupt_shard),
       cmocka_unit_test(test_refused_before_any_shard),
+      cmocka_unit_test(test_resume_and_record),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
