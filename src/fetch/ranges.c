@@ -444,7 +444,13 @@ static int worker(mpk_pool *pool, void *ctx, size_t w, void *scratch, mpk_error 
       pthread_cond_broadcast(&S->cv);
       continue;
     }
-    if (discovery && !f->opened) rc = open_file(S, f, u.buf, &u.err);
+    if (discovery && !f->opened) {
+      rc = open_file(S, f, u.buf, &u.err); /* lays the pieces out: the first is this discovery */
+      pthread_mutex_lock(&S->mu);
+      u.p = !rc && f->np ? &f->pieces[0] : NULL;
+      if (u.p) u.p->state = P_ACTIVE;
+      pthread_mutex_unlock(&S->mu);
+    }
     if (!rc && u.p) rc = run_piece(S, &u, curl, discovery);
     pthread_mutex_lock(&S->mu);
     if (discovery && f->phase == F_DISCOVER) { /* no response came (an error, or nothing to fetch) */
