@@ -10,5 +10,5 @@ mpk_test(test_fetch_engine unit unit/test_fetch_engine.c)
 # a file changed between ranges, a wrong total, Retry-After).
 add_executable(mpk_fetch_get util/fetch_get.c)
 target_link_libraries(mpk_fetch_get PRIVATE mpk_testutil)
-mpk_script_test(test_fetch_ranged "integration;slow" ${MPK_IT}/test_fetch_ranged.sh $<TARGET_FILE:mpk_fetch_get>)
+mpk_script_test(test_fetch_ranged "integration;slow" ${MPK_IT}/test_fetch_ranged.sh $<TARGET_FILE:mpk_fetch_get> ${MPK_CLI} ${MPK_SHARED_DIR})
 set_tests_properties(test_fetch_ranged PROPERTIES TIMEOUT 600)

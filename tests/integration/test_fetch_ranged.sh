@@ -5,9 +5,13 @@
 # certificate made by openssl here, SIGKILL and resume from the recorded prefix, peak RSS) and
 # tests/integration/ranged_http.py (python3 stdlib) for the faults nginx cannot make: piece 0 late,
 # a piece dropped mid-transfer, Range ignored, a file changed between ranges (once; every time), a
-# Content-Range total larger than declared, 503 with Retry-After. usage: test_fetch_ranged.sh FETCH_GET
+# Content-Range total larger than declared, 503 with Retry-After. Then `modelpkg mt install
+# --connections N --cacert FILE` over https (HTTP/2).
+# usage: test_fetch_ranged.sh FETCH_GET MODELPKG SHARED_DIR
 set -uo pipefail
 GET="$1"
+MPK="$2"
+TINY="$3/conformance/mobiletransformers/tiny_package"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 . "$HERE/expect.sh"
 need_tool nginx
@@ -37,8 +41,9 @@ echo $((2 * MiB)) > "$T/py/f8.bin.drop"
 md5() { local m; m="$(md5sum "$1")"; printf '%s\n' "${m%% *}"; }
 BIG64="big64.bin:$((64 * MiB)):$(md5 "$T/www/big64.bin")"
 F8="f8.bin:$((8 * MiB)):$(md5 "$T/py/f8.bin")"
+cp -r "$TINY" "$T/www/pkg"
 chmod 755 "$T"
-chmod -R a+rX "$T/www"
+chmod -R a+rX,u+w "$T/www"
 
 # ---- nginx: plain, throttled (slow/), and https with HTTP/2 when openssl is there
 PORT="$(free_port)"
@@ -167,12 +172,24 @@ EOF
   read -r nreq nh2 nconn < "$T/an.txt"
   if [ $rc -eq 0 ] && committed_ok "$T/c9/m/big64.bin" "$T/www/big64.bin" && [ "$nreq" -eq 8 ] && [ "$nh2" -eq 8 ] && [ "$nconn" -ge 2 ]; then
     ok "HTTP/2: $nh2 of $nreq ranges over h2, on $nconn connections"; else bad "HTTP/2: $out ($nreq ranges, $nh2 h2, $nconn connections)"; fi
+  # mt install --connections --cacert: the same engine, over HTTP/2
+  : > "$T/ngx/access.log"
+  expect "mt install --connections 3 --cacert over https" 0 '"ok": *true|installed' -- "$MPK" mt install \
+    "https://127.0.0.1:$TLS_PORT/pkg" --repo-id org/tiny --cache "$T/c9m" --variant cpu-int4 --features inference,train \
+    --connections 3 --cacert "$T/ngx/cert.pem" --json
+  h2=0; while read -r l; do case "$l" in *" /pkg/"*HTTP/2.0) h2=$((h2 + 1)) ;; esac; done < "$T/ngx/access.log"
+  if [ "$h2" -ge 3 ]; then ok "mt install fetched $h2 files over HTTP/2"; else bad "mt install over h2: $h2 requests"; fi
+  expect "mt install without --cacert refuses the self-signed server" 1 'certificate|SSL' -- "$MPK" mt install \
+    "https://127.0.0.1:$TLS_PORT/pkg" --repo-id org/tiny --cache "$T/c9n" --variant cpu-int4 --retries 1
   # without the certificate: refused (verification on)
   get "https://127.0.0.1:$TLS_PORT" "$T/c9b" --connections 4 --attempts 1 "$BIG64"
   if [ $rc -eq 1 ] && [ ! -e "$T/c9b/m" ]; then ok "self-signed certificate refused without --cacert"; else bad "no cacert: $out"; fi
 else
   skip_case "HTTP/2 over TLS" openssl
 fi
+
+expect "mt install --connections 65 is a usage error" 2 'connections needs an integer from 1 to 64' -- "$MPK" mt install \
+  "$BASE/pkg" --repo-id org/tiny --cache "$T/cx" --connections 65
 
 # ---- 10. SIGKILL during a ranged download, then a resume from the recorded prefix
 "$GET" "$BASE/slow" "$T/c10" m --connections 4 --range-bytes $((4 * MiB)) "$BIG64" >/dev/null 2>&1 &
