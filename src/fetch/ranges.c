@@ -54,7 +54,8 @@ typedef struct sched {
   mpk_fx_run *r;
   mpk_pool *pool;
   pthread_mutex_t mu;
-  pthread_cond_t cv;
+  pthread_cond_t cv;  /* a unit may be free, a file done */
+  pthread_cond_t hcv; /* bytes arrived: the hasher may extend a prefix */
   rfile *files;
   size_t n, first; /* files[first..] may still yield work */
   uint64_t range_bytes;
@@ -153,7 +154,7 @@ static int reset_file(sched *S, rfile *f, mpk_error *err) {
 
 /* After a unit of `f` ended (S->mu held): the file changed (start over once), or is complete (the
    digest checked, synced, recorded). */
-static void settle(sched *S, rfile *f, uint8_t *buf) {
+static void settle(sched *S, rfile *f) {
   mpk_error e;
   mpk_error_clear(&e);
   const mpk_fetch_file *file = f->it->f;
@@ -178,12 +179,11 @@ static void settle(sched *S, rfile *f, uint8_t *buf) {
     if (rc) fail_locked(S, rc, &e);
     return;
   }
-  int rc = advance_prefix(S, f, buf, &e);
-  if (rc) {
-    fail_locked(S, rc, &e);
+  if (f->prefix < file->size || f->phase != F_RELEASED) {
+    pthread_cond_signal(&S->hcv); /* the hasher has the rest to do */
     return;
   }
-  if (f->active || f->hashing || f->prefix < file->size || f->phase != F_RELEASED) return;
+  int rc;
   f->phase = F_FINAL;
   pthread_mutex_unlock(&S->mu);
   char hex[65] = "";
@@ -191,6 +191,7 @@ static void settle(sched *S, rfile *f, uint8_t *buf) {
   unsigned tries = S->r->o.digest_attempts ? S->r->o.digest_attempts : 3;
   const char *algo = mpk_fetch_algo_name(file->algo);
   rc = 0;
+  (void)rc;
   if (good && fsync(f->sf.fd) != 0) {
     int en = errno;
     rc = mpk_fail(&e, MPK_EIO, f->sf.path, NULL, "cannot sync: %s%s", strerror(en),
@@ -297,9 +298,8 @@ static int on_data(void *ctx, uint64_t from, uint64_t to) {
   u->p->got = to - u->p->start;
   f->present += to - from;
   uint64_t present = f->present;
-  int rc = advance_prefix(S, f, u->buf, &u->err);
-  if (rc) u->rc = rc;
-  bool stop = rc || f->changed;
+  if (f->hp < f->np && u->p == &f->pieces[f->hp]) pthread_cond_signal(&S->hcv); /* the prefix grew */
+  bool stop = f->changed;
   mpk_fx_set_done(S->pool, S->r, f->it, present);
   pthread_mutex_unlock(&S->mu);
   return stop || stopping(S);
@@ -403,9 +403,52 @@ static int take(sched *S, unit *u, bool *discovery, bool *whole) {
   return open_left ? 0 : -1;
 }
 
+static void wait_a_little(pthread_cond_t *cv, pthread_mutex_t *mu) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += 100000000L; /* a stop set by an event callback is seen within 0.1 s */
+  if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+  pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* Task 0: the hasher. It extends the prefix of every file whose pieces have written past it, in
+   plan order, so that the workers never stop reading their connections to hash; a file whose
+   pieces are all in and hashed is then settled (its digest checked) here. */
+static void hasher(sched *S, uint8_t *buf) {
+  pthread_mutex_lock(&S->mu);
+  for (;;) {
+    if (stopping(S)) break;
+    bool left = false, did = false;
+    for (size_t i = S->first; i < S->n; i++) {
+      rfile *f = &S->files[i];
+      if (f->phase == F_DONE || !f->ranged) continue;
+      left = true;
+      if (f->hashing || f->changed || !f->md_ok || f->hp >= f->np) continue;
+      piece *p = &f->pieces[f->hp];
+      if (p->start + p->got <= f->prefix) continue;
+      mpk_error e;
+      int rc = advance_prefix(S, f, buf, &e);
+      if (rc) fail_locked(S, rc, &e);
+      if (!f->active) settle(S, f);
+      did = true;
+      break; /* from the first file again: plan order */
+    }
+    if (!left) break; /* whole files are the workers' to finish */
+    if (!did) wait_a_little(&S->hcv, &S->mu);
+  }
+  pthread_mutex_unlock(&S->mu);
+}
+
 static int worker(mpk_pool *pool, void *ctx, size_t w, void *scratch, mpk_error *err) {
-  (void)pool, (void)w, (void)err;
+  (void)err;
   sched *S = ctx;
+  if (w == 0) {
+    pthread_mutex_lock(&S->mu);
+    S->pool = pool;
+    pthread_mutex_unlock(&S->mu);
+    hasher(S, scratch);
+    return 0;
+  }
   void *curl = mpk_src_handle_new();
   mpk_error e;
   if (!curl) {
@@ -426,11 +469,7 @@ static int worker(mpk_pool *pool, void *ctx, size_t w, void *scratch, mpk_error 
     int t = take(S, &u, &discovery, &whole);
     if (t < 0) break;
     if (t == 0) {
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      ts.tv_nsec += 100000000L; /* a stop set by an event callback is seen within 0.1 s */
-      if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-      pthread_cond_timedwait(&S->cv, &S->mu, &ts);
+      wait_a_little(&S->cv, &S->mu);
       continue;
     }
     rfile *f = u.f;
@@ -466,7 +505,7 @@ static int worker(mpk_pool *pool, void *ctx, size_t w, void *scratch, mpk_error 
       fail_locked(S, rc, &u.err);
       continue;
     }
-    settle(S, f, u.buf);
+    settle(S, f);
     pthread_cond_broadcast(&S->cv);
   }
   pthread_mutex_unlock(&S->mu);
@@ -489,10 +528,13 @@ void mpk_fx_download_http(mpk_fx_run *r) {
   }
   pthread_mutex_init(&S.mu, NULL);
   pthread_cond_init(&S.cv, NULL);
+  pthread_cond_init(&S.hcv, NULL);
   /* S.pool is set by the first worker: core's pool hands it to the tasks only. */
-  unsigned workers = r->connections;
-  mpk_pool_run(workers, &(mpk_pool_opts){.workers = workers, .scratch_bytes = HASH_BUF}, worker, &S, NULL, &e);
+  /* Task 0 is the hasher (started first), tasks 1..connections the transfers. */
+  unsigned tasks = r->connections + 1;
+  mpk_pool_run(tasks, &(mpk_pool_opts){.workers = tasks, .scratch_bytes = HASH_BUF}, worker, &S, NULL, &e);
   pthread_cond_destroy(&S.cv);
+  pthread_cond_destroy(&S.hcv);
   pthread_mutex_destroy(&S.mu);
   for (size_t i = 0; i < r->n; i++) {
     if (S.files[i].opened) mpk_fx_staged_close(&S.files[i].sf);
