@@ -4,10 +4,10 @@
    larger file. A split file's first piece is its discovery ("Range: bytes=0-(k-1)"): a 206 whose
    total is the declared size releases the other pieces, a 200 means no ranges (that connection
    takes the whole file). Pieces are written where they belong in the staged file; the file's digest
-   is computed over its contiguous prefix as it grows (bytes read back from the staged file — the
-   page cache — by whichever worker extends it; one hasher per file at a time), so hashing overlaps
-   the transfer and memory stays connections x (1 MiB transfer buffer + 1 MiB hash buffer +
-   libcurl's 256 KiB) whatever the sizes. A failed piece is retried alone (mpk_src_fetch_range);
+   is computed over its contiguous prefix as it grows, by one more task (the hasher: bytes read back
+   from the staged file — the page cache; one hasher per file at a time; the transfer workers never
+   stop reading to hash), so hashing overlaps the transfer and memory stays about connections x
+   (1 MiB transfer buffer + 1 MiB scratch + libcurl's 256 KiB) + 1 MiB whatever the sizes. A failed piece is retried alone (mpk_src_fetch_range);
    a file that changes between pieces is started over once. */
 #define _GNU_SOURCE
 #include <errno.h>
