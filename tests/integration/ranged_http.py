@@ -14,6 +14,8 @@ Modes:
   flip      requests alternate between <file>.a (ETag "a") and <file> (ETag "b")
   bigtotal  206 whose Content-Range total is 1000 bytes more than the file
   retry     the first request gets 503 with "Retry-After: 1" (no body), later ones are served
+  hub       every request is a 302 to /ok/<file>?sig=<n> (another URL each time: a CDN's signed one)
+  nosplit   ranges served, but with "Accept-Ranges: none" (each piece answered after 0.2 s)
 """
 import os
 import sys
@@ -39,7 +41,7 @@ class H(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
-        parts = self.path.lstrip("/").split("/", 1)
+        parts = self.path.split("?", 1)[0].lstrip("/").split("/", 1)
         if len(parts) != 2:
             self.send_error(404)
             return
@@ -58,6 +60,12 @@ class H(BaseHTTPRequestHandler):
             return
         with open(path, "rb") as f:
             data = f.read()
+        if mode == "hub":
+            self.send_response(302)
+            self.send_header("Location", "/ok/%s?sig=%d" % (name, k))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if mode == "retry" and k == 1:
             self.send_response(503)
             self.send_header("Retry-After", "1")
@@ -74,10 +82,12 @@ class H(BaseHTTPRequestHandler):
             partial = True
         if partial and mode == "delay0" and start == 0:
             time.sleep(1.5)
+        if mode == "nosplit":
+            time.sleep(0.2)
         body = data[start : end + 1]
         self.send_response(206 if partial else 200)
         self.send_header("ETag", etag)
-        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Accept-Ranges", "none" if mode == "nosplit" else "bytes")
         if partial:
             total = size + 1000 if mode == "bigtotal" else size
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, total))

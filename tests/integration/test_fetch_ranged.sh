@@ -160,6 +160,24 @@ gap="$(/usr/bin/python3 -c 'import sys; print("%.2f" % (float(sys.argv[2].split(
 if [ $rc -eq 0 ] && committed_ok "$T/c8/m/f8.bin" "$T/py/f8.bin" && /usr/bin/python3 -c "import sys; sys.exit(not $gap >= 1.0)"; then
   ok "Retry-After honoured: ${gap} s before the second try"; else bad "Retry-After: $out, gap $gap"; fi
 
+# ---- 8b. a hub redirecting every request to a CDN URL with another signature: each piece follows
+get "$PY/hub" "$T/c8b" --connections 4 --range-bytes $MiB "$F8"
+pylog ok
+n_ok="$(count_lines "$T/sel.log")"
+if [ $rc -eq 0 ] && committed_ok "$T/c8b/m/f8.bin" "$T/py/f8.bin" && [ "$n_ok" -eq 8 ]; then
+  ok "redirected pieces: each of the 8 ranges followed its 302, verified"; else bad "redirects: $out ($n_ok at the CDN)"; fi
+
+# ---- 8c. Accept-Ranges: none on the first 206: the pieces go one at a time (never two at once)
+get "$PY/nosplit" "$T/c8c" --connections 4 --range-bytes $MiB "$F8"
+pylog nosplit
+mapfile -t L < "$T/sel.log"
+spaced=1
+for ((i = 1; i < ${#L[@]}; i++)); do
+  /usr/bin/python3 -c 'import sys; sys.exit(not float(sys.argv[2].split()[0]) - float(sys.argv[1].split()[0]) >= 0.19)' "${L[i-1]}" "${L[i]}" || spaced=0
+done
+if [ $rc -eq 0 ] && committed_ok "$T/c8c/m/f8.bin" "$T/py/f8.bin" && [ ${#L[@]} -eq 8 ] && [ $spaced -eq 1 ]; then
+  ok "Accept-Ranges: none: 8 ranges one after another, verified"; else bad "Accept-Ranges none: $out"; cat "$T/sel.log"; fi
+
 # ---- 9. HTTP/2 over TLS (ALPN), the certificate from --cacert; each range on its own connection
 if have_tool openssl; then
   : > "$T/ngx/access.log"
