@@ -133,6 +133,7 @@ static int advance_prefix(sched *S, rfile *f, uint8_t *buf, mpk_error *err) {
     pthread_mutex_lock(&S->mu);
   }
   f->hashing = false;
+  pthread_cond_broadcast(&S->cv); /* on_response may wait for it */
   return rc;
 }
 
@@ -249,6 +250,7 @@ static int on_response(void *ctx, const mpk_src_range *q) {
   rfile *f = u->f;
   pthread_mutex_lock(&S->mu);
   int stop = 0;
+  while (q->whole && f->hashing) pthread_cond_wait(&S->cv, &S->mu); /* the hasher lets go of md first */
   if (f->phase == F_DISCOVER) {
     snprintf(f->validator, sizeof f->validator, "%s", q->validator);
     if (q->whole) {
