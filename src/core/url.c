@@ -393,10 +393,12 @@ static long parse_authority(parser *P, size_t p, mpk_url *u) {
   if (colon < end) {
     unsigned long v = 0;
     for (size_t i = colon + 1; i < end; i++) {
-      if (!is_digit((unsigned char)s[i]))
-        return fail(P, MPK_EINVAL, "port \"%.*s\" is not a number", (int)(end - colon - 1 > 32 ? 32 : end - colon - 1),
-                    s + colon + 1),
-               -1;
+      if (!is_digit((unsigned char)s[i])) {
+        char port[40], q[200];
+        snprintf(port, sizeof port, "%.*s", (int)(end - colon - 1 > 32 ? 32 : end - colon - 1), s + colon + 1);
+        quote(port, q, sizeof q); /* printable ASCII in the message, whatever the port holds */
+        return fail(P, MPK_EINVAL, "port \"%s\" is not a number", q), -1;
+      }
       v = v * 10 + (unsigned long)(s[i] - '0');
       if (v > 65535) return fail(P, MPK_EINVAL, "port is out of range (at most 65535)"), -1;
     }

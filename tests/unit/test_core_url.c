@@ -61,6 +61,7 @@ static void test_refusals(void **state) {
   static const struct { const char *ref, *base; int code; const char *says; } cases[] = {
       {"http://a:65536/", NULL, MPK_EINVAL, "port"},
       {"http://a:8x/", NULL, MPK_EINVAL, "port"},
+      {"http://a:\xc3\xbc\x01/", NULL, MPK_EINVAL, "port \"\\xc3\\xbc\\x01\" is not a number"},
       {"http://1.2.3.256/", NULL, MPK_EINVAL, "IPv4"},
       {"http://1.2.3.4.5/", NULL, MPK_EINVAL, "IPv4"},
       {"http://0x100000000/", NULL, MPK_EINVAL, "IPv4"},
@@ -87,6 +88,8 @@ static void test_refusals(void **state) {
     assert_null(href);
     if (!strstr(err.message, cases[i].says)) fail_msg("%s: message lacks \"%s\": %s", cases[i].ref, cases[i].says, err.message);
     if (!strstr(err.message, "URL \"")) fail_msg("%s: message does not name the URL: %s", cases[i].ref, err.message);
+    for (const char *m = err.message; *m; m++) /* printable ASCII: safe in a terminal and in JSON */
+      if ((unsigned char)*m < 0x20 || (unsigned char)*m > 0x7e) fail_msg("%s: message byte 0x%02x", cases[i].ref, *m);
   }
 }
 
