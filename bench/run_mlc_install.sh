@@ -269,6 +269,7 @@ measure() {
         { echo "run_mlc_install.sh: md5sum's digests differ from the model's" >&2; exit 1; }; } ;;
     curl | aria2c-*) check_files "$WORK/dl" "$peer" ;;
     install*)
+      grep -q "\"files\": $NSHARDS," "$out" || { echo "run_mlc_install.sh: $peer did not report $NSHARDS shards:" >&2; head -20 "$out" >&2; exit 1; }
       check_files "$WORK/cache/bench" "$peer"
       [[ $VERIFY == 1 ]] && { "$MODELPKG" check "$WORK/cache/bench" >"$WORK/check.txt" 2>&1 ||
         { echo "run_mlc_install.sh: modelpkg check refuses the installed tree:" >&2; tail -5 "$WORK/check.txt" >&2; exit 1; }; } ;;
