@@ -40,8 +40,8 @@
 # ($WORK). Checked, not only timed: in the first round of each section every peer's files are
 # compared with the model's MD5s (`md5sum -c`, outside the timing) and the install's tree passes
 # `modelpkg check`; in every round the file count and sizes are checked.
-# Columns: wall (s, process start-up included), MB/s (MB = 10^6 bytes), cpu/wall (the peer's own
-# user+sys), other (cores busy with anything else, nginx included, from /proc/stat), peak RSS,
+# Columns: wall (s, process start-up included), MB/s (MB = 10^6 bytes), cpu s (the peer's own
+# user+sys), cpu/wall, sys/cpu (the kernel's share: copies, page cache, TCP), other (cores busy with anything else, nginx included, from /proc/stat), peak RSS,
 # conns (distinct TCP connections nginx served the peer), reqs (HTTP requests: > files when files
 # are split into ranges), max at once (the most requests in flight at one instant, from the
 # access log's end time and request time).
@@ -93,7 +93,7 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-RES=$WORK/results.txt   # section peer round wall cpu rss other bytes conns reqs maxconc
+RES=$WORK/results.txt   # section peer round wall cpu rss other bytes conns reqs maxconc sys
 : >"$RES"
 
 # The model, one download copy and a margin must fit.
@@ -281,7 +281,7 @@ measure() {
   conc=$(awk '{printf "%.3f 1\n%.3f -1\n", $2 - $3, $2}' "$WORK/ngx/access.log" | sort -k1,1g -k2,2n |
          awk '{c += $2; if (c > m) m = c} END {print m + 0}')
   [[ $peer == md5sum ]] && { nconn=0; nreq=0; conc=0; }
-  echo "$section $peer $round $wall $cpu $rss $bg $BYTES $nconn $nreq $conc" >>"$RES"
+  echo "$section $peer $round $wall $cpu $rss $bg $BYTES $nconn $nreq $conc $s" >>"$RES"
 }
 
 rounds() {
@@ -358,6 +358,7 @@ awk -v conns="$CONNECTIONS" -v rate="$THROTTLE" -v have_install="$HAVE_INSTALL" 
     nr++; S[nr] = $1; P[nr] = $2; R[$3] = 1; IDX[$1, $2, $3] = nr
     V[nr, "wall"] = $4; V[nr, "mbps"] = $8 / $4 / 1e6; V[nr, "cpuwall"] = $5 / $4; V[nr, "bg"] = $7
     V[nr, "rss"] = $6 / 1024; V[nr, "conns"] = $9; V[nr, "reqs"] = $10; V[nr, "conc"] = $11
+    V[nr, "cpu"] = $5; V[nr, "sys"] = $5 > 0 ? $12 / $5 : 0
     if (!(($1, $2) in seen)) { seen[$1, $2] = 1; order[$1] = order[$1] " " $2 }
   }
   END {
@@ -374,14 +375,14 @@ awk -v conns="$CONNECTIONS" -v rate="$THROTTLE" -v have_install="$HAVE_INSTALL" 
       sec = secs[k]; if (order[sec] == "") continue
       nrounds = 0; for (r in R) if ((sec, "curl", r) in IDX) nrounds++
       printf "-- %s%s (median of %d rounds)\n", sec, sec == "throttled" ? ": limit_rate " rate " per connection" : ", no cap", nrounds
-      printf "%-44s %8s %7s %8s %6s %9s %6s %5s %5s\n", "peer", "wall s", "MB/s", "cpu/wall", "other", "peak RSS", "conns", "reqs", "max@1"
+      printf "%-44s %8s %7s %6s %8s %7s %6s %9s %6s %5s %5s\n", "peer", "wall s", "MB/s", "cpu s", "cpu/wall", "sys/cpu", "other", "peak RSS", "conns", "reqs", "max@1"
       np = split(order[sec], ps, " ")
       for (i = 1; i <= np; i++) {
         p = ps[i]; nm = p in names ? names[p] : p
         if (p ~ /\+md5$/) nm = names[substr(p, 1, length(p) - 4)] " + MD5"
         if (p == "install") nm = nm (sec == "throttled" ? " --connections " conns : " (default connections)")
         if (p ~ /^install-/) nm = "modelpkg mlc install, " substr(p, 9)
-        printf "%-44s %8.2f %7.1f %8.2f %6.2f %9s %6d %5d %5d\n", nm, med_of(sec, p, "wall"), med_of(sec, p, "mbps"), med_of(sec, p, "cpuwall"),
+        printf "%-44s %8.2f %7.1f %6.2f %8.2f %7.2f %6.2f %9s %6d %5d %5d\n", nm, med_of(sec, p, "wall"), med_of(sec, p, "mbps"), med_of(sec, p, "cpu"), med_of(sec, p, "cpuwall"), med_of(sec, p, "sys"),
                med_of(sec, p, "bg"), have_time ? sprintf("%.1f MiB", max_of(sec, p, "rss")) : "-", med_of(sec, p, "conns"), med_of(sec, p, "reqs"), max_of(sec, p, "conc")
       }
       if (sec == "throttled") {
@@ -397,7 +398,10 @@ awk -v conns="$CONNECTIONS" -v rate="$THROTTLE" -v have_install="$HAVE_INSTALL" 
     }
     noinst = have_install ? "" : "modelpkg mlc install not available"
     verdict("loopback: install / max(curl, md5sum)", ratio("loopback", "install", "max:curl,md5sum"), "<=", 1.2, noinst)
-    if (noinst == "") { x = ratio("loopback", "install", "curl"); printf "        (install / curl %.3f, install / md5sum %.3f)\n", x, ratio("loopback", "install", "md5sum") }
+    if (noinst == "" && ("loopback", "install") in seen) {
+      x = ratio("loopback", "install", "curl"); printf "        (install / curl %.3f, install / md5sum %.3f;", x, ratio("loopback", "install", "md5sum")
+      printf " CPU-s: install %.2f, curl + md5sum %.2f)\n", med_of("loopback", "install", "cpu"), med_of("loopback", "curl", "cpu") + med_of("loopback", "md5sum", "cpu")
+    }
     verdict("throttled " rate ": curl / install --connections " conns " (speed-up)", ratio("throttled", "curl", "install"), ">=", 3.5, noinst)
     verdict("throttled " rate ": install / aria2c (fastest with <= 4 connections)", ratio("throttled", "install", "aria2c-fair"), "<=", 1.1,
             noinst != "" ? noinst : (have_aria2 ? "" : "aria2c not found: " setup))
