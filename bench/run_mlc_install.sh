@@ -392,7 +392,7 @@ awk -v conns="$CONNECTIONS" -v rate="$THROTTLE" -v have_install="$HAVE_INSTALL" 
           x = ratio(sec, "install", ps[i]); if (x > 0) printf "  install / %-30s %7.3f (%.3f-%.3f)\n", ps[i], x, LO, HI
         }
         x = ratio(sec, "install", "aria2c-fair")
-        if (x > 0) { w = ""; for (r in BEST) w = w " " BEST[r]; printf "  install / fastest aria2c with <= 4 connections %7.3f (%.3f-%.3f); fastest per round:%s\n", x, LO, HI, w }
+        if (x > 0) { w = ""; for (r = 1; r in BEST; r++) w = w " " BEST[r]; printf "  install / fastest aria2c with <= 4 connections %7.3f (%.3f-%.3f); fastest per round:%s\n", x, LO, HI, w }
       }
       print ""
     }
