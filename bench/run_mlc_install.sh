@@ -230,14 +230,13 @@ measure() {
     md5sum) cmd=(md5sum -- "${SHARDS[@]/#/$MODEL/}") ;;
     install | install-*)
       local -a extra=()
-      # shellcheck disable=SC2206
       [[ $section == throttled ]] && extra=(--connections "$CONNECTIONS")
       if [[ $peer == install-* ]]; then
         local opts=${SWEEP_OPTS[${peer#install-}]}
         # shellcheck disable=SC2206
         extra=(${opts//,/ })
       fi
-      # shellcheck disable=SC2086
+      # shellcheck disable=SC2206  # INSTALL_ARGS: words, as given
       cmd=("$MODELPKG" mlc install "$url" --cache "$WORK/cache" --name bench --json "${extra[@]}" $INSTALL_ARGS) ;;
     aria2c-*)
       local input=aria2
