@@ -460,7 +460,7 @@ static bool flush_wbuf(xfer *x) {
     start_writeback(fd, &x->kicked, x->pos, x->pos == q->to);
     uint64_t from = q->from;
     q->from = x->pos;
-    if (q->on_data && q->on_data(q->ctx, from, x->pos)) {
+    if (q->on_data && q->on_data(q->ctx, from, x->pos, x->wbuf)) {
       x->cancelled = true;
       return false;
     }

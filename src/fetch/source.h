@@ -139,8 +139,9 @@ typedef struct mpk_src_range {
   void *curl;          /* the worker's handle (mpk_src_handle_new) */
   /* called once a response's headers are accepted, before its body is written; non-zero cancels */
   int (*on_response)(void *ctx, const struct mpk_src_range *q);
-  /* bytes [from, to) were written; non-zero cancels */
-  int (*on_data)(void *ctx, uint64_t from, uint64_t to);
+  /* bytes [from, to) were written; `data` holds them (valid during the call: the in-order piece is
+     hashed from it, not read back); non-zero cancels */
+  int (*on_data)(void *ctx, uint64_t from, uint64_t to, const uint8_t *data);
   void *ctx;
   /* out */
   bool no_ranges;      /* the response said "Accept-Ranges: none" */
