@@ -23,3 +23,10 @@ mpk_script_test(test_cli_plan integration ${MPK_IT}/test_cli_plan.sh ${MPK_CLI} 
 
 # Hostile MLC packages and arguments (links out, FIFOs, non-libraries, mismatched libraries, --json refusals).
 mpk_script_test(test_cli_mlc_hostile "integration;slow" ${MPK_IT}/test_cli_mlc_hostile.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
+
+# `modelpkg mlc install` end to end over HTTP (issue 19, docs/mlc-install-e2e.md): its own nginx (a hub
+# that 302s to a CDN with a signed query string, ETags, Range, TLS), a generated model with real shards,
+# the faults (mlc_fault_http.py), two installers, >= 30 SIGKILLs. Skipped (exit 77) without nginx, curl
+# or /usr/bin/python3.
+mpk_script_test(test_mlc_install_http "e2e;slow" ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_mlc_install_http.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_mlc_install_http PROPERTIES TIMEOUT 420)

@@ -19,9 +19,9 @@ shard larger than 32 MiB by default, so that ranged transfers happen). Every siz
 2 KiB (float16 rows of 1024 elements).
 --change K: a changed version of the same model (an update): the same tensor names and shapes
 (so the same parameter_schema_id, and the same library binds), the bytes of shards 1..K drawn from
-another seed — their sizes the same, their MD5s different.
+another seed — their sizes the same, their MD5s different; --change-big: shard 0's too.
 
-usage: make_mlc_model.py OUT [--shards N] [--shard-kib K] [--big-kib B] [--seed S] [--change K]
+usage: make_mlc_model.py OUT [--shards N] [--shard-kib K] [--big-kib B] [--seed S] [--change K [--change-big]]
                              [--no-manifest] [--lib FILE]
 Prints one line: the number of shards and the total bytes.
 """
@@ -50,6 +50,7 @@ def main():
     ap.add_argument("--big-kib", type=int, default=34 * 1024)
     ap.add_argument("--seed", type=int, default=19)
     ap.add_argument("--change", type=int, default=0)
+    ap.add_argument("--change-big", action="store_true")
     ap.add_argument("--no-manifest", action="store_true")
     ap.add_argument("--lib")
     a = ap.parse_args()
@@ -66,7 +67,7 @@ def main():
                        ("model.layers.%d.mlp.down_proj.weight" % (i - 1), half)])
     total = 0
     for k, tensors in enumerate(layout):
-        seed = a.seed * 1000 + k + (500 if 1 <= k <= a.change else 0)
+        seed = a.seed * 1000 + k + (500 if 1 <= k <= a.change or (k == 0 and a.change_big) else 0)
         rng = random.Random(seed)
         recs, off = [], 0
         for name, rows in tensors:

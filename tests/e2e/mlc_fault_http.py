@@ -18,6 +18,7 @@ gives a case its own counters). N counts the target's requests, each path its ow
   404           always 404
   5xx-N         the first N responses 500 (no Retry-After)
   503ra-N       the first N responses 503 with Retry-After: 1
+  corrupt       always the file with every 4096th byte flipped (same size, same ETag: a wrong MD5)
   changed       normally until a 206 was sent for the target; from then on the file's bytes differ
                 (every 4096th byte flipped) under another ETag (If-Range honoured: 200, the new bytes)
   etag-changed  as changed, but only the ETag changes (the bytes stay): a conforming client that
@@ -113,6 +114,8 @@ class H(http.server.BaseHTTPRequestHandler):
         if base in ("5xx", "503ra") and n < count:
             return self.plain(500 if base == "5xx" else 503, mode,
                               [("Retry-After", "1")] if base == "503ra" else [])
+        if mode == "corrupt":
+            data = mutate(data)
         if mode == "short":
             data = data[:-1000]
         if mode == "oversize":
