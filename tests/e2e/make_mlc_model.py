@@ -3,6 +3,7 @@
 
 OUT/ receives what a hub repository `ORG/MODEL` holds under `resolve/main/`:
   mlc-chat-config.json         the chat config (model_config sized to the tensors)
+  tokenizer.json               the tokenizer its tokenizer_files lists (a small BPE; WebLLM loads it)
   tensor-cache.json            MLC's weights manifest: one record per shard (dataPath, format
                                "raw-shard", nbytes, md5sum, records: name, shape, dtype "float16",
                                format "raw", nbytes, byteOffset), metadata ParamSize/ParamBytes
@@ -90,6 +91,14 @@ def main():
     cfg["model_config"]["hidden_size"] = HIDDEN
     cfg["model_config"]["num_hidden_layers"] = max(a.shards - 1, 1)
     gx.write_json(os.path.join(a.out, "mlc-chat-config.json"), cfg)
+    vocab_map = {chr(0x21 + i): i for i in range(90)}
+    with open(os.path.join(a.out, "tokenizer.json"), "w") as f:
+        json.dump({"version": "1.0", "added_tokens": [], "normalizer": None,
+                   "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                                     "use_regex": True},
+                   "model": {"type": "BPE", "dropout": None, "unk_token": None, "vocab": vocab_map,
+                             "merges": []}}, f, indent=1)
+        f.write("\n")
     iid, pid = gx.interface_id(TASKS), gx.parameter_schema_id(params)
     if not a.no_manifest:
         gx.write_json(os.path.join(a.out, "mlc-model-manifest.json"), {
