@@ -187,6 +187,8 @@ show() { [ "$rc" -eq "${1:-0}" ] || { echo "  (exit $rc, ${ms} ms)"; first_lines
 NAME=org__Model
 M1="$HUB/org/Model/resolve/main/"
 
+phase() { echo "[$((SECONDS - START)) s] $*"; }
+phase "models generated, servers up"
 # ---- 1. a clean install through the hub
 : >"$NGX/hub.log"; : >"$NGX/cdn.log"
 inst "$M1" "$T/c1" --json
@@ -225,6 +227,7 @@ inst "$V1" "$T/cd" --name "$NAME"
 check "directory source: the same tree" is_model "$T/cd/$NAME" "$V1"; show
 rm -rf "$T/cd"
 
+phase "the library"
 # ---- 2. the library
 inst "$M1" "$T/cl" --lib "$LIB"
 check "--lib FILE: installed, the library in the tree byte for byte" is_model "$T/cl/$NAME" "$V1" "$LIB"; show
@@ -248,6 +251,7 @@ check "legacy: ... and no mlc-model-manifest.json in the tree" test ! -e "$T/cg/
 expect "legacy: the tree passes modelpkg check" 0 "OK: all checks hold" -- "$MPK" check "$T/cg/org__Legacy"
 rm -rf "$T/cg"
 
+phase "refused redirects"
 # ---- 4. redirects that must be refused
 refused_redirect() { # NAME URL PATTERN [OPTIONS...]
   local what="$1" url="$2" pat="$3"; shift 3
@@ -272,6 +276,7 @@ if [ -n "$TLS" ]; then
   check "https -> http downgrade: nothing asked of the http CDN" test ! -s "$NGX/cdn.log"
 fi
 
+phase "faults"
 # ---- 5. faults: mlc_fault_http.py serves v2 (Model2); each case starts from a copy of the cache with
 #      v1 installed and ends refused with v1 byte-identical (record included), or with v2 complete.
 FAULT_PORT="$(free_port)"; FH="http://127.0.0.1:$FAULT_PORT"
@@ -289,7 +294,8 @@ fault() {
   TO="${FTO:-60}" inst "$FH/$mode/$target/Model2/resolve/main/" "$W" --name "$NAME" --json "$@"
   if [ "$want" = refused ]; then
     check "$what: refused (exit 1, ${ms} ms)" test "$rc" -eq 1; show 1
-    check "$what: the message names the file and the rule" grep -Eq "$target.*($pat)|($pat).*$target" <<<"$msg"
+    # (with --json the refusal is in the document on stdout, the events on stderr)
+    check "$what: the message names the file and the rule" grep -Eq "$target.*($pat)|($pat).*$target" <<<"$out$msg"
     check "$what: the previous tree is byte-identical" test "$(all_files "$W/$NAME")" = "$V1_ALL"
   else
     check "$what: complete (exit 0, ${ms} ms)" test "$rc" -eq 0; show
@@ -327,6 +333,7 @@ check "fault etag-changed: a range after the change was asked with If-Range and 
 fault changed-noifrange "$BIG" refused "MD5|changed" --connections 4
 kill "$FAULT_PID" 2>/dev/null; wait "$FAULT_PID" 2>/dev/null; FAULT_PID=""
 
+phase "two installers"
 # ---- 6. two installers on one cache (the throttled CDN path: the first is still running)
 serve_model() { # serve_model NAME DIR: $WWW/slow/NAME becomes DIR's copy in one rename
   rm -rf "$WWW/slow/.$1.next"; cp -r "$2" "$WWW/slow/.$1.next"; chmod -R a+rX "$WWW/slow/.$1.next"
@@ -352,6 +359,7 @@ check "two installers: one complete tree" is_model "$C/$KN" "$T/gen/K1"
 check "two installers: nothing else in the cache" test "$(LC_ALL=C ls -A "$C")" = "$(printf '.staging\n%s' "$KN")"
 rm -rf "$T/C.K1"; cp -a "$C" "$T/C.K1"
 
+phase "SIGKILL cycles"
 # ---- 7. SIGKILL at random instants: a first install (none -> K1) and an update (K1 -> K2)
 mkfifo "$T/never"; exec {NEVER}<>"$T/never"
 pause() { read -r -t "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))" -u "$NEVER" _ || :; }
