@@ -44,12 +44,13 @@ mkdir -p "$WWW/org" "$WWW/slow" "$WWW/slower" "$T/gen"
 gen() { "$PY" "$E2E/make_mlc_model.py" "$@" >/dev/null || { echo "FAIL: make_mlc_model.py $*"; exit 1; }; }
 LIB="$WWW/org/libs/model-webgpu.wasm"
 gen "$WWW/org/Model" --lib "$LIB"                                       # v1: 24 shards, shard 0 34 MiB
-gen "$WWW/org/Model2" --change 4 --change-big                           # v2: shards 0..4 changed
+gen "$WWW/org/F1" --shards 8 --shard-kib 1024 --big-kib 20480 --seed 5  # the faults' model (shard 0: 20 MiB) ...
+gen "$WWW/org/F2" --shards 8 --shard-kib 1024 --big-kib 20480 --seed 5 --change 4 --change-big # ... updated
 gen "$WWW/org/Legacy" --no-manifest --shards 4 --shard-kib 256 --big-kib 512 --seed 7
 gen "$T/gen/other" --shards 3 --shard-kib 64 --big-kib 128 --seed 8 --lib "$WWW/org/libs/other-webgpu.wasm"
 gen "$T/gen/K1" --shards 12 --shard-kib 512 --big-kib 4096 --seed 9     # the kill cycles' model ...
 gen "$T/gen/K2" --shards 12 --shard-kib 512 --big-kib 4096 --seed 9 --change 11 --change-big # ... updated
-V1="$WWW/org/Model"; V2="$WWW/org/Model2"; LEG="$WWW/org/Legacy"
+V1="$WWW/org/Model"; LEG="$WWW/org/Legacy"; F1="$WWW/org/F1"; F2="$WWW/org/F2"
 expect "generator: v1 passes modelpkg check with its library" 0 "OK: all checks hold" -- "$MPK" check "$V1" --lib "$LIB"
 expect "generator: the legacy model passes modelpkg check" 0 "OK: all checks hold" -- "$MPK" check "$LEG"
 expect "generator: the other library does not bind to v1" 1 "." -- "$MPK" check "$V1" --lib "$WWW/org/libs/other-webgpu.wasm"
@@ -62,7 +63,7 @@ HUB_PORT="$(free_port)"; CDN_PORT="$(free_port)"; HUBS_PORT="$(free_port)"; CDNS
 HUB="http://127.0.0.1:$HUB_PORT"; CDN="http://127.0.0.1:$CDN_PORT"
 HUBS="https://127.0.0.1:$HUBS_PORT"; CDNS="https://127.0.0.1:$CDNS_PORT"
 SIG="X-Amz-Signature=5f1c0ffee0ddba11&Expires=1999999999"
-RATE="${MPK_MLC_RATE:-6m}"
+RATE="${MPK_MLC_RATE:-12m}"
 TLS=""
 if have_tool openssl && openssl req -x509 -newkey rsa:2048 -nodes -keyout "$NGX/key.pem" -out "$NGX/cert.pem" -days 2 \
     -subj /CN=127.0.0.1 -addext "subjectAltName=IP:127.0.0.1" >/dev/null 2>&1; then
@@ -277,32 +278,59 @@ if [ -n "$TLS" ]; then
 fi
 
 phase "faults"
-# ---- 5. faults: mlc_fault_http.py serves v2 (Model2); each case starts from a copy of the cache with
-#      v1 installed and ends refused with v1 byte-identical (record included), or with v2 complete.
+# ---- 5. faults: mlc_fault_http.py serves F2, an update of F1 (8 shards, shard 0 of 20 MiB: fetched in
+#      ranges; shards 0..4 changed, so the faulty shard is fetched, not copied from the installed
+#      tree); each case starts from a copy of a cache with F1 installed (from the hub) and ends refused
+#      with F1 byte-identical (record included), or with F2 complete.
 FAULT_PORT="$(free_port)"; FH="http://127.0.0.1:$FAULT_PORT"
 "$PY" "$E2E/mlc_fault_http.py" "$WWW/org" "$FAULT_PORT" "$T/fault.log" 900 &
 FAULT_PID=$!
 for _ in $(seq 50); do curl -s -o /dev/null "$FH/x" 2>/dev/null && break; sleep 0.1; done
-V1_ALL="$(all_files "$T/c1/$NAME")"
+FN=org__F1
+inst "$HUB/org/F1/resolve/main/" "$T/cf"
+check "faults: F1 installed from the hub" is_model "$T/cf/$FN" "$F1"; show
+F1_ALL="$(all_files "$T/cf/$FN")"; F2_FILES="$(model_files "$F2")"
 S1=params_shard_1.bin; BIG=params_shard_0.bin
 # fault MODE TARGET WANT PATTERN [OPTIONS...]: WANT "refused" (exit 1, the message names TARGET and
 # matches PATTERN, v1 untouched) or "complete" (exit 0, v2 in place, modelpkg check passes).
 fault() {
   local mode="$1" target="$2" want="$3" pat="$4"; shift 4
   local W="$T/w" what="fault $mode on ${target}${*:+ ($*)}"
-  rm -rf "$W"; cp -a "$T/c1" "$W"
-  TO="${FTO:-60}" inst "$FH/$mode/$target/Model2/resolve/main/" "$W" --name "$NAME" --json "$@"
+  rm -rf "$W"; cp -a "$T/cf" "$W"
+  # WATCH=1: while the installer runs, the largest size any staged file of the target's name reached
+  local wpid=""
+  if [ -n "${WATCH:-}" ]; then
+    rm -f "$T/watch.stop"; echo 0 >"$T/watch.max"
+    (
+      shopt -s globstar nullglob; max=0
+      while [ ! -e "$T/watch.stop" ]; do
+        for f in "$W/.staging/$FN"/**/"$target"; do
+          sz=$(stat -c %s "$f" 2>/dev/null) || continue
+          [ "$sz" -le "$max" ] || { max=$sz; echo "$max" >"$T/watch.max"; }
+        done
+        sleep 0.01
+      done
+    ) &
+    wpid=$!
+  fi
+  TO="${FTO:-60}" inst "$FH/$mode/$target/F2/resolve/main/" "$W" --name "$FN" --json "$@"
+  if [ -n "$wpid" ]; then
+    touch "$T/watch.stop"; wait "$wpid"
+    local declared; declared=$(stat -c %s "$F2/$target")
+    check "$what: while it ran, the staged $target never held more than its $declared bytes (at most $(<"$T/watch.max"))" \
+      test "$(<"$T/watch.max")" -le "$declared"
+  fi
   if [ "$want" = refused ]; then
     check "$what: refused (exit 1, ${ms} ms)" test "$rc" -eq 1; show 1
     # (with --json the refusal is in the document on stdout, the events on stderr)
     check "$what: the message names the file and the rule" grep -Eq "$target.*($pat)|($pat).*$target" <<<"$out$msg"
-    check "$what: the previous tree is byte-identical" test "$(all_files "$W/$NAME")" = "$V1_ALL"
+    check "$what: the previous tree is byte-identical" test "$(all_files "$W/$FN")" = "$F1_ALL"
   else
     check "$what: complete (exit 0, ${ms} ms)" test "$rc" -eq 0; show
-    check "$what: the tree is v2, byte for byte" is_model "$W/$NAME" "$V2"
+    check "$what: the tree is F2, byte for byte" eval '[ -f "$W/$FN/modelpkg_mlc_install.json" ] && [ "$(files "$W/$FN" | LC_ALL=C sort -k2)" = "$F2_FILES" ]'
     [ "$rc" -ne 0 ] || [ -z "$pat" ] || check "$what: --json reports it ($pat)" grep -Eq "$pat" <<<"$out"
   fi
-  local over; over="$(staged_within "$W" "$NAME" "$V2")"
+  local over; over="$(staged_within "$W" "$FN" "$F2")"
   check "$what: nothing staged beyond a shard's declared size" test -z "$over"; [ -z "$over" ] || echo "$over"
 }
 fault truncate-2 "$S1" complete '"retries": *[1-9]'
@@ -313,8 +341,8 @@ fault reset-2.b "$BIG" complete '"retries": *[1-9]' --connections 4
 fault reset-99 "$S1" refused "reset|recv|connection|transfer" --retries 3
 fault corrupt "$S1" refused "MD5"
 fault short "$S1" refused "shorter than declared|ends after"
-fault oversize "$S1" refused "larger than declared"
-FTO=30 fault infinite "$S1" refused "larger than declared"
+WATCH=1 fault oversize "$S1" refused "larger than declared"
+WATCH=1 FTO=30 fault infinite "$S1" refused "larger than declared"
 check "fault infinite: cut off quickly (${ms} ms)" test "$ms" -lt 20000
 FTO=40 fault slow "$S1" refused "low-speed|deadline|timeout" --low-speed 4096 --low-speed-time 2 --timeout 10 --retries 2
 check "fault slow: given up within the deadline (${ms} ms)" test "$ms" -lt 30000
@@ -323,13 +351,13 @@ fault 5xx-2 "$S1" complete '"retries": *[1-9]'
 fault 503ra-1 "$S1" complete ""
 check "fault 503 with Retry-After: 1: the installer waited (${ms} ms >= 1000)" test "$ms" -ge 1000
 fault 5xx-99 "$S1" refused "HTTP 500|500" --retries 3
-# a file changed between ranges (the 34 MiB shard, 4 connections)
+# a file changed between ranges (the 20 MiB shard, 4 connections)
 : >"$T/fault.log"
 fault changed "$BIG" refused "MD5|changed" --connections 4
 check "fault changed: the shard was fetched in ranges (a 206 before the change)" grep -q "^206 changed /changed/$BIG/" "$T/fault.log"
 fault etag-changed "$BIG" complete "" --connections 4
 check "fault etag-changed: a range after the change was asked with If-Range and answered 200 (a restart)" \
-  grep -Eq "^200 etag-changed /etag-changed/$BIG/Model2/resolve/main/$BIG bytes=[0-9]+-[0-9]* \"" "$T/fault.log"
+  grep -Eq "^200 etag-changed /etag-changed/$BIG/F2/resolve/main/$BIG bytes=[0-9]+-[0-9]* \"" "$T/fault.log"
 fault changed-noifrange "$BIG" refused "MD5|changed" --connections 4
 kill "$FAULT_PID" 2>/dev/null; wait "$FAULT_PID" 2>/dev/null; FAULT_PID=""
 
@@ -372,6 +400,15 @@ state() {
   elif [ -f "$C/$KN/modelpkg_mlc_install.json" ] && [ "$f" = "$K2F" ]; then S=K2
   else S=mixed; fi
 }
+# The classification can fail: K1 with one shard of K2 is "mixed", and so is K1 without its record.
+rm -rf "$T/cx"; cp -a "$C" "$T/cx"; C="$T/cx"
+cp "$T/gen/K2/params_shard_3.bin" "$C/$KN/"; state
+check "self-test: a tree of K1 with one shard of K2 is 'mixed'" test "$S" = mixed
+cp "$T/gen/K1/params_shard_3.bin" "$C/$KN/"; state
+check "self-test: ... put back, it is K1" test "$S" = K1
+rm "$C/$KN/modelpkg_mlc_install.json"; state
+check "self-test: K1 without its record is 'mixed'" test "$S" = mixed
+C="$T/cc"; rm -rf "$T/cx"
 INSTALL=("$MPK" mlc install "$KURL" --cache "$C" --retry-delay-ms 20)
 # cycle NAME FROM TO: FROM "none" (an empty cache) or K1 (its saved cache); RUNS kills.
 cycle() {
