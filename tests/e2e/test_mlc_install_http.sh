@@ -372,7 +372,7 @@ serve_model K "$T/gen/K1"
 cp -r "$T/gen/K1" "$WWW/slower/K"; chmod -R a+rX "$WWW/slower"
 KURL="$HUB/slow/K/resolve/main/"; KN=slow__K; C="$T/cc"
 # the first one through the 512 KiB/s-per-connection path (seconds), under the same name
-"$MPK" mlc install "$HUB/slower/K/resolve/main/" --name "$KN" --cache "$C" --retry-delay-ms 20 >"$T/first.out" 2>&1 &
+timeout 120 "$MPK" mlc install "$HUB/slower/K/resolve/main/" --name "$KN" --cache "$C" --retry-delay-ms 20 >"$T/first.out" 2>&1 &
 pid=$!
 for _ in $(seq 200); do [ -n "$(find "$C/.staging/$KN" -name 'params_shard_*' -size +1k 2>/dev/null)" ] && break; sleep 0.02; done
 check "two installers: the first one is running" kill -0 "$pid"
@@ -415,7 +415,7 @@ cycle() {
   local name="$1" from="$2" to="$3" t0 t dur=999999 j
   fresh() { rm -rf "$C"; if [ "$from" = none ]; then mkdir -p "$C"; else cp -a "$T/C.$from" "$C"; fi; }
   for j in 1 2; do
-    fresh; t0="${EPOCHREALTIME/[.,]/}"; "${INSTALL[@]}" >/dev/null 2>&1; t=$(((${EPOCHREALTIME/[.,]/} - t0) / 1000))
+    fresh; t0="${EPOCHREALTIME/[.,]/}"; timeout 120 "${INSTALL[@]}" >/dev/null 2>&1; t=$(((${EPOCHREALTIME/[.,]/} - t0) / 1000))
     [ "$t" -ge "$dur" ] || dur=$t
   done
   local max=$((dur * 5 / 4)) landed=0 tries=0 n_from=0 n_to=0 n_bad=0 delay pid rc
