@@ -451,13 +451,13 @@ cycle first-install none K1
 serve_model K "$T/gen/K2"
 cycle update K1 K2
 # The commit's instant: a random kill lands there rarely, so these kills are timed from the installer's
-# own progress (--json events on stderr, read from a FIFO): 0..12 ms after the first event whose "done"
+# own progress (--json events on stderr, read from a FIFO): 0..6 ms after the first event whose "done"
 # reaches 95 % of "total" — in practice the byte event of the last staged byte; the documents, the
 # commit and the cleanup of the old tree follow within some 10-20 ms. Until MPK_MLC_LATE_KILLS (8)
-# have landed (at most 3 x as many tries).
+# have landed (at most 4 x as many tries).
 late_cycle() {
   local runs="${MPK_MLC_LATE_KILLS:-8}" tries=0 pid rc line seen delay n_from=0 n_to=0 n_bad=0 n_seen=0 landed=0 ev
-  while [ "$landed" -lt "$runs" ] && [ "$tries" -lt $((3 * runs)) ]; do
+  while [ "$landed" -lt "$runs" ] && [ "$tries" -lt $((4 * runs)) ]; do
     tries=$((tries + 1))
     rm -rf "$C"; cp -a "$T/C.K1" "$C"
     rm -f "$T/ev"; mkfifo "$T/ev"
@@ -469,7 +469,7 @@ late_cycle() {
       if [[ $line =~ \"done\":([0-9]+),\"total\":([0-9]+) ]] && [ "${BASH_REMATCH[2]}" != 0 ] &&
         [ $((BASH_REMATCH[1] * 20)) -ge $((BASH_REMATCH[2] * 19)) ]; then seen=1; break; fi
     done
-    delay=$((RANDOM % 13))
+    delay=$((RANDOM % 7))
     pause "$delay"
     kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rc=$?
     exec {ev}<&-
@@ -485,7 +485,7 @@ late_cycle() {
     retired_left
   done
   LANDED=$((LANDED + landed))
-  echo "commit: $tries kills 0..12 ms after 95 % of the bytes ($n_seen saw it), $landed while the installer ran: $n_from left K1, $n_to left K2; $n_bad failures"
+  echo "commit: $tries kills 0..6 ms after 95 % of the bytes ($n_seen saw it), $landed while the installer ran: $n_from left K1, $n_to left K2; $n_bad failures"
   check "commit: the installer reported 95 % of its bytes before each kill" test "$n_seen" -eq "$tries"
   check "commit: $landed kills landed at the end of the install (wanted $runs)" test "$landed" -ge "$runs"
   check "commit: every kill at the commit left K1 or K2 whole, and the resumed install completed" test "$n_bad" -eq 0
