@@ -10,6 +10,8 @@ mpk_test(test_mlc_library unit unit/test_mlc_library.c)
 mpk_test(test_mlc_weights unit unit/test_mlc_weights.c)
 mpk_test(test_mlc_fit unit unit/test_mlc_fit.c)
 mpk_test(test_mlc_build unit unit/test_mlc_build.c)
+# mlc install from directory sources: installs that check, refusals before any shard, no-op, changed, verify
+mpk_test(test_mlc_install unit unit/test_mlc_install.c)
 
 # ---- mlc: prompt assembly and prefill planning
 mpk_test(test_conf_prefill conformance conformance/test_conf_prefill.c)   # WebLLM's chunks, lengths, errors
@@ -23,6 +25,9 @@ mpk_script_test(test_cli_plan integration ${MPK_IT}/test_cli_plan.sh ${MPK_CLI} 
 
 # Hostile MLC packages and arguments (links out, FIFOs, non-libraries, mismatched libraries, --json refusals).
 mpk_script_test(test_cli_mlc_hostile "integration;slow" ${MPK_IT}/test_cli_mlc_hostile.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
+
+# modelpkg mlc install: directory and (own nginx) HTTP hub-layout installs, no-op, --json, refusals.
+mpk_script_test(test_cli_mlc_install integration ${MPK_IT}/test_cli_mlc_install.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
 
 # `modelpkg mlc install` end to end over HTTP (issue 19, docs/mlc-install-e2e.md): its own nginx (a hub
 # that 302s to a CDN with a signed query string, ETags, Range, TLS), a generated model with real shards,

@@ -725,6 +725,8 @@ typedef struct mpk_mlc_install_result {
   unsigned retries, restarts;
   int replaced;             /**< 1: a previous install was replaced */
   int unchanged;            /**< 1: the same model was installed already: nothing was fetched */
+  uint64_t copied_bytes;    /**< shards the previous install held unchanged (same dataPath, size and
+                                 MD5), copied from it and re-hashed instead of fetched */
 } mpk_mlc_install_result;
 
 /**

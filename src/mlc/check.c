@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mlc/mlc.h"
 
@@ -220,6 +221,53 @@ static void check_library(mpk_mlc_report *r, const mpk_mlc_device *dev) {
   }
 }
 
+/* A tree installed by mlc install (docs/mlc-install.md) holds its record, naming the library installed
+   with the model: without --lib that library is bound, and its bytes must still be the ones the
+   record's librarySha256 names. A record that is not what mlc install writes is a problem. Returns
+   the library's path (malloc'ed) or NULL. */
+static char *installed_library(mpk_mlc_report *r) {
+  if (mpk_mlc_pkg_lstat(r->dir, MPK_MLC_INSTALL_RECORD) == MPK_MLC_PKG_ABSENT) return NULL;
+  char *rec = mpk_path_join(r->dir, MPK_MLC_INSTALL_RECORD);
+  json_t *v = NULL;
+  mpk_error e;
+  mpk_error_clear(&e);
+  char *lib = NULL;
+  if (mpk_mlc_pkg_load_json(r->dir, MPK_MLC_INSTALL_RECORD, &v, &e) == 0) {
+    const json_t *name = json_is_object(v) ? json_object_get(v, "library") : NULL;
+    const json_t *sha = json_is_object(v) ? json_object_get(v, "librarySha256") : NULL;
+    const char *n = json_string_value(name);
+    if (!json_is_object(v))
+      mpk_fail(&e, MPK_EMALFORMED, rec, "", "expected a JSON object (the record mlc install writes)");
+    else if (name && !json_is_null(name) && (!n || !n[0] || strchr(n, '/') || strcmp(n, ".") == 0 || strcmp(n, "..") == 0))
+      mpk_fail(&e, MPK_EMALFORMED, rec, "/library", "expected null or a file name in the installed tree");
+    else if (n && !json_is_string(sha))
+      mpk_fail(&e, MPK_EMALFORMED, rec, "/librarySha256", "expected the library's SHA-256 (64 lowercase hex digits)");
+    else if (n) {
+      lib = mpk_path_join(r->dir, n);
+      int fd;
+      char hex[65];
+      if (lib && mpk_mlc_pkg_open(r->dir, n, 0, &fd, NULL, &e) == 0) {
+        int hrc = mpk_sha256_fd(fd, hex);
+        close(fd);
+        if (hrc) mpk_fail(&e, MPK_EIO, lib, NULL, "cannot read the installed library");
+        else if (strcmp(hex, json_string_value(sha)) != 0)
+          mpk_fail(&e, MPK_EMISMATCH, lib, NULL,
+                   "the installed library's SHA-256 is %s, but %s records %s: it changed after the install", hex,
+                   MPK_MLC_INSTALL_RECORD, json_string_value(sha));
+      }
+      if (!e.code) add_note(r, "the library installed with the model is bound: %s (named by %s)", n, MPK_MLC_INSTALL_RECORD);
+    }
+  }
+  if (e.code) add_problem(r, &e);
+  json_decref(v);
+  free(rec);
+  if (e.code) {
+    free(lib);
+    return NULL;
+  }
+  return lib;
+}
+
 int mpk_mlc_check(const char *dir, const mpk_mlc_check_options *given, mpk_mlc_report **out,
                   mpk_error *err) {
   if (!dir || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
@@ -240,6 +288,7 @@ int mpk_mlc_check(const char *dir, const mpk_mlc_check_options *given, mpk_mlc_r
   r->dir = p->dir = strdup(dir);
   p->manifest_path = mpk_path_join(dir, MPK_MLC_MANIFEST_FILENAME);
   if (opts && opts->lib_path) r->lib_path = p->lib_path = strdup(opts->lib_path);
+  else if (r->dir) r->lib_path = p->lib_path = installed_library(r);
   if (!r->dir || !p->manifest_path || (opts && opts->lib_path && !r->lib_path)) {
     mpk_mlc_report_free(r);
     return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");

@@ -106,6 +106,11 @@ run mt_install_ok 0 "$MPK" mt install "$EX/mt-tiny" --repo-id org/Tiny --cache "
 run mt_install_refused 1 "$MPK" mt install "$T/nope" --repo-id org/Tiny --cache "$T/cache"; keep inst_no
 same_keys mt_install "$T/inst_ok.json" "$T/inst_no.json"
 run mt_install_usage 2 "$MPK" mt install "$EX/mt-tiny" --cache "$T/cache"
+cp -r "$G" "$T/mlcsrc" && chmod -R u+w "$T/mlcsrc" && echo '{}' > "$T/mlcsrc/tokenizer.json"
+run mlc_install_ok 0 "$MPK" mlc install "$T/mlcsrc" --cache "$T/mlccache" --lib "$GLIB"; keep mi_ok
+run mlc_install_refused 1 "$MPK" mlc install "$G" --cache "$T/mlccache"; keep mi_no
+same_keys mlc_install "$T/mi_ok.json" "$T/mi_no.json"
+run mlc_install_usage 2 "$MPK" mlc install "$G"
 run mt_list_ok 0 "$MPK" mt list --cache "$T/cache"; keep list_ok
 run mt_list_refused 1 "$MPK" mt list --cache "$T/nope"; keep list_no
 same_keys mt_list "$T/list_ok.json" "$T/list_no.json"
