@@ -148,7 +148,9 @@ typedef enum mpk_fetch_event_kind {
   MPK_FETCH_FILE_START = 0, /**< `file` starts; `file_done` bytes of it were already staged (reused) */
   MPK_FETCH_FILE_DONE,      /**< `file` is complete, verified and synced */
   MPK_FETCH_RETRY,          /**< `file` is fetched again; `message` says why (a digest mismatch) */
-  MPK_FETCH_BYTES           /**< bytes arrived: at least every MiB per file, and at its end */
+  MPK_FETCH_BYTES           /**< bytes arrived: at least every MiB per file, and at its end; `file_done`
+                                 is the bytes present — for a file fetched in ranges every piece's
+                                 bytes written so far, which may run ahead of the hashed prefix */
 } mpk_fetch_event_kind;
 
 typedef struct mpk_fetch_event {
@@ -191,7 +193,10 @@ typedef struct mpk_fetch_result {
 } mpk_fetch_result;
 
 /**
- * Download the plan `files[0..n)` from `src` into the stage, `jobs` at a time on core's worker pool:
+ * Download the plan `files[0..n)` from `src` into the stage, `connections` transfers at a time on
+ * core's worker pool; over HTTP a file larger than `range_bytes` is fetched in ranges on separate
+ * connections, its digest computed in order over the contiguous prefix, a failed range retried
+ * alone, a file that changes between ranges started over once (docs/fetch.md, "Ranged transfers"):
  * each file written at its dest under new/ and hashed while it arrives, exactly its size (a longer
  * response is cut off and refused, a shorter one is an error), resumed from what an earlier run
  * staged (HTTP Range with If-Range; the kept bytes are re-hashed, never trusted), downloaded again on

@@ -112,7 +112,7 @@ int mpk_cmd_mt_install(int argc, char **argv) {
   mpk_cli_select sel = {0};
   cli_state c = {0};
   bool wait = false;
-  bounded jobs = {1, 64, &o.jobs}, retries = {1, 100, &o.attempts}, delay = {1, 60000, &o.retry_delay_ms},
+  bounded jobs = {1, 64, &o.jobs}, conns = {1, 64, &o.connections}, retries = {1, 100, &o.attempts}, delay = {1, 60000, &o.retry_delay_ms},
           timeout = {1, 604800, &o.timeout_secs}, low = {1, 1000000000, &o.low_speed_bytes},
           low_time = {1, 3600, &o.low_speed_secs};
   const mpk_cli_opt opts[] = {
@@ -120,7 +120,13 @@ int mpk_cmd_mt_install(int argc, char **argv) {
       {"--cache", 0, "DIR", "the cache root (created when missing)", .str = &o.cache_dir},
       {"--variant", 0, "ID", "the variant to install (else selected by the device options below, else the default rule)", .str = &o.variant},
       MPK_CLI_SELECT_OPTIONS(&sel),
-      {"--jobs", 0, "N", "files fetched at once (default 4, at most 64)", .fn = parse_bounded, .ctx = &jobs},
+      {"--jobs", 0, "N", "files fetched at once (default 4, at most 64); over HTTP the default of --connections",
+       .fn = parse_bounded, .ctx = &jobs},
+      {"--connections", 0, "N", "HTTP transfers at once, whole files and the ranges a file larger than 16 MiB\n"
+                                "is split into (default: --jobs, else 4; at most 64)",
+       .fn = parse_bounded, .ctx = &conns},
+      {"--cacert", 0, "FILE", "PEM certificate authorities https sources are verified against (default: the\n"
+                              "system's)", .str = &o.ca_file},
       {"--wait", 0, NULL, "wait for another installer of the same repo id instead of failing", .flag = &wait},
       {"--retries", 0, "N", "tries per transfer on network errors and 5xx (default 5)", .fn = parse_bounded,
        .ctx = &retries},
@@ -139,6 +145,7 @@ int mpk_cmd_mt_install(int argc, char **argv) {
   const mpk_cli_spec spec = {.name = cmd,
                              .usage = "SOURCE --repo-id ORG/NAME --cache DIR [--variant ID | selection options]\n"
                                       "SOURCE --repo-id ORG/NAME --cache DIR [--features F1,F2,...] [--jobs N] [--wait]\n"
+                                      "SOURCE --repo-id ORG/NAME --cache DIR [--connections N] [--cacert FILE]\n"
                                       "SOURCE --repo-id ORG/NAME --cache DIR [--retries N] [--retry-delay-ms MS]\n"
                                       "SOURCE --repo-id ORG/NAME --cache DIR [--timeout SECONDS] [--low-speed BYTES_PER_S]\n"
                                       "SOURCE --repo-id ORG/NAME --cache DIR [--low-speed-time SECONDS] [--json]",

@@ -127,32 +127,8 @@ int mpk_fetch_plan_check(const mpk_fetch_file *files, size_t n, const char *plan
 
 /* ---------------------------------------------------------------- the download state */
 
-typedef struct item {
-  const mpk_fetch_file *f;
-  const char *dest;
-  uint64_t done; /* bytes present and hashed (progress) */
-  uint64_t evented;
-} item;
-
-typedef struct run {
-  mpk_fetch_stage *st;
-  mpk_src *src;
-  mpk_fetch_options o;
-  const char *plan_name;
-  item *items; /* sorted by dest */
-  size_t n;
-  uint64_t total;
-  /* shared by the workers, under the pool's lock */
-  uint64_t done;
-  int rc;
-  mpk_error err;
-  bool stop;
-  uint64_t reused;
-  unsigned retries, restarts;
-} run;
-
 /* Emit an event (the pool's lock held). A non-zero answer cancels the download. */
-static void emit_locked(run *r, mpk_fetch_event_kind kind, const item *it, const char *message) {
+static void emit_locked(mpk_fx_run *r, mpk_fetch_event_kind kind, const mpk_fx_item *it, const char *message) {
   if (!r->o.on_event) return;
   mpk_fetch_event ev = {.kind = kind, .file = it->f->path, .file_done = it->done, .file_size = it->f->size,
                         .done = r->done, .total = r->total, .files = r->n, .message = message};
@@ -162,14 +138,14 @@ static void emit_locked(run *r, mpk_fetch_event_kind kind, const item *it, const
   }
 }
 
-static void emit(mpk_pool *pool, run *r, mpk_fetch_event_kind kind, const item *it, const char *message) {
+void mpk_fx_emit(mpk_pool *pool, mpk_fx_run *r, mpk_fetch_event_kind kind, const mpk_fx_item *it, const char *message) {
   mpk_pool_lock(pool);
   emit_locked(r, kind, it, message);
   mpk_pool_unlock(pool);
 }
 
 /* Move one file's progress to `done` bytes. */
-static void set_done(mpk_pool *pool, run *r, item *it, uint64_t done) {
+void mpk_fx_set_done(mpk_pool *pool, mpk_fx_run *r, mpk_fx_item *it, uint64_t done) {
   mpk_pool_lock(pool);
   r->done = r->done - it->done + done;
   it->done = done;
@@ -182,29 +158,26 @@ static void set_done(mpk_pool *pool, run *r, item *it, uint64_t done) {
 
 /* ---------------------------------------------------------------- one file */
 
-/* The staging record of a partial file: what it is meant to become, where its bytes came from. It
-   lives in parts/ beside where the file's directory would be: `dir` is that directory's handle,
-   `name` the record's name in it, `dir_shown` its path for messages. */
-typedef struct part_ctx {
-  mpk_pool *pool;
-  run *r;
-  item *it;
-  int dir;
-  const char *dir_shown;
-  const char *name;
-} part_ctx;
-
 /* A staging record is replaced whole (a temp file renamed over it, so it is never torn by a killed
    process) but not fsynced: it only says where a resume may start, and the resumed bytes are
    re-hashed and checked against the plan's digest anyway. After a power loss a record may be
    missing or empty; that file then starts over from 0. Syncing it (two fsyncs, three times per
    file) cost more than the 1 MiB files themselves (docs/PERFORMANCE.md, section 6). */
-static int write_part(const part_ctx *p, const char *validator, uint64_t verified, mpk_error *err) {
+int mpk_fx_staged_record(const mpk_fx_staged *p, const char *validator, uint64_t verified, int64_t prefix,
+                         mpk_error *err) {
   const mpk_fetch_file *f = p->it->f;
   json_t *doc = json_pack("{s:s, s:I, s:s, s:s, s:s, s:I}", "path", f->path, "size", (json_int_t)f->size,
                           mpk_fetch_algo_key(f->algo), f->digest, "validator", validator ? validator : "", "source",
                           mpk_src_location(p->r->src), "verified", (json_int_t)verified);
-  return mpk_fx_write_json_at(p->dir, p->dir_shown, p->name, doc, false, err);
+  /* A ranged file: the contiguous prefix written and hashed (pieces beyond it are not trusted). */
+  if (doc && prefix >= 0 && json_object_set_new(doc, "prefix", json_integer((json_int_t)prefix)) != 0) {
+    json_decref(doc);
+    doc = NULL;
+  }
+  return mpk_fx_write_json_at(p->pdir, p->pshown, p->record, doc, false, err);
+}
+static int write_part(const mpk_fx_staged *p, const char *validator, uint64_t verified, mpk_error *err) {
+  return mpk_fx_staged_record(p, validator, verified, -1, err);
 }
 
 static void on_validator(void *ctx, const char *validator) {
@@ -213,8 +186,8 @@ static void on_validator(void *ctx, const char *validator) {
 }
 
 static int on_bytes(void *ctx, uint64_t done) {
-  part_ctx *p = ctx;
-  set_done(p->pool, p->r, p->it, done);
+  mpk_fx_staged *p = ctx;
+  mpk_fx_set_done(p->pool, p->r, p->it, done);
   mpk_pool_lock(p->pool);
   bool stop = p->r->stop;
   mpk_pool_unlock(p->pool);
@@ -223,12 +196,12 @@ static int on_bytes(void *ctx, uint64_t done) {
 
 /* What the staging record says about the bytes already there (the open staged file `fd`): resume
    from them or not. */
-static uint64_t resume_point(const part_ctx *p, int fd, char validator[256]) {
+uint64_t mpk_fx_staged_resume(const mpk_fx_staged *p, char validator[256]) {
   validator[0] = '\0';
   struct stat st;
-  if (fstat(fd, &st) != 0) return 0;
+  if (fstat(p->fd, &st) != 0) return 0;
   size_t len;
-  char *data = mpk_fx_read_small_at(p->dir, p->dir_shown, p->name, &len);
+  char *data = mpk_fx_read_small_at(p->pdir, p->pshown, p->record, &len);
   const mpk_fetch_file *f = p->it->f;
   uint64_t offset = data ? mpk_fetch_parse_part(data, len, f->algo, f->digest, f->size, mpk_src_location(p->r->src),
                                                 (uint64_t)st.st_size, validator)
@@ -257,40 +230,59 @@ static int open_staged(int dir, const char *shown, const char *name, int *fd, mp
   return 0;
 }
 
-static int fetch_one(mpk_pool *pool, run *r, item *it, mpk_error *err) {
+void mpk_fx_staged_close(mpk_fx_staged *sf) {
+  mpk_fx_close(&sf->fd);
+  mpk_fx_close(&sf->dir);
+  mpk_fx_close(&sf->pdir);
+}
+
+int mpk_fx_staged_open(mpk_pool *pool, mpk_fx_run *r, mpk_fx_item *it, mpk_fx_staged *sf, mpk_error *err) {
   mpk_fetch_stage *st = r->st;
   const mpk_fetch_file *file = it->f;
-  const char *algo = mpk_fetch_algo_name(file->algo);
-  int rc = 0, fd = -1, dir = -1, pdir = -1;
-  const char *base, *pbase;
-  char path[4096], pshown[4096], record[NAME_MAX + 1];
-  snprintf(path, sizeof path, "%s/%s", st->new_dir, it->dest);
-  snprintf(pshown, sizeof pshown, "%s/%s", st->parts_dir, it->dest);
-  char *slash = strrchr(pshown, '/');
+  *sf = (mpk_fx_staged){.pool = pool, .r = r, .it = it, .fd = -1, .dir = -1, .pdir = -1};
+  const char *pbase;
+  int rc;
+  snprintf(sf->path, sizeof sf->path, "%s/%s", st->new_dir, it->dest);
+  snprintf(sf->pshown, sizeof sf->pshown, "%s/%s", st->parts_dir, it->dest);
+  char *slash = strrchr(sf->pshown, '/');
   *slash = '\0'; /* the record's directory */
-  if ((rc = mpk_fx_open_parent(st->new_fd, st->new_dir, it->dest, true, &dir, &base, err)) ||
-      (rc = mpk_fx_open_parent(st->parts_fd, st->parts_dir, it->dest, true, &pdir, &pbase, err)))
-    goto out;
+  if ((rc = mpk_fx_open_parent(st->new_fd, st->new_dir, it->dest, true, &sf->dir, &sf->base, err)) ||
+      (rc = mpk_fx_open_parent(st->parts_fd, st->parts_dir, it->dest, true, &sf->pdir, &pbase, err)))
+    goto fail;
   if (strlen(pbase) + 5 > NAME_MAX) {
     rc = mpk_fail(err, MPK_ELIMIT, file->path, NULL, "file name too long for its staging record");
-    goto out;
+    goto fail;
   }
-  snprintf(record, sizeof record, "%s.json", pbase);
-  part_ctx pc = {pool, r, it, pdir, pshown, record};
-  if ((rc = open_staged(dir, path, base, &fd, err))) goto out;
+  snprintf(sf->record, sizeof sf->record, "%s.json", pbase);
+  if ((rc = open_staged(sf->dir, sf->path, sf->base, &sf->fd, err))) goto fail;
+  return 0;
+fail:
+  mpk_fx_staged_close(sf);
+  return rc;
+}
+
+int mpk_fx_fetch_whole(mpk_pool *pool, mpk_fx_run *r, mpk_fx_item *it, void *curl, mpk_error *err) {
+  const mpk_fetch_file *file = it->f;
+  const char *algo = mpk_fetch_algo_name(file->algo);
+  mpk_fx_staged sfo, *pc = &sfo;
+  int rc = mpk_fx_staged_open(pool, r, it, pc, err);
+  if (rc) return rc;
+  int fd = pc->fd;
+  const char *path = pc->path;
   mpk_src_fetch f = {.rel = file->path, .size = file->size, .algo = file->algo};
-  f.offset = resume_point(&pc, fd, f.validator);
+  f.offset = mpk_fx_staged_resume(pc, f.validator);
   if (f.offset == 0 && ftruncate(fd, 0) != 0) {
     rc = mpk_fail(err, MPK_EIO, path, NULL, "cannot truncate: %s", strerror(errno));
     goto out;
   }
-  if (f.offset == 0 && (rc = write_part(&pc, "", 0, err))) goto out;
-  set_done(pool, r, it, f.offset);
-  emit(pool, r, MPK_FETCH_FILE_START, it, NULL);
+  if (f.offset == 0 && (rc = write_part(pc, "", 0, err))) goto out;
+  mpk_fx_set_done(pool, r, it, f.offset);
+  mpk_fx_emit(pool, r, MPK_FETCH_FILE_START, it, NULL);
   f.fd = fd;
   f.on_validator = on_validator;
   f.on_bytes = on_bytes;
-  f.ctx = &pc;
+  f.ctx = pc;
+  f.curl = curl;
   unsigned tries = r->o.digest_attempts ? r->o.digest_attempts : 3;
   char got[65] = "";
   bool ok = false;
@@ -316,12 +308,12 @@ static int fetch_one(mpk_pool *pool, run *r, item *it, mpk_error *err) {
     }
     f.offset = 0;
     f.validator[0] = '\0';
-    write_part(&pc, "", 0, NULL);
-    set_done(pool, r, it, 0);
+    write_part(pc, "", 0, NULL);
+    mpk_fx_set_done(pool, r, it, 0);
     if (t < tries) {
       char msg[200];
       snprintf(msg, sizeof msg, "%s %s, %s says %s", algo, got, r->plan_name, file->digest);
-      emit(pool, r, MPK_FETCH_RETRY, it, msg);
+      mpk_fx_emit(pool, r, MPK_FETCH_RETRY, it, msg);
     }
   }
   if (!rc && !ok)
@@ -332,12 +324,10 @@ static int fetch_one(mpk_pool *pool, run *r, item *it, mpk_error *err) {
     rc = mpk_fail(err, MPK_EIO, path, NULL, "cannot sync: %s%s", strerror(e),
                   e == ENOSPC || e == EDQUOT ? " (the disk is full)" : "");
   }
-  if (!rc) rc = write_part(&pc, f.validator, file->size, err);
-  if (!rc) emit(pool, r, MPK_FETCH_FILE_DONE, it, NULL);
+  if (!rc) rc = write_part(pc, f.validator, file->size, err);
+  if (!rc) mpk_fx_emit(pool, r, MPK_FETCH_FILE_DONE, it, NULL);
 out:
-  mpk_fx_close(&fd);
-  mpk_fx_close(&dir);
-  mpk_fx_close(&pdir);
+  mpk_fx_staged_close(pc);
   return rc;
 }
 
@@ -346,14 +336,14 @@ out:
    downloads early. */
 static int fetch_task(mpk_pool *pool, void *ctx, size_t i, void *scratch, mpk_error *err) {
   (void)scratch, (void)err;
-  run *r = ctx;
+  mpk_fx_run *r = ctx;
   mpk_pool_lock(pool);
   bool stop = r->stop;
   mpk_pool_unlock(pool);
   if (stop) return 0;
   mpk_error e;
   mpk_error_clear(&e);
-  int rc = fetch_one(pool, r, &r->items[i], &e);
+  int rc = mpk_fx_fetch_whole(pool, r, &r->items[i], NULL, &e);
   if (rc) {
     mpk_pool_lock(pool);
     if (!r->rc) {
@@ -371,7 +361,7 @@ static int fetch_task(mpk_pool *pool, void *ctx, size_t i, void *scratch, mpk_er
 /* Remove what the staging tree holds beyond the plan (an earlier run with another plan, a
    temporary file a killed process left): the committed tree holds exactly the planned files.
    Entries are removed with unlinkat, links themselves, never followed. */
-static int find_item(const run *r, const char *rel) {
+static int find_item(const mpk_fx_run *r, const char *rel) {
   size_t lo = 0, hi = r->n;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
@@ -384,7 +374,7 @@ static int find_item(const run *r, const char *rel) {
 }
 
 /* `rel` (a path under new/ or parts/) is a planned file's, with `suffix` after it. */
-static bool planned(const run *r, const char *rel, const char *suffix) {
+static bool planned(const mpk_fx_run *r, const char *rel, const char *suffix) {
   size_t n = strlen(rel), sl = strlen(suffix);
   if (n <= sl || strcmp(rel + n - sl, suffix) != 0) return false;
   char name[4096];
@@ -394,7 +384,7 @@ static bool planned(const run *r, const char *rel, const char *suffix) {
   return find_item(r, name) >= 0;
 }
 
-static void strays_at(const run *r, int dir, char *rel, size_t len, const char *suffix, int depth) {
+static void strays_at(const mpk_fx_run *r, int dir, char *rel, size_t len, const char *suffix, int depth) {
   size_t n;
   char **names = mpk_fx_list_dir(dir, &n);
   for (size_t i = 0; i < n; i++) {
@@ -428,7 +418,7 @@ int mpk_fetch_download(mpk_fetch_stage *st, mpk_fetch_source *src, const mpk_fet
                        const mpk_fetch_options *opts, mpk_fetch_result *out, mpk_error *err) {
   if (out) memset(out, 0, sizeof *out);
   if (!st || !src) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
-  run r = {.st = st, .src = src};
+  mpk_fx_run r = {.st = st, .src = src};
   int orc = MPK_OPTIONS_READ_GROWN(mpk_fetch_options, connections, &r.o, opts, err);
   if (orc) return orc;
   if (r.o.jobs > MPK_FETCH_MAX_JOBS) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "at most %d jobs", MPK_FETCH_MAX_JOBS);
@@ -457,10 +447,16 @@ int mpk_fetch_download(mpk_fetch_stage *st, mpk_fetch_source *src, const mpk_fet
   char rel[4096] = "";
   strays_at(&r, st->new_fd, rel, 0, "", 0);
   strays_at(&r, st->parts_fd, rel, 0, ".json", 0);
-  /* The files, `jobs` at a time. */
+  /* `connections` transfers at once: over HTTP the ranged scheduler (ranges.c: whole files and
+     pieces of large ones, one kept-alive handle per worker); a directory, whole files on the pool. */
   unsigned jobs = r.o.connections ? r.o.connections : r.o.jobs ? r.o.jobs : 4;
-  if (jobs > r.n) jobs = r.n ? (unsigned)r.n : 1;
-  mpk_pool_run(r.n, &(mpk_pool_opts){.workers = jobs}, fetch_task, &r, NULL, NULL); /* r.rc has the result */
+  r.connections = jobs;
+  if (mpk_src_is_http(src)) {
+    mpk_fx_download_http(&r);
+  } else {
+    if (jobs > r.n) jobs = r.n ? (unsigned)r.n : 1;
+    mpk_pool_run(r.n, &(mpk_pool_opts){.workers = jobs}, fetch_task, &r, NULL, NULL); /* r.rc has the result */
+  }
   if (r.rc) {
     rc = r.rc;
     if (err) *err = r.err;

@@ -7,7 +7,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <limits.h>
+
 #include "core/core.h"
+#include "core/pool.h"
 #include "modelpkg/fetch.h"
 
 #define MPK_FETCH_STAGING_DIR ".staging"
@@ -48,7 +51,8 @@ void mpk_fetch_stage_set_test(mpk_fetch_stage *st, int stop_after, bool no_excha
 bool mpk_fetch_parse_ids(const void *data, size_t len, char id[65], char *repo_id, size_t repo_cap);
 /* A staging record: the offset a resume may start from — `have` (the staged file's size) when the
    record names this file (the same digest under the algorithm's key, "sha256" or "md5", and the same
-   size) and have <= size, else 0 — and the validator to send with it ("" unless the record's source
+   size) and have <= size, else 0; a ranged file's record holds "prefix" (the contiguous bytes
+   written), and then min(prefix, have) — and the validator to send with it ("" unless the record's source
    is `source`). */
 uint64_t mpk_fetch_parse_part(const void *data, size_t len, mpk_digest_algo algo, const char *digest, uint64_t size,
                               const char *source, uint64_t have, char validator[256]);
@@ -113,5 +117,60 @@ int mpk_fx_delete_unless_held(int dir, const char *name);
    NULL): the blocks allocated to the whole tree, in bytes. */
 uint64_t mpk_fx_tree_bytes(int dir, const char *name, uint64_t *disk_bytes);
 int mpk_fx_retire(mpk_fetch_stage *s, int dir, const char *name, int *held, char retired[33], mpk_error *err);
+
+/* ---- the download of a plan (engine.c; ranges.c: the HTTP scheduler of whole files and pieces) */
+#define MPK_FETCH_DEFAULT_RANGE_BYTES ((uint64_t)16 << 20) /* docs/fetch.md, "Ranged transfers" */
+
+typedef struct mpk_fx_item {
+  const mpk_fetch_file *f;
+  const char *dest;
+  uint64_t done; /* bytes present (progress) */
+  uint64_t evented;
+} mpk_fx_item;
+
+typedef struct mpk_fx_run {
+  mpk_fetch_stage *st;
+  struct mpk_fetch_source *src;
+  mpk_fetch_options o;
+  const char *plan_name;
+  mpk_fx_item *items; /* sorted by dest: the plan's order */
+  size_t n;
+  uint64_t total;
+  unsigned connections; /* transfers at once */
+  /* shared by the workers, under the pool's lock */
+  uint64_t done;
+  int rc;
+  mpk_error err;
+  bool stop;
+  uint64_t reused;
+  unsigned retries, restarts;
+} mpk_fx_run;
+
+/* Events and progress (the pool's lock taken inside; never called concurrently). */
+void mpk_fx_emit(mpk_pool *pool, mpk_fx_run *r, mpk_fetch_event_kind kind, const mpk_fx_item *it, const char *message);
+void mpk_fx_set_done(mpk_pool *pool, mpk_fx_run *r, mpk_fx_item *it, uint64_t done);
+
+/* A planned file's staged copy (new/<dest>) and its staging record (parts/<dest>.json). */
+typedef struct mpk_fx_staged {
+  mpk_pool *pool;
+  mpk_fx_run *r;
+  mpk_fx_item *it;
+  int fd, dir, pdir;
+  const char *base;
+  char path[4096], pshown[4096], record[NAME_MAX + 1];
+} mpk_fx_staged;
+int mpk_fx_staged_open(mpk_pool *pool, mpk_fx_run *r, mpk_fx_item *it, mpk_fx_staged *sf, mpk_error *err);
+void mpk_fx_staged_close(mpk_fx_staged *sf);
+/* Where a resume may start (the record's "prefix" when it has one, else the staged size, when the
+   record names this file), and the validator to send with it. */
+uint64_t mpk_fx_staged_resume(const mpk_fx_staged *sf, char validator[256]);
+/* Rewrite the record; `prefix` >= 0 for a ranged file (its contiguous prefix), -1 none. */
+int mpk_fx_staged_record(const mpk_fx_staged *sf, const char *validator, uint64_t verified, int64_t prefix,
+                         mpk_error *err);
+/* One whole file (resume, retries, digest attempts, fsync, record, events); `curl` a worker's
+   kept-alive handle or NULL. */
+int mpk_fx_fetch_whole(mpk_pool *pool, mpk_fx_run *r, mpk_fx_item *it, void *curl, mpk_error *err);
+/* The plan over HTTP: `connections` workers (ranges.c). The result in r->rc / r->err. */
+void mpk_fx_download_http(mpk_fx_run *r);
 
 #endif

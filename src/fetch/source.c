@@ -148,14 +148,17 @@ static double now_ms(void) {
 
 void mpk_src_headers_init(mpk_src_headers *h) {
   memset(h, 0, sizeof *h);
-  h->content_range_start = h->content_length = -1;
+  h->content_range_start = h->content_length = h->content_range_end = h->content_range_total = -1;
+  h->retry_after_ms = -1;
 }
 
 static void new_response(mpk_src_headers *h) {
   h->bytes = h->lines = 0;
   h->status = 0;
   h->complete = false;
-  h->content_range_start = h->content_length = -1;
+  h->content_range_start = h->content_length = h->content_range_end = h->content_range_total = -1;
+  h->retry_after_ms = -1;
+  h->accept_ranges_none = false;
   h->etag[0] = h->last_modified[0] = h->location[0] = '\0';
 }
 
@@ -233,11 +236,32 @@ bool mpk_src_header_line(mpk_src_headers *h, const char *data, size_t n) {
       return false;
     }
   } else if (klen == 13 && strncasecmp(data, "content-range", 13) == 0) {
-    h->content_range_start = -1;
+    h->content_range_start = h->content_range_end = h->content_range_total = -1;
     if (copy_header_value(tmp, sizeof tmp, v, vlen) && strncmp(tmp, "bytes ", 6) == 0) {
       const char *end;
       long long a = parse_decimal(tmp + 6, &end);
-      if (a >= 0 && *end == '-') h->content_range_start = a;
+      if (a >= 0 && *end == '-') {
+        h->content_range_start = a;
+        long long b = parse_decimal(end + 1, &end);
+        if (b >= a && *end == '/') {
+          h->content_range_end = b;
+          long long tot = parse_decimal(end + 1, &end);
+          if (tot >= 0 && !*end) h->content_range_total = tot;
+        }
+      }
+    }
+  } else if (klen == 13 && strncasecmp(data, "accept-ranges", 13) == 0) {
+    if (copy_header_value(tmp, sizeof tmp, v, vlen)) h->accept_ranges_none = strcasecmp(tmp, "none") == 0;
+  } else if (klen == 11 && strncasecmp(data, "retry-after", 11) == 0) {
+    h->retry_after_ms = -1;
+    if (copy_header_value(tmp, sizeof tmp, v, vlen)) {
+      const char *end;
+      long long secs = parse_decimal(tmp, &end);
+      if (secs < 0 || *end) { /* an HTTP-date (RFC 9110 10.2.3): the wait until then */
+        time_t when = curl_getdate(tmp, NULL), now = time(NULL);
+        secs = when == (time_t)-1 ? -1 : when > now ? (long long)(when - now) : 0;
+      }
+      if (secs >= 0) h->retry_after_ms = (secs > MPK_SRC_MAX_RETRY_AFTER_SECS ? MPK_SRC_MAX_RETRY_AFTER_SECS : secs) * 1000;
     }
   } else if (klen == 14 && strncasecmp(data, "content-length", 14) == 0) {
     h->content_length = -1;
@@ -287,10 +311,12 @@ typedef struct xfer {
   CURL *h;
   /* a file fetch (fetch != NULL) or a small read into buf */
   mpk_src_fetch *fetch;
+  mpk_src_range *range; /* or one range of a file (the engine's ranged transfers) */
   mpk_hasher *md;
   uint64_t pos;   /* bytes of the file kept (and hashed) so far */
   uint64_t start; /* the offset asked for in this attempt */
   uint64_t kicked; /* writeback started for [.., kicked) */
+  uint64_t total;  /* size_refused: the size the server says */
   uint8_t *wbuf;   /* received bytes [pos - wlen, pos), hashed, not yet written */
   size_t wlen;
   uint8_t *buf;
@@ -299,6 +325,7 @@ typedef struct xfer {
   mpk_src_headers hd;
   bool https_now; /* the scheme of the URL being answered (redirects change it) */
   bool first, too_long, io_error, cancelled, bad_range, restarted, header_refused, redirect_refused;
+  bool changed, size_refused; /* a range: the file changed since its first range; the total is not the declared size */
   int io_errno;
   char why[300];
   char errbuf[CURL_ERROR_SIZE];
@@ -329,7 +356,51 @@ static bool check_response(xfer *x) {
   long status = 0;
   curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
   mpk_src_fetch *f = x->fetch;
-  if (f) {
+  mpk_src_range *q = x->range;
+  if (q) {
+    q->http_status = (int)status;
+    q->no_ranges = x->hd.accept_ranges_none;
+    const char *val = x->hd.etag[0] ? x->hd.etag : x->hd.last_modified;
+    if (status == 206) {
+      if (x->hd.content_range_start != (long long)x->start) {
+        x->bad_range = true;
+        return false;
+      }
+      if (x->hd.content_range_total >= 0 && (uint64_t)x->hd.content_range_total != q->size) {
+        x->size_refused = true; /* refused before a byte of it is written */
+        x->total = (uint64_t)x->hd.content_range_total;
+        return false;
+      }
+      if (q->validator[0] && val[0] && strcmp(val, q->validator) != 0) {
+        x->changed = true;
+        return false;
+      }
+      q->whole = false;
+    } else {
+      /* 200: no ranges (the server ignores them), or If-Range says the content changed. */
+      if (!q->whole_ok) {
+        x->changed = true;
+        return false;
+      }
+      if (x->hd.content_length >= 0 && (uint64_t)x->hd.content_length != q->size) {
+        x->size_refused = true;
+        x->total = (uint64_t)x->hd.content_length;
+        return false;
+      }
+      q->whole = true;
+      q->from = x->pos = x->start = x->kicked = 0;
+      q->to = q->size;
+    }
+    if (x->hd.content_length >= 0 && (uint64_t)x->hd.content_length > q->to - x->pos) {
+      x->too_long = true;
+      return false;
+    }
+    if (!q->validator[0] || val[0]) snprintf(q->validator, sizeof q->validator, "%s", val);
+    if (q->on_response && q->on_response(q->ctx, q)) {
+      x->cancelled = true;
+      return false;
+    }
+  } else if (f) {
     f->http_status = (int)status;
     if (status == 206) {
       if (x->start == 0 || x->hd.content_range_start != (long long)x->start) {
@@ -369,9 +440,11 @@ static bool check_response(xfer *x) {
    a write failed (io_error) or the caller cancelled. */
 static bool flush_wbuf(xfer *x) {
   mpk_src_fetch *f = x->fetch;
+  mpk_src_range *q = x->range;
+  int fd = q ? q->fd : f->fd;
   uint64_t at = x->pos - x->wlen;
   for (size_t done = 0; done < x->wlen;) {
-    ssize_t w = pwrite(f->fd, x->wbuf + done, x->wlen - done, (off_t)(at + done));
+    ssize_t w = pwrite(fd, x->wbuf + done, x->wlen - done, (off_t)(at + done));
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       x->io_error = true;
@@ -383,6 +456,16 @@ static bool flush_wbuf(xfer *x) {
     done += (size_t)w;
   }
   x->wlen = 0;
+  if (q) {
+    start_writeback(fd, &x->kicked, x->pos, x->pos == q->to);
+    uint64_t from = q->from;
+    q->from = x->pos;
+    if (q->on_data && q->on_data(q->ctx, from, x->pos)) {
+      x->cancelled = true;
+      return false;
+    }
+    return true;
+  }
   start_writeback(f->fd, &x->kicked, x->pos, x->pos == f->size);
   if (f->on_bytes && f->on_bytes(f->ctx, x->pos)) {
     x->cancelled = true;
@@ -397,6 +480,21 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx) {
   if (x->first) {
     x->first = false;
     if (!check_response(x)) return 0;
+  }
+  if (x->range) {
+    if (n > x->range->to - x->pos) { /* more than asked: cut off */
+      x->too_long = true;
+      return 0;
+    }
+    for (size_t done = 0; done < n;) {
+      size_t k = n - done < WBUF - x->wlen ? n - done : WBUF - x->wlen;
+      memcpy(x->wbuf + x->wlen, data + done, k);
+      x->wlen += k;
+      x->pos += k;
+      done += k;
+      if (x->wlen == WBUF && !flush_wbuf(x)) return 0;
+    }
+    return n;
   }
   if (!x->fetch) {
     if (n > x->max - x->len) {
@@ -452,9 +550,13 @@ static void setup_handle(mpk_src *s, CURL *h, const char *url, xfer *x, long tim
   /* 16 KiB (the default) means a recv(), a pwrite() and a progress call per 16 KiB: at loopback
      rates that was a third of the CPU time. 256 KiB per transfer bounds memory at jobs x 256 KiB. */
   curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 256L << 10);
+  /* HTTP/2 where an https server offers it (ALPN), HTTP/1.1 otherwise. Every worker has its own
+     handle, hence its own connection: ranges are never multiplexed over one (CDNs cap each). */
+  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
   x->h = h;
   x->first = true;
   x->too_long = x->io_error = x->cancelled = x->bad_range = x->header_refused = x->redirect_refused = false;
+  x->changed = x->size_refused = false;
   x->https_now = s->https;
   x->errbuf[0] = x->why[0] = '\0';
   mpk_src_headers_init(&x->hd);
@@ -468,13 +570,23 @@ static int classify(const mpk_src *s, CURLcode rc, xfer *x, const char *url, boo
   long status = 0;
   curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
   const char *detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc);
-  unsigned long long got = x->fetch ? (unsigned long long)x->pos : (unsigned long long)x->len;
+  unsigned long long got = x->fetch || x->range ? (unsigned long long)x->pos : (unsigned long long)x->len;
   if (x->cancelled) return mpk_fail(err, MPK_ECANCELLED, url, NULL, "cancelled");
   if (x->io_error)
     return mpk_fail(err, MPK_EIO, url, NULL, "cannot write the download: %s%s", strerror(x->io_errno),
                     x->io_errno == ENOSPC || x->io_errno == EFBIG || x->io_errno == EDQUOT ? " (the disk is full)" : "");
   if (x->header_refused) return mpk_fail(err, MPK_ELIMIT, url, NULL, "refused: %s", x->why);
   if (x->redirect_refused) return mpk_fail(err, MPK_EUNSUPPORTED, url, NULL, "%s", x->why);
+  if (x->size_refused) {
+    uint64_t want = x->range->size;
+    return mpk_fail(err, MPK_EMISMATCH, url, NULL, "the server's file is %llu bytes, %llu declared: %s than declared",
+                    (unsigned long long)x->total, (unsigned long long)want, x->total > want ? "larger" : "shorter");
+  }
+  if (x->changed)
+    return mpk_fail(err, MPK_EMISMATCH, url, NULL, "the file changed on the server while being downloaded");
+  if (x->too_long && x->range)
+    return mpk_fail(err, MPK_EMISMATCH, url, NULL, "the server sends more than the %llu bytes asked for from byte %llu",
+                    (unsigned long long)(x->range->to - x->start), (unsigned long long)x->start);
   if (x->too_long) {
     if (x->fetch)
       return mpk_fail(err, MPK_EMISMATCH, url, NULL,
@@ -488,6 +600,8 @@ static int classify(const mpk_src *s, CURLcode rc, xfer *x, const char *url, boo
   if (rc == CURLE_HTTP_RETURNED_ERROR) {
     if (status == 404 || status == 410) return mpk_fail(err, MPK_ENOTFOUND, url, NULL, "not found (HTTP %ld)", status);
     *retry = status >= 500 || status == 408 || status == 429;
+    if ((status == 429 || status == 503) && x->hd.retry_after_ms >= 0)
+      return mpk_fail(err, MPK_EIO, url, NULL, "HTTP %ld (Retry-After: %lld s)", status, x->hd.retry_after_ms / 1000);
     return mpk_fail(err, MPK_EIO, url, NULL, "HTTP %ld", status);
   }
   if (rc == CURLE_OPERATION_TIMEDOUT) {
@@ -530,10 +644,15 @@ static int deadline_error(const mpk_src *s, const char *url, unsigned tries, uns
 
 /* After failed try `attempt` (error in *e, retryable or not): go on (true, after the backoff) or
    stop with *rc. */
-static bool next_try(const mpk_src *s, unsigned attempt, bool retry, double t_end, const char *url,
+static bool next_try(const mpk_src *s, const xfer *x, unsigned attempt, bool retry, double t_end, const char *url,
                      unsigned long long got, mpk_error *e, int *rc) {
   if (!retry || attempt >= s->retry.attempts) return false;
   unsigned ms = backoff_ms(s, attempt);
+  /* 429 / 503 with Retry-After: the server's wait instead of the backoff (at most
+     MPK_SRC_MAX_RETRY_AFTER_SECS; a wait beyond the deadline ends the tries below). */
+  long status = 0;
+  curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
+  if ((status == 429 || status == 503) && x->hd.retry_after_ms >= 0) ms = (unsigned)x->hd.retry_after_ms;
   if (now_ms() + (s->retry.sleep_ms ? 0 : ms) >= t_end) {
     mpk_error last = *e;
     *rc = deadline_error(s, url, attempt, got, &last, e);
@@ -551,11 +670,11 @@ static int rehash_prefix(int fd, uint64_t n, mpk_hasher *md, const char *url, mp
 }
 
 static int http_fetch(mpk_src *s, mpk_src_fetch *f, mpk_hasher *md, const char *url, mpk_error *err) {
-  CURL *h = curl_easy_init();
+  CURL *h = f->curl ? f->curl : curl_easy_init();
   if (!h) return mpk_fail(err, MPK_ENOMEM, url, NULL, "cannot create a libcurl handle");
   xfer x = {.fetch = f, .md = md, .pos = f->offset, .wbuf = malloc(WBUF)};
   if (!x.wbuf) {
-    curl_easy_cleanup(h);
+    if (!f->curl) curl_easy_cleanup(h);
     return mpk_fail(err, MPK_ENOMEM, url, NULL, "out of memory");
   }
   f->resumed_from = f->offset;
@@ -612,12 +731,83 @@ static int http_fetch(mpk_src *s, mpk_src_fetch *f, mpk_hasher *md, const char *
     bool retry;
     bool deadline_hit = crc == CURLE_OPERATION_TIMEDOUT && now_ms() >= t_end - 100;
     rc = classify(s, crc, &x, url, deadline_hit, &retry, &e);
-    if (!next_try(s, attempt, retry, t_end, url, (unsigned long long)x.pos, &e, &rc)) break;
+    if (!next_try(s, &x, attempt, retry, t_end, url, (unsigned long long)x.pos, &e, &rc)) break;
     f->retries++;
   }
   if (rc && err) *err = e;
-  curl_easy_cleanup(h);
+  if (!f->curl) curl_easy_cleanup(h);
   free(x.wbuf);
+  return rc;
+}
+
+void *mpk_src_handle_new(void) { return curl_easy_init(); }
+void mpk_src_handle_free(void *h) {
+  if (h) curl_easy_cleanup(h);
+}
+double mpk_src_now_ms(void) { return now_ms(); }
+long mpk_src_deadline_secs(const mpk_src *s) { return s->retry.deadline_secs; }
+
+int mpk_src_fetch_range(mpk_src *s, mpk_src_range *q, mpk_error *err) {
+  q->retries = 0;
+  q->http_status = 0;
+  char *url = mpk_src_url(s, q->rel);
+  xfer x = {.range = q, .wbuf = malloc(WBUF)};
+  mpk_error e;
+  mpk_error_clear(&e);
+  int rc = 0;
+  if (!url || !x.wbuf || !q->curl) rc = mpk_fail(&e, MPK_ENOMEM, q->rel, NULL, "out of memory");
+  for (unsigned attempt = 1; !rc; attempt++) {
+    if (q->from >= q->to) break;
+    x.start = x.kicked = x.pos = q->from;
+    long remain = (long)(q->t_end - now_ms());
+    if (remain <= 0) {
+      mpk_error last = e;
+      rc = deadline_error(s, url, attempt - 1, (unsigned long long)x.pos, &last, &e);
+      break;
+    }
+    setup_handle(s, q->curl, url, &x, remain);
+    char range[64], line[300];
+    snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)q->from, (unsigned long long)(q->to - 1));
+    curl_easy_setopt(q->curl, CURLOPT_RANGE, range);
+    struct curl_slist *hdrs = NULL;
+    if (q->validator[0]) {
+      snprintf(line, sizeof line, "If-Range: %s", q->validator);
+      hdrs = curl_slist_append(NULL, line);
+      curl_easy_setopt(q->curl, CURLOPT_HTTPHEADER, hdrs);
+    }
+    CURLcode crc = curl_easy_perform(q->curl);
+    curl_slist_free_all(hdrs);
+    /* What was received is kept, also from a failed attempt (a retry continues after it). */
+    if (x.wlen && !flush_wbuf(&x) && crc == CURLE_OK) crc = CURLE_WRITE_ERROR;
+    if (crc == CURLE_OK) {
+      if (x.first) { /* an empty body: nothing of the range came */
+        long status = 0;
+        curl_easy_getinfo(q->curl, CURLINFO_RESPONSE_CODE, &status);
+        q->http_status = (int)status;
+      }
+      if (q->from >= q->to) break;
+      /* Ended short (a server may send less than asked): ask again for the rest. */
+      rc = mpk_fail(&e, MPK_EIO, url, NULL, "the response for bytes %s ended after %llu bytes", range,
+                    (unsigned long long)(x.pos - x.start));
+      if (!next_try(s, &x, attempt, true, q->t_end, url, (unsigned long long)x.pos, &e, &rc)) break;
+      rc = 0;
+      q->retries++;
+      continue;
+    }
+    bool retry;
+    bool deadline_hit = crc == CURLE_OPERATION_TIMEDOUT && now_ms() >= q->t_end - 100;
+    rc = classify(s, crc, &x, url, deadline_hit, &retry, &e);
+    if (x.changed) {
+      rc = MPK_SRC_CHANGED;
+      break;
+    }
+    if (!next_try(s, &x, attempt, retry, q->t_end, url, (unsigned long long)x.pos, &e, &rc)) break;
+    rc = 0;
+    q->retries++;
+  }
+  if (rc && err) *err = e;
+  free(x.wbuf);
+  free(url);
   return rc;
 }
 
@@ -752,7 +942,7 @@ int mpk_src_read_small(mpk_src *s, const char *rel, size_t max, uint8_t **data, 
     bool retry;
     bool deadline_hit = crc == CURLE_OPERATION_TIMEDOUT && now_ms() >= t_end - 100;
     rc = classify(s, crc, &x, url, deadline_hit, &retry, &e);
-    if (!next_try(s, attempt, retry, t_end, url, (unsigned long long)x.len, &e, &rc)) break;
+    if (!next_try(s, &x, attempt, retry, t_end, url, (unsigned long long)x.len, &e, &rc)) break;
     rc = 0;
   }
   if (h) curl_easy_cleanup(h);

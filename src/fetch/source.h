@@ -36,6 +36,7 @@ typedef struct mpk_src_retry {
    target tests/fuzz/fuzz_http_headers.c and the unit tests). */
 #define MPK_SRC_MAX_HEADER_BYTES ((size_t)64 * 1024) /* one response's header lines, the status line included */
 #define MPK_SRC_MAX_HEADER_LINES 100                  /* one response's header lines */
+#define MPK_SRC_MAX_RETRY_AFTER_SECS 120                /* the longest Retry-After honoured */
 #define MPK_SRC_MAX_RESPONSES 8                       /* responses in one transfer: redirects (at most 5), 1xx */
 
 typedef struct mpk_src_headers {
@@ -44,6 +45,10 @@ typedef struct mpk_src_headers {
   int status;              /* the current response's status code (0: none parsed) */
   bool complete;           /* the current response's blank line arrived */
   long long content_range_start, content_length; /* -1: absent or unparsable */
+  long long content_range_end, content_range_total; /* "bytes a-b/total": -1 absent, unparsable or "*" */
+  bool accept_ranges_none; /* "Accept-Ranges: none" */
+  long long retry_after_ms; /* Retry-After (delay-seconds or an HTTP-date, from now), capped at
+                               MPK_SRC_MAX_RETRY_AFTER_SECS; -1: absent or unparsable */
   char etag[256], last_modified[256];
   char location[2048];     /* "" when absent; a longer one is refused */
   char why[200];           /* set when a line is refused: the limit it broke */
@@ -88,6 +93,7 @@ typedef struct mpk_src_fetch {
   /* bytes received so far for this file (offset included); may be NULL; non-zero cancels */
   int (*on_bytes)(void *ctx, uint64_t done);
   void *ctx;
+  void *curl;            /* a handle of mpk_src_handle_new() to use (its connection kept alive), NULL: its own */
   /* out */
   char hex[65];          /* the digest (`algo`) of the whole file, [0, size), lowercase hex */
   uint64_t resumed_from; /* the offset the bytes finally kept were continued from (0: whole) */
@@ -104,6 +110,48 @@ typedef struct mpk_src_fetch {
    over. A 404 is MPK_ENOTFOUND; a write failure MPK_EIO naming the cause (disk full). The fd is
    not fsynced here. */
 int mpk_src_fetch_file(mpk_src *s, mpk_src_fetch *f, mpk_error *err);
+
+/* ---- one range of a file over HTTP: the engine's ranged transfers (ranges.c, docs/fetch.md
+   "Ranged transfers"). Each worker keeps one handle for all its transfers (keep-alive). */
+void *mpk_src_handle_new(void); /* NULL: out of memory */
+void mpk_src_handle_free(void *h);
+double mpk_src_now_ms(void); /* the monotonic clock deadlines are measured on */
+long mpk_src_deadline_secs(const mpk_src *s); /* one file's deadline */
+
+/* Returned by mpk_src_fetch_range (with *err set) when the file changed on the server since the
+   validator was taken: a 206 with another validator, or a 200 where one was not acceptable. */
+#define MPK_SRC_CHANGED 3
+
+typedef struct mpk_src_range {
+  /* in */
+  const char *rel;     /* package-relative path */
+  uint64_t size;       /* the declared size: a Content-Range total (or a 200's length) that differs is
+                          refused before the body, MPK_EMISMATCH "larger/shorter than declared" */
+  int fd;              /* the staged file, written with pwrite at the file offsets */
+  uint64_t from, to;   /* the bytes [from, to) wanted; `from` advances as they are written, so a
+                          failed try is continued by the next one (`attempts` tries, backoff or
+                          Retry-After, until t_end) */
+  bool whole_ok;       /* a 200 is the whole file: [0, size) then comes (whole set, on_response
+                          called); else a 200 means the file changed (MPK_SRC_CHANGED) */
+  char validator[256]; /* in: sent as If-Range and compared with the response's (ETag, else
+                          Last-Modified); "" none (any accepted); out: the response's */
+  double t_end;        /* the file's deadline, mpk_src_now_ms() scale */
+  void *curl;          /* the worker's handle (mpk_src_handle_new) */
+  /* called once a response's headers are accepted, before its body is written; non-zero cancels */
+  int (*on_response)(void *ctx, const struct mpk_src_range *q);
+  /* bytes [from, to) were written; non-zero cancels */
+  int (*on_data)(void *ctx, uint64_t from, uint64_t to);
+  void *ctx;
+  /* out */
+  bool no_ranges;      /* the response said "Accept-Ranges: none" */
+  bool whole;          /* a 200 came: the whole file */
+  int http_status;
+  unsigned retries;    /* failed tries that were retried */
+} mpk_src_range;
+
+/* Fetch [q->from, q->to) of q->rel over HTTP ("Range: bytes=from-(to-1)", If-Range with the
+   validator); 0 when all of it is written, MPK_SRC_CHANGED, or an error as mpk_src_fetch_file's. */
+int mpk_src_fetch_range(mpk_src *s, mpk_src_range *q, mpk_error *err);
 
 /* The URL or path of `rel` (malloc'ed), for messages. */
 char *mpk_src_url(const mpk_src *s, const char *rel);

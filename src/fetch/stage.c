@@ -295,6 +295,11 @@ uint64_t mpk_fetch_parse_part(const void *data, size_t len, mpk_digest_algo algo
     json_int_t n = json_is_integer(sz) ? json_integer_value(sz) : -1;
     if (dg && strcmp(dg, digest) == 0 && n >= 0 && (uint64_t)n == size) {
       offset = have <= size ? have : 0;
+      /* A ranged download: only its contiguous prefix was hashed in order; bytes written ahead of
+         it (pieces) are fetched again. */
+      json_t *px = json_object_get(doc, "prefix");
+      if (json_is_integer(px) && json_integer_value(px) >= 0 && (uint64_t)json_integer_value(px) < offset)
+        offset = (uint64_t)json_integer_value(px);
       /* A validator means something only to the server that gave it. */
       if (val && src && strcmp(src, source) == 0) snprintf(validator, 256, "%s", val);
     }

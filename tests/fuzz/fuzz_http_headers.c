@@ -2,7 +2,8 @@
    (mpk_src_header_line), and the check of each redirect hop (mpk_src_redirect_allowed) on the
    Location they carry. Lines are the input split after each '\n'. Invariants: the limits hold (bytes
    and lines of one response, responses of one transfer), every field stays NUL-terminated within its
-   buffer, numbers are -1 or non-negative, and no hop is allowed from https to plain http or to a
+   buffer, numbers are -1 or non-negative (a Content-Range's end not before its start, Retry-After
+   within MPK_SRC_MAX_RETRY_AFTER_SECS), and no hop is allowed from https to plain http or to a
    scheme other than http(s). */
 #include <stddef.h>
 #include <stdint.h>
@@ -48,6 +49,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         !memchr(h.location, 0, sizeof h.location) || !memchr(h.why, 0, sizeof h.why))
       __builtin_trap();
     if (h.content_length < -1 || h.content_range_start < -1 || h.status < 0 || h.status > 999) __builtin_trap();
+    /* a range's end is at or after its start; Retry-After is -1 or a wait of at most the cap */
+    if (h.content_range_total < -1 || h.content_range_end < -1 ||
+        (h.content_range_end >= 0 && h.content_range_end < h.content_range_start))
+      __builtin_trap();
+    if (h.retry_after_ms < -1 || h.retry_after_ms > (long long)MPK_SRC_MAX_RETRY_AFTER_SECS * 1000) __builtin_trap();
     if (!go_on) {
       if (!h.why[0]) __builtin_trap(); /* a refusal says which limit */
       break;

@@ -209,6 +209,56 @@ static void test_redirect_hops(void **state) {
   assert_non_null(strstr(why, "a redirect from https to plain http (http://h/) is refused"));
 }
 
+/* The headers ranged transfers use (docs/fetch.md, "Ranged transfers"): Content-Range's end and
+   total, Accept-Ranges: none, Retry-After as seconds or an HTTP-date (capped); and a ranged file's
+   staging record, whose "prefix" bounds what a resume keeps. */
+static void test_ranged_headers(void **state) {
+  (void)state;
+  mpk_src_headers h;
+  mpk_src_headers_init(&h);
+  static const char *const lines[] = {"HTTP/1.1 206 Partial Content\r\n", "Content-Range: bytes 0-1048575/67108864\r\n",
+                                      "Accept-Ranges: none\r\n", "Retry-After: 7\r\n", "\r\n"};
+  for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) assert_true(mpk_src_header_line(&h, lines[i], strlen(lines[i])));
+  assert_int_equal(h.content_range_start, 0);
+  assert_int_equal(h.content_range_end, 1048575);
+  assert_int_equal(h.content_range_total, 67108864);
+  assert_true(h.accept_ranges_none);
+  assert_int_equal(h.retry_after_ms, 7000);
+  static const char *const unknown[] = {"Content-Range: bytes 0-9/*\r\n", "Content-Range: bytes 9-0/10\r\n"};
+  for (size_t i = 0; i < 2; i++) {
+    assert_true(mpk_src_header_line(&h, unknown[i], strlen(unknown[i])));
+    assert_int_equal(h.content_range_total, -1);
+  }
+  const char *big = "Retry-After: 86400\r\n", *junk = "Retry-After: soon\r\n", *past = "Retry-After: Thu, 01 Jan 1970 00:00:10 GMT\r\n";
+  assert_true(mpk_src_header_line(&h, big, strlen(big)));
+  assert_int_equal(h.retry_after_ms, (long long)MPK_SRC_MAX_RETRY_AFTER_SECS * 1000);
+  assert_true(mpk_src_header_line(&h, junk, strlen(junk)));
+  assert_int_equal(h.retry_after_ms, -1);
+  assert_true(mpk_src_header_line(&h, past, strlen(past)));
+  assert_int_equal(h.retry_after_ms, 0);
+  char date[100], line[160];
+  time_t soon = time(NULL) + 30;
+  struct tm tm;
+  gmtime_r(&soon, &tm);
+  strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  snprintf(line, sizeof line, "Retry-After: %s\r\n", date);
+  assert_true(mpk_src_header_line(&h, line, strlen(line)));
+  assert_in_range(h.retry_after_ms, 28000, 30000);
+  /* a new response forgets them */
+  assert_true(mpk_src_header_line(&h, "HTTP/1.1 200 OK\r\n", 17));
+  assert_false(h.accept_ranges_none);
+  assert_int_equal(h.retry_after_ms, -1);
+  /* the record's prefix: min(prefix, staged size); without it the staged size, as before */
+  static const char sha[] = "0000000000000000000000000000000000000000000000000000000000000000";
+  char rec[400], val[256];
+  snprintf(rec, sizeof rec, "{\"path\":\"a\",\"size\":100,\"sha256\":\"%s\",\"validator\":\"v\",\"source\":\"s\",\"prefix\":40}", sha);
+  assert_int_equal(mpk_mt_install_parse_part(rec, strlen(rec), sha, 100, "s", 70, val), 40);
+  assert_string_equal(val, "v");
+  assert_int_equal(mpk_mt_install_parse_part(rec, strlen(rec), sha, 100, "s", 30, val), 30);
+  snprintf(rec, sizeof rec, "{\"path\":\"a\",\"size\":100,\"sha256\":\"%s\",\"validator\":\"v\",\"source\":\"s\"}", sha);
+  assert_int_equal(mpk_mt_install_parse_part(rec, strlen(rec), sha, 100, "s", 70, val), 70);
+}
+
 /* Header lines: the fields the installer uses, and the limits on one response. */
 static void test_header_limits(void **state) {
   (void)state;
@@ -618,6 +668,7 @@ int main(void) {
       cmocka_unit_test(test_http_retry_backoff),
       cmocka_unit_test(test_redirect_hops),
       cmocka_unit_test(test_header_limits),
+      cmocka_unit_test(test_ranged_headers),
       cmocka_unit_test(test_options_struct_size),
       cmocka_unit_test(test_recover_refuses_links),
       cmocka_unit_test(test_reference_record),
