@@ -3,14 +3,18 @@
 #   scripts/setup.sh          what building the library and the tool needs (the Quick start)
 #   scripts/setup.sh --test   that, plus every program and package the test suite uses, then the npm
 #                             packages the tests need (scripts/deps_node.sh, into .deps/)
+#   scripts/setup.sh --bench  the Quick start's, plus the peers and tools bench/ runs against
+#                             (bench/README.md): nothing the library, the tool or the tests need
 # Idempotent: installs nothing when everything is there. Needs root (or sudo) only to install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 want_tests=false
+want_bench=false
 case "${1:-}" in
   --test) want_tests=true ;;
+  --bench) want_bench=true ;;
   "") ;;
-  *) echo "usage: $0 [--test]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--test | --bench]" >&2; exit 2 ;;
 esac
 
 PACKAGES=(
@@ -35,7 +39,12 @@ TEST_PACKAGES=(
   sox espeak-ng                              # audio quality script and bench: speech, sox -v reference
   util-linux procps                          # prlimit and ps in the hostile-input tests
 )
+BENCH_PACKAGES=(
+  nginx curl time                            # install benches: the server, curl the peer, /usr/bin/time for peak RSS
+  aria2                                      # bench/run_mlc_install.sh: aria2c -x4 -s4, the multi-connection peer
+)
 $want_tests && PACKAGES+=("${TEST_PACKAGES[@]}")
+$want_bench && PACKAGES+=("${BENCH_PACKAGES[@]}")
 
 missing=()
 for p in "${PACKAGES[@]}"; do

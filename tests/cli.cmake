@@ -30,3 +30,5 @@ endif()
 # running tests with the tool hidden.
 mpk_script_test(test_no_pipe_grep unit ${MPK_IT}/test_no_pipe_grep.sh ${PROJECT_SOURCE_DIR})
 mpk_script_test(test_skips integration ${MPK_IT}/test_skips.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+# mlc urls: where WebLLM finds a model's documents (docs/mlc-urls.md).
+mpk_script_test(test_cli_mlc_urls integration ${MPK_IT}/test_cli_mlc_urls.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})

@@ -3,6 +3,7 @@ mpk_test(test_conf_identity conformance conformance/test_conf_identity.c)
 mpk_test(test_conf_package conformance conformance/test_conf_package.c)
 mpk_test(test_conf_program conformance conformance/test_conf_program.c)
 mpk_test(test_conf_resolve conformance conformance/test_conf_resolve.c)
+mpk_test(test_conf_urls conformance conformance/test_conf_urls.c)     # resource_urls.json, cleanModelUrl
 
 # ---- mlc: a library's metadata, weights (tensor caches, parameters, resources), device fit against
 # WebLLM's figures, the producer

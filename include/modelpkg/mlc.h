@@ -663,8 +663,8 @@ MPK_API void mpk_mlc_report_free(mpk_mlc_report *report);
  * already matches /.+\/resolve\/.+\// (as on a hub: "https://huggingface.co/ORG/M" →
  * ".../ORG/M/resolve/main/"), and the result is serialized as WHATWG `new URL(u).href` (scheme
  * and host lowercased, default port dropped, dot segments resolved, path percent-encoded). Only
- * http and https URLs (MPK_EUNSUPPORTED for another scheme, MPK_EINVAL for one that does not
- * parse). `*out` is malloc'ed, freed with mpk_free().
+ * http and https URLs (MPK_EUNSUPPORTED for another scheme and for an internationalized host name,
+ * MPK_EINVAL for one that does not parse; docs/mlc-urls.md). `*out` is malloc'ed, freed with mpk_free().
  */
 MPK_API int mpk_mlc_clean_model_url(const char *model_url, char **out, mpk_error *err);
 

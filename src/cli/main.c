@@ -23,6 +23,8 @@ static const command mlc_commands[] = {
      "plan a prompt's prefill calls: text and adapter rows in chunks, context checks"},
     {"install", mpk_cmd_mlc_install, "SOURCE --cache DIR [--name NAME] [--lib URL|FILE] [...]",
      "install a model (directory or URL) into a cache: checked first, verified, resumable, atomic"},
+    {"urls", mpk_cmd_mlc_urls, "MODEL_URL [--manifest FILE] [--no-clean] [--json]",
+     "where WebLLM finds a model's documents: the cleaned model URL and the resource URLs"},
     {0}};
 
 static const command handoff_commands[] = {
@@ -72,7 +74,8 @@ static const command commands[] = {
      "DIR [--lib FILE] [--context N] [--device-memory BYTES] [--max-binding-size N]\n"
      "    [--device-features F,...] [--set NAME=VALUE ...] [--json]",
      "the memory a model needs (parameters + KV cache + workspace) and whether it fits a device"},
-    {"mlc", cmd_mlc, "id | metadata | build | plan | install", "the MLC manifest: interface_id, _metadata, producer, prefill plans"},
+    {"mlc", cmd_mlc, "id | metadata | build | plan | urls | install",
+     "the MLC manifest: interface_id, _metadata, producer, prefill plans, model URLs, installs"},
     {"mt", cmd_mt,
      "build | reseal | handoff | graph | inspect | tensors | merge | restore | select | plan | install | list | remove | gc",
      "MobileTransformers packages: seal, inspect, merge, select, plan, install; the installed cache"},

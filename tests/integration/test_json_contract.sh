@@ -165,6 +165,10 @@ run mlc_metadata_refused 1 "$MPK" mlc metadata "$T/tone.wav"; keep md_no
 same_keys mlc_metadata "$T/md_ok.json" "$T/md_no.json"
 run mlc_metadata_usage 2 "$MPK" mlc metadata
 run mlc_plan_usage 2 "$MPK" mlc plan --package "$G"
+run mlc_urls_ok 0 "$MPK" mlc urls https://huggingface.co/o/m --manifest "$G"; keep urls_ok
+run mlc_urls_refused 1 "$MPK" mlc urls ftp://h/m; keep urls_no
+same_keys mlc_urls "$T/urls_ok.json" "$T/urls_no.json"
+run mlc_urls_usage 2 "$MPK" mlc urls
 HMAP=$(find "$EX/mt-tiny" -name weight_handoff_map.json -print -quit)
 cp "$HMAP" "$T/hm.json" && chmod u+w "$T/hm.json"
 run mt_handoff_fmt_ok 0 "$MPK" mt handoff fmt "$T/hm.json"; keep fmt_ok

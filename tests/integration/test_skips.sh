@@ -66,6 +66,13 @@ fi
 NONODE="$(without nonode node)"
 skips merge_onnx_node "SKIP: test_merge_onnx: node not found $HOW" \
   -- env PATH="$NONODE" MPK_TEST_TOOL_PATH="$NONODE" "$SRC/tests/e2e/test_merge_onnx.sh" "$MPK" "$SRC"
+# the URL differential test: without node; with node but without WebLLM's bundle (in an empty tree).
+skips url_diff_node "SKIP: test_url_diff: node not found $HOW" \
+  -- env PATH="$NONODE" MPK_TEST_TOOL_PATH="$NONODE" "$I/test_url_diff.sh" /nonexistent "$SRC"
+if have_tool node; then
+  skips url_diff_bundle "SKIP: test_url_diff: the WebLLM bundle ($T/.deps/node_modules/@mlc-ai/web-llm/lib/index.js) not found (scripts/deps_node.sh webllm installs it)" \
+    -- "$I/test_url_diff.sh" /nonexistent "$T"
+fi
 if have_tool node; then
   skips merge_onnx_onnx "SKIP: test_merge_onnx: /usr/bin/python3 module onnx not found $HOW" \
     -- env PYTHONPATH="$(stubs noonnx onnx)" "$SRC/tests/e2e/test_merge_onnx.sh" "$MPK" "$SRC"
