@@ -29,3 +29,10 @@ mpk_script_test(test_cli_mlc_hostile "integration;slow" ${MPK_IT}/test_cli_mlc_h
 
 # modelpkg mlc install: directory and (own nginx) HTTP hub-layout installs, no-op, --json, refusals.
 mpk_script_test(test_cli_mlc_install integration ${MPK_IT}/test_cli_mlc_install.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+
+# `modelpkg mlc install` end to end over HTTP (issue 19, docs/mlc-install-e2e.md): its own nginx (a hub
+# that 302s to a CDN with a signed query string, ETags, Range, TLS), a generated model with real shards,
+# the faults (mlc_fault_http.py), two installers, >= 30 SIGKILLs. Skipped (exit 77) without nginx, curl
+# or /usr/bin/python3.
+mpk_script_test(test_mlc_install_http "e2e;slow" ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_mlc_install_http.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+set_tests_properties(test_mlc_install_http PROPERTIES TIMEOUT 420)
