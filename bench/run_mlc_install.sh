@@ -107,7 +107,7 @@ now_ns() { date +%s%N; }
 
 echo "== machine"
 echo "nproc: $CORES   cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-echo "kernel: $(uname -r)   $(curl --version | awk 'NR == 1 {print $1, $2}')   $("$NGINX" -v 2>&1)   $( ((HAVE_ARIA2)) && "$ARIA2C" --version | head -1)"
+echo "kernel: $(uname -r)   $(curl --version | awk 'NR == 1 {print $1, $2}')   $("$NGINX" -v 2>&1)   $( ((HAVE_ARIA2)) && "$ARIA2C" --version | awk 'NR == 1')"
 echo "work dir: $WORK ($(df -PT "$WORK" | awk 'NR == 2 {print $2}'))   modelpkg: $MODELPKG"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for s in ${SKIPPED[@]+"${SKIPPED[@]}"}; do echo "SKIPPED $s"; done

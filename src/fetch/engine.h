@@ -117,6 +117,12 @@ int mpk_fx_delete_unless_held(int dir, const char *name);
    NULL): the blocks allocated to the whole tree, in bytes. */
 uint64_t mpk_fx_tree_bytes(int dir, const char *name, uint64_t *disk_bytes);
 int mpk_fx_retire(mpk_fetch_stage *s, int dir, const char *name, int *held, char retired[33], mpk_error *err);
+/* Delete the trees in retired/ (`rfd`) no reader holds, but `except` (may be NULL). */
+void mpk_fx_sweep_retired_at(int rfd, const char *except);
+/* The same for the stage's retired/ (under its lock), removing retired/ when it ends empty: every
+   stage open does it, so an installer killed between a commit's swap and the deletion of the old
+   tree leaves it only until the next install of that tree (or mpk_fetch_gc). */
+void mpk_fx_sweep_retired(mpk_fetch_stage *s);
 
 /* ---- the download of a plan (engine.c; ranges.c: the HTTP scheduler of whole files and pieces) */
 #define MPK_FETCH_DEFAULT_RANGE_BYTES ((uint64_t)16 << 20) /* docs/fetch.md, "Ranged transfers" */

@@ -94,6 +94,28 @@ int mpk_fx_delete_unless_held(int dir, const char *name) {
 
 /* ---------------------------------------------------------------- retiring */
 
+/* Trees retired earlier and left there (a reader held them then, or the installer retiring them
+   was killed between the rename and the deletion) go, unless a reader still holds them. */
+void mpk_fx_sweep_retired_at(int rfd, const char *except) {
+  size_t n;
+  char **names = mpk_fx_list_dir(rfd, &n);
+  for (size_t i = 0; i < n; i++) {
+    struct stat est;
+    if ((!except || strcmp(names[i], except) != 0) && fstatat(rfd, names[i], &est, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISDIR(est.st_mode))
+      mpk_fx_delete_unless_held(rfd, names[i]);
+  }
+  mpk_fx_free_names(names, n);
+}
+
+void mpk_fx_sweep_retired(mpk_fetch_stage *s) {
+  int rfd = openat(s->staging_fd, MPK_FETCH_RETIRED_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (rfd < 0) return; /* none, or a link gc removes */
+  mpk_fx_sweep_retired_at(rfd, NULL);
+  close(rfd);
+  unlinkat(s->staging_fd, MPK_FETCH_RETIRED_DIR, AT_REMOVEDIR); /* only when empty */
+}
+
 int mpk_fx_retire(mpk_fetch_stage *s, int dir, const char *name, int *held, char retired[33], mpk_error *err) {
   if (held) *held = 0;
   if (retired) retired[0] = '\0';
@@ -119,16 +141,7 @@ int mpk_fx_retire(mpk_fetch_stage *s, int dir, const char *name, int *held, char
   if (retired) snprintf(retired, 33, "%s", id);
   int gone = mpk_fx_delete_unless_held(rfd, id);
   if (held) *held = !gone;
-  /* Trees retired earlier and left there (a reader held them then, or the installer retiring them
-     was killed between the rename and the deletion) go too, unless a reader still holds them. */
-  size_t n;
-  char **names = mpk_fx_list_dir(rfd, &n);
-  for (size_t i = 0; i < n; i++) {
-    struct stat est;
-    if (strcmp(names[i], id) != 0 && fstatat(rfd, names[i], &est, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(est.st_mode))
-      mpk_fx_delete_unless_held(rfd, names[i]);
-  }
-  mpk_fx_free_names(names, n);
+  mpk_fx_sweep_retired_at(rfd, id);
   close(rfd);
   if (gone) unlinkat(s->staging_fd, MPK_FETCH_RETIRED_DIR, AT_REMOVEDIR); /* only when empty */
   return 0;

@@ -478,6 +478,7 @@ int mpk_fetch_stage_open(const char *cache_dir, const char *name, const mpk_fetc
   /* Staging area and the lock; what an interrupted commit left is finished. */
   if (!rc) rc = mpk_fx_stage_acquire(st, true, err);
   if (!rc) rc = mpk_fx_recover(st, err);
+  if (!rc) mpk_fx_sweep_retired(st);
   if (rc) {
     mpk_fetch_stage_close(st);
     return rc;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -217,6 +218,27 @@ static void test_directory_source(void **state) {
   mpk_fetch_stage_close(stage);
   snprintf(tree, sizeof tree, "%s/x", cache);
   assert_int_equal(stat(tree, &st), -1);
+
+  /* a tree an installer killed after the swap left in retired/: the next stage open deletes it,
+     unless a reader holds it (a shared flock on the tree's directory) */
+  char retired[4200], held_dir[4300];
+  snprintf(retired, sizeof retired, "%s/.staging/x/retired", cache);
+  tu_sh("mkdir -p '%s/a1/inference' '%s/b2/inference' && echo w > '%s/a1/inference/w' && echo w > '%s/b2/w'", retired,
+        retired, retired, retired);
+  snprintf(held_dir, sizeof held_dir, "%s/b2/inference", retired);
+  int reader = open(held_dir, O_RDONLY | O_DIRECTORY);
+  assert_true(reader >= 0);
+  assert_int_equal(flock(reader, LOCK_SH), 0);
+  assert_int_equal(mpk_fetch_stage_open(cache, "x", &sto, &stage, &err), 0);
+  mpk_fetch_stage_close(stage);
+  snprintf(held_dir, sizeof held_dir, "%s/a1", retired);
+  assert_int_equal(stat(held_dir, &st), -1); /* free: deleted */
+  snprintf(held_dir, sizeof held_dir, "%s/b2/w", retired);
+  assert_int_equal(stat(held_dir, &st), 0); /* held: kept whole */
+  close(reader);
+  assert_int_equal(mpk_fetch_stage_open(cache, "x", &sto, &stage, &err), 0);
+  mpk_fetch_stage_close(stage);
+  assert_int_equal(stat(retired, &st), -1); /* released: deleted, and retired/ with it */
 
   /* options structs: a size smaller than any layout is refused */
   mpk_fetch_source *src = NULL;
