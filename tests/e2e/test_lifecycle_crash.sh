@@ -53,7 +53,9 @@ merge() { timeout 60 "${MERGE[@]}"; }
 restore() { timeout 120 "${RESTORE[@]}"; }
 gc() { timeout 60 "${GC[@]}"; }
 gate() { timeout 60 "$MPK" mt tensors "$D"; }
-has_record() { [ -f "$INF/.modelpkg-merge-record.json" ]; }
+# An emptied record ("tensors": {}) is the same as none (mt restore empties it in its transaction and
+# removes it right after; a kill in between leaves it: src/mt/merge/restore.c).
+has_record() { [ -f "$INF/.modelpkg-merge-record.json" ] && ! grep -q '"tensors": {}' "$INF/.modelpkg-merge-record.json"; }
 
 # state_payload: payload() without a killed transaction's temporaries (<name>.<txn>-txn.XXXXXX:
 # not the model's files; the next transaction or the gate removes them) — the files at their names.
