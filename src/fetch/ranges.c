@@ -4,8 +4,9 @@
    larger file. A split file's first piece is its discovery ("Range: bytes=0-(k-1)"): a 206 whose
    total is the declared size releases the other pieces, a 200 means no ranges (that connection
    takes the whole file). Pieces are written where they belong in the staged file; the file's digest
-   is computed over its contiguous prefix as it grows, by one more task (the hasher: bytes read back
-   from the staged file — the page cache; one hasher per file at a time; the transfer workers never
+   is computed over its contiguous prefix as it grows: the bytes that extend it in order are hashed
+   from the receive buffer by their worker, the others by HASHERS more tasks (bytes read back from
+   the staged file — the page cache; one hasher per file at a time; the transfer workers never
    stop reading to hash), so hashing overlaps the transfer and memory stays about connections x
    (1 MiB transfer buffer + 1 MiB scratch + libcurl's 256 KiB) + 1 MiB whatever the sizes. A failed piece is retried alone (mpk_src_fetch_range);
    a file that changes between pieces is started over once. */
@@ -23,6 +24,10 @@
 #include "fetch/source.h"
 
 #define HASH_BUF ((size_t)1 << 20)
+/* Hasher tasks: each takes the first file whose prefix can grow and nobody hashes, so two files'
+   read-back hashing runs on two cores (one hasher was the bottleneck on loopback: MD5 of 2 GiB is
+   about 3.6 s of one core, docs/PERFORMANCE.md section 11). */
+#define HASHERS 2u
 
 enum { P_PENDING, P_ACTIVE, P_DONE };
 typedef struct piece {
@@ -442,8 +447,8 @@ static void wait_a_little(pthread_cond_t *cv, pthread_mutex_t *mu) {
   pthread_cond_timedwait(cv, mu, &ts);
 }
 
-/* Task 0: the hasher. It extends the prefix of every file whose pieces have written past it, in
-   plan order, so that the workers never stop reading their connections to hash; a file whose
+/* A hasher task (HASHERS of them). It extends the prefix of every file whose pieces have written
+   past it and that no other hasher holds, in plan order, so that the workers never stop reading their connections to hash; a file whose
    pieces are all in and hashed is then settled (its digest checked) here. */
 static void hasher(sched *S, uint8_t *buf) {
   pthread_mutex_lock(&S->mu);
@@ -473,7 +478,7 @@ static void hasher(sched *S, uint8_t *buf) {
 static int worker(mpk_pool *pool, void *ctx, size_t w, void *scratch, mpk_error *err) {
   (void)err;
   sched *S = ctx;
-  if (w == 0) {
+  if (w < HASHERS) {
     pthread_mutex_lock(&S->mu);
     S->pool = pool;
     pthread_mutex_unlock(&S->mu);
@@ -561,8 +566,8 @@ void mpk_fx_download_http(mpk_fx_run *r) {
   pthread_cond_init(&S.cv, NULL);
   pthread_cond_init(&S.hcv, NULL);
   /* S.pool is set by the first worker: core's pool hands it to the tasks only. */
-  /* Task 0 is the hasher (started first), tasks 1..connections the transfers. */
-  unsigned tasks = r->connections + 1;
+  /* Tasks 0..HASHERS-1 are the hashers (started first), the others the transfers. */
+  unsigned tasks = r->connections + HASHERS;
   mpk_pool_run(tasks, &(mpk_pool_opts){.workers = tasks, .scratch_bytes = HASH_BUF}, worker, &S, NULL, &e);
   pthread_cond_destroy(&S.cv);
   pthread_cond_destroy(&S.hcv);
