@@ -58,6 +58,27 @@ void mpk_cli_bar_init(mpk_cli_bar *bar, const char *label);
 int mpk_cli_progress(void *bar, uint64_t done, uint64_t total); /* an mpk_progress_fn */
 void mpk_cli_bar_done(mpk_cli_bar *bar);
 
+/* The progress of an install (install_progress.c: mt install, mlc install): a bar on a terminal, or
+   with --json one {"event": ...} line per event on stderr. Each command turns its API's event into
+   an mpk_cli_install_event. */
+typedef struct mpk_cli_install_event {
+  const char *kind;        /* the JSON "event": "file_start", "bytes", ... */
+  bool start, bytes, retry; /* which of these it is (the display's decisions) */
+  const char *file;        /* NULL: not a file's event */
+  uint64_t file_done, file_size, done, total;
+  size_t files;
+  const char *message;
+} mpk_cli_install_event;
+typedef struct mpk_cli_install_progress {
+  const char *cmd; /* "mt install": in the retry lines */
+  bool json, tty;
+  mpk_cli_bar bar;
+  double started, last_json;
+} mpk_cli_install_progress;
+double mpk_cli_now(void); /* seconds, monotonic */
+void mpk_cli_install_progress_init(mpk_cli_install_progress *p, const char *cmd, bool json);
+void mpk_cli_install_progress_event(mpk_cli_install_progress *p, const mpk_cli_install_event *ev);
+
 /* ---- args.c: the one option parser. A command declares its options in a table ending with {0}
    and its usage in a spec; mpk_cli_parse reads argv[1..] (argv[0] is the command's last word):
    options in any order among the positional arguments, "-h"/"--help" prints the help made from the
@@ -104,6 +125,13 @@ int mpk_cli_usage(const mpk_cli_spec *s, bool json, const char *fmt, ...) __attr
 bool mpk_cli_parse_int(const char *s, long long min, long long max, long long *out);
 int mpk_cli_parse_jobs(const mpk_cli_spec *s, bool json, const char *val, long long *jobs);
 bool mpk_cli_is_help(const char *arg);
+/* A bounded integer option (an mpk_cli_opt fn, ctx an mpk_cli_bounded): "OPT needs an integer from
+   LO to HI" otherwise. */
+typedef struct mpk_cli_bounded {
+  long long lo, hi;
+  unsigned *out;
+} mpk_cli_bounded;
+int mpk_cli_parse_bounded(void *ctx, const mpk_cli_spec *s, bool json, const char *opt, const char *val);
 
 /* Selection options (select_args.c), shared by mt select and mt install: --abi --ep --quant --engine
    --memory-mb --api-level --features --prefer-quant --storage-bytes. Lists are comma-separated (no

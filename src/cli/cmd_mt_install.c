@@ -25,94 +25,32 @@ static const char more[] =
     "Progress: a bar on a terminal (stderr); with --json, events {\"event\": ...} one per line.\n"
     "exit status: 0 installed, 1 refused or failed (the cache holds what it held before), 2 usage error\n";
 
-typedef struct cli_state {
-  bool json, tty;
-  mpk_cli_bar bar;
-  double started, last_json;
-} cli_state;
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static const char *kind_name(mpk_mt_install_event_kind k) {
-  switch (k) {
-  case MPK_MT_INSTALL_PLANNED: return "planned";
-  case MPK_MT_INSTALL_FILE_START: return "file_start";
-  case MPK_MT_INSTALL_FILE_DONE: return "file_done";
-  case MPK_MT_INSTALL_RETRY: return "retry";
-  case MPK_MT_INSTALL_BYTES: return "bytes";
-  case MPK_MT_INSTALL_COMMITTED: return "committed";
-  }
-  return "?";
-}
-
 static int on_event(void *ctx, const mpk_mt_install_event *ev) {
-  cli_state *c = ctx;
-  double t = now();
-  double rate = t > c->started ? (double)ev->done / (t - c->started) : 0;
-  if (c->json) {
-    /* Byte events at most five times a second; the others always. */
-    if (ev->kind == MPK_MT_INSTALL_BYTES && ev->done < ev->total && t - c->last_json < 0.2) return 0;
-    if (ev->kind == MPK_MT_INSTALL_BYTES) c->last_json = t;
-    json_t *o = json_object();
-    json_object_set_new(o, "event", json_string(kind_name(ev->kind)));
-    if (ev->file) {
-      json_object_set_new(o, "file", mpk_cli_json_str(ev->file));
-      json_object_set_new(o, "file_done", json_integer((json_int_t)ev->file_done));
-      json_object_set_new(o, "file_size", json_integer((json_int_t)ev->file_size));
-    }
-    json_object_set_new(o, "done", json_integer((json_int_t)ev->done));
-    json_object_set_new(o, "total", json_integer((json_int_t)ev->total));
-    json_object_set_new(o, "files", json_integer((json_int_t)ev->files));
-    json_object_set_new(o, "bytes_per_second", json_integer((json_int_t)rate));
-    if (ev->message) json_object_set_new(o, "message", json_string(ev->message));
-    char *line = json_dumps(o, JSON_COMPACT);
-    if (line) fprintf(stderr, "%s\n", line);
-    free(line);
-    json_decref(o);
-    return 0;
+  mpk_cli_install_event e = {.file = ev->file, .file_done = ev->file_done, .file_size = ev->file_size,
+                             .done = ev->done, .total = ev->total, .files = ev->files, .message = ev->message};
+  switch (ev->kind) {
+  case MPK_MT_INSTALL_PLANNED: e.kind = "planned"; break;
+  case MPK_MT_INSTALL_FILE_START: e.kind = "file_start", e.start = true; break;
+  case MPK_MT_INSTALL_FILE_DONE: e.kind = "file_done"; break;
+  case MPK_MT_INSTALL_RETRY: e.kind = "retry", e.retry = true; break;
+  case MPK_MT_INSTALL_BYTES: e.kind = "bytes", e.bytes = true; break;
+  case MPK_MT_INSTALL_COMMITTED: e.kind = "committed"; break;
+  default: e.kind = "?";
   }
-  if (ev->kind == MPK_MT_INSTALL_RETRY) {
-    mpk_cli_bar_done(&c->bar);
-    fprintf(stderr, "modelpkg mt install: %s again: %s\n", ev->file, ev->message ? ev->message : "");
-  }
-  if (c->tty && (ev->kind == MPK_MT_INSTALL_BYTES || ev->kind == MPK_MT_INSTALL_FILE_START)) {
-    /* The rate belongs to the bar: written once after each redraw (which starts with \r), then the
-       rest of the line cleared, never appended to a line that was not redrawn. */
-    double drawn = c->bar.last_draw;
-    mpk_cli_progress(&c->bar, ev->done, ev->total);
-    if (c->bar.last_draw != drawn) fprintf(stderr, " %.1f MiB/s\033[K", rate / 1048576.0);
-  }
+  mpk_cli_install_progress_event(ctx, &e);
   return 0;
 }
 
 static const char *const result_keys[] = {"repo_dir", "variant", "files", "bytes", "reused_bytes", "retries",
                                            "restarts", "replaced", "adapters", "seconds", NULL};
 
-/* A bounded integer option (an mpk_cli_opt fn). */
-typedef struct bounded {
-  long long lo, hi;
-  unsigned *out;
-} bounded;
-static int parse_bounded(void *ctx, const mpk_cli_spec *s, bool json, const char *opt, const char *val) {
-  const bounded *b = ctx;
-  long long v;
-  if (!mpk_cli_parse_int(val, b->lo, b->hi, &v))
-    return mpk_cli_usage(s, json, "%s needs an integer from %lld to %lld, not '%s'", opt, b->lo, b->hi, val);
-  *b->out = (unsigned)v;
-  return MPK_EXIT_OK;
-}
-
 int mpk_cmd_mt_install(int argc, char **argv) {
   const char *cmd = "mt install";
   mpk_mt_install_options o = MPK_MT_INSTALL_OPTIONS_INIT;
   mpk_cli_select sel = {0};
-  cli_state c = {0};
+  mpk_cli_install_progress c = {0};
   bool wait = false;
-  bounded jobs = {1, 64, &o.jobs}, conns = {1, 64, &o.connections}, retries = {1, 100, &o.attempts}, delay = {1, 60000, &o.retry_delay_ms},
+  mpk_cli_bounded jobs = {1, 64, &o.jobs}, conns = {1, 64, &o.connections}, retries = {1, 100, &o.attempts}, delay = {1, 60000, &o.retry_delay_ms},
           timeout = {1, 604800, &o.timeout_secs}, low = {1, 1000000000, &o.low_speed_bytes},
           low_time = {1, 3600, &o.low_speed_secs};
   const mpk_cli_opt opts[] = {
@@ -121,24 +59,24 @@ int mpk_cmd_mt_install(int argc, char **argv) {
       {"--variant", 0, "ID", "the variant to install (else selected by the device options below, else the default rule)", .str = &o.variant},
       MPK_CLI_SELECT_OPTIONS(&sel),
       {"--jobs", 0, "N", "files fetched at once (default 4, at most 64); over HTTP the default of --connections",
-       .fn = parse_bounded, .ctx = &jobs},
+       .fn = mpk_cli_parse_bounded, .ctx = &jobs},
       {"--connections", 0, "N", "HTTP transfers at once, whole files and the ranges a file larger than 16 MiB\n"
                                 "is split into (default: --jobs, else 4; at most 64)",
-       .fn = parse_bounded, .ctx = &conns},
+       .fn = mpk_cli_parse_bounded, .ctx = &conns},
       {"--cacert", 0, "FILE", "PEM certificate authorities https sources are verified against (default: the\n"
                               "system's)", .str = &o.ca_file},
       {"--wait", 0, NULL, "wait for another installer of the same repo id instead of failing", .flag = &wait},
-      {"--retries", 0, "N", "tries per transfer on network errors and 5xx (default 5)", .fn = parse_bounded,
+      {"--retries", 0, "N", "tries per transfer on network errors and 5xx (default 5)", .fn = mpk_cli_parse_bounded,
        .ctx = &retries},
       {"--retry-delay-ms", 0, "MS", "the first backoff, doubled per retry up to 8 s (default 250)",
-       .fn = parse_bounded, .ctx = &delay},
+       .fn = mpk_cli_parse_bounded, .ctx = &delay},
       {"--timeout", 0, "SECONDS", "the deadline of each file over HTTP, every retry included (default 3600);\n"
                                   "a file not complete by then fails the install",
-       .fn = parse_bounded, .ctx = &timeout},
+       .fn = mpk_cli_parse_bounded, .ctx = &timeout},
       {"--low-speed", 0, "BYTES_PER_S", "with --low-speed-time: a transfer slower than BYTES_PER_S for SECONDS\n"
                                         "is a network error, retried within the deadline (default 1024 bytes/s)",
-       .fn = parse_bounded, .ctx = &low},
-      {"--low-speed-time", 0, "SECONDS", "see --low-speed (default 30 s)", .fn = parse_bounded, .ctx = &low_time},
+       .fn = mpk_cli_parse_bounded, .ctx = &low},
+      {"--low-speed-time", 0, "SECONDS", "see --low-speed (default 30 s)", .fn = mpk_cli_parse_bounded, .ctx = &low_time},
       {"--json", 0, NULL, "progress as JSON lines on stderr, the result (or the refusal) as one JSON\n"
                           "document on stdout", .flag = &c.json},
       {0}};
@@ -175,9 +113,7 @@ int mpk_cmd_mt_install(int argc, char **argv) {
     return status;
   }
   o.select = selecting ? &so : NULL; /* no device described: the default variant rule */
-  c.tty = !c.json && isatty(STDERR_FILENO);
-  mpk_cli_bar_init(&c.bar, "install");
-  c.started = now();
+  mpk_cli_install_progress_init(&c, cmd, c.json);
   o.on_event = on_event;
   o.ctx = &c;
   mpk_mt_install_result r;
@@ -185,7 +121,7 @@ int mpk_cmd_mt_install(int argc, char **argv) {
   mpk_error_clear(&err);
   int rc = mpk_mt_install(source, &o, &r, &err);
   mpk_cli_bar_done(&c.bar);
-  double secs = now() - c.started;
+  double secs = mpk_cli_now() - c.started;
   if (c.json && rc == 0) {
     json_t *root = mpk_cli_json_begin("mt install", true);
     json_object_set_new(root, "repo_dir", mpk_cli_json_str(r.repo_dir));
