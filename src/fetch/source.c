@@ -474,6 +474,20 @@ static bool flush_wbuf(xfer *x) {
   return true;
 }
 
+/* Gather received bytes into the write buffer (libcurl hands over at most 16 KiB a call), written
+   1 MiB at a time. false: a write failed or the caller cancelled. */
+static bool gather(xfer *x, const char *data, size_t n) {
+  for (size_t done = 0; done < n;) {
+    size_t k = n - done < WBUF - x->wlen ? n - done : WBUF - x->wlen;
+    memcpy(x->wbuf + x->wlen, data + done, k);
+    x->wlen += k;
+    x->pos += k;
+    done += k;
+    if (x->wlen == WBUF && !flush_wbuf(x)) return false;
+  }
+  return true;
+}
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx) {
   xfer *x = ctx;
   size_t n = size * nmemb;
@@ -486,15 +500,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx) {
       x->too_long = true;
       return 0;
     }
-    for (size_t done = 0; done < n;) {
-      size_t k = n - done < WBUF - x->wlen ? n - done : WBUF - x->wlen;
-      memcpy(x->wbuf + x->wlen, data + done, k);
-      x->wlen += k;
-      x->pos += k;
-      done += k;
-      if (x->wlen == WBUF && !flush_wbuf(x)) return 0;
-    }
-    return n;
+    return gather(x, data, n) ? n : 0;
   }
   if (!x->fetch) {
     if (n > x->max - x->len) {
@@ -511,15 +517,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx) {
     return 0;
   }
   mpk_hasher_update(x->md, data, n);
-  for (size_t done = 0; done < n;) { /* libcurl hands over at most 16 KiB a call: gather them */
-    size_t k = n - done < WBUF - x->wlen ? n - done : WBUF - x->wlen;
-    memcpy(x->wbuf + x->wlen, data + done, k);
-    x->wlen += k;
-    x->pos += k;
-    done += k;
-    if (x->wlen == WBUF && !flush_wbuf(x)) return 0;
-  }
-  return n;
+  return gather(x, data, n) ? n : 0;
 }
 
 /* One attempt's handle: at most `timeout_ms` for all of it (what is left of the deadline). */
