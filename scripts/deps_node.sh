@@ -6,8 +6,9 @@
 # Idempotent: does nothing when the pinned version is there and loads. Needs node and npm
 # (scripts/setup.sh installs them).
 #
-# `deps_node.sh webllm` installs WebLLM's bundle (@mlc-ai/web-llm) instead, for the audio benchmark
-# and scripts/audio_quality.py, which run its decodeAudioInput as the reference.
+# `deps_node.sh webllm` installs WebLLM's bundle (@mlc-ai/web-llm) instead: the reference of the URL
+# differential test (test_url_diff: its cleanModelUrl), the audio benchmark and
+# scripts/audio_quality.py (its decodeAudioInput).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ORT_VERSION=1.30.0

@@ -65,4 +65,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -q
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-if $want_tests; then scripts/deps_node.sh; fi
+# The tests' npm packages: onnxruntime-node (the merge's ONNX Runtime check) and WebLLM's bundle (the
+# reference the URL differential test, test_url_diff, runs against).
+if $want_tests; then scripts/deps_node.sh && scripts/deps_node.sh webllm; fi
