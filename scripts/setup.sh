@@ -23,6 +23,7 @@ PACKAGES=(
   libyajl-dev                                # JSON lexer under core/json_scan.c (trees stay jansson's)
   libcurl4-openssl-dev                       # mt install: http(s) sources (libcurl)
   libsoxr-dev                                # audio: resampling to the processor rate (libsoxr)
+  zlib1g-dev                                 # objfile: gzip-compressed library archives (MLC's .tar)
   libdlpack-dev                              # dlpack/dlpack.h (DLTensor export of tensor views)
   python3                                    # example generator (standard library only)
   libjpeg62-turbo-dev libspng-dev libwebp-dev # image: JPEG (DCT-domain scaling), PNG, WebP decoders

@@ -208,6 +208,159 @@ MPK_API int mpk_mlc_metadata_find(const void *data, size_t size, size_t *start, 
                                   mpk_error *err);
 
 /* ============================================================================================
+ * mlc: a compiled library as a whole — its container, its Relax VM function table, the roles it
+ * serves, the runtime it needs, and writing an artifact into it (docs/mlc-library.md)
+ * ========================================================================================== */
+
+/** What a VM function table entry is (TVM's VMFuncInfo::FuncKind). */
+typedef enum mpk_mlc_function_kind {
+  MPK_MLC_FUNCTION_PACKED = 0, /**< a packed function the VM calls: a kernel of the library or a
+                                    global function of the runtime (vm.builtin.*) */
+  MPK_MLC_FUNCTION_VM = 1,     /**< a Relax VM function (bytecode): the library's entrypoints */
+  MPK_MLC_FUNCTION_VM_TIR = 2  /**< a VM function compiled to TIR */
+} mpk_mlc_function_kind;
+
+/** One entry of a library's VM function table. */
+typedef struct mpk_mlc_function {
+  const char *name;
+  mpk_mlc_function_kind kind;
+  int64_t num_args;                /**< as the table stores it (packed functions: -2, variadic) */
+  const char *const *param_names;  /**< VM functions' parameter names, in order */
+  size_t n_param_names;
+} mpk_mlc_function;
+
+/** A function the library imports from its host (the runtime or the system). */
+typedef struct mpk_mlc_import {
+  const char *module;              /**< WebAssembly's import module ("env", "wasi_snapshot_preview1");
+                                        NULL for ELF and Mach-O */
+  const char *name;
+} mpk_mlc_import;
+
+/** A compiled model library read as a whole. Immutable, shareable; freed with mpk_mlc_library_free(). */
+typedef struct mpk_mlc_library {
+  const char *path;
+  const char *container;           /**< e.g. "WebAssembly module", "ELF shared object",
+                                        "gzip-compressed tar archive" */
+  const char *arch;                /**< "wasm32", "x86-64", "AArch64", "arm64", ...; NULL unknown */
+  const mpk_mlc_metadata *metadata; /**< NULL when none was found (metadata_problem says why) */
+  const char *metadata_problem;    /**< why there is no metadata; NULL when there is */
+  const char *metadata_member;     /**< the archive member holding it; NULL: the file itself */
+  const char *metadata_where;      /**< where it was found, in words: "member X: ELF symbol
+                                        __tvm_dev_mblob (.rodata), relax.Executable constant 3" */
+  int metadata_scanned;            /**< 1: found by the fallback scan, not where the format puts it */
+  const char *vm_where;            /**< where the VM executable is, in words; NULL when none */
+  const char *vm_type_key;         /**< "relax.Executable" or "relax.VMExecutable"; NULL when none */
+  const char *vm_version;          /**< the executable's TVM version string ("0.14"); NULL when none */
+  const mpk_mlc_function *functions; /**< the VM function table, in its order */
+  size_t n_functions;
+  const mpk_mlc_import *imports;   /**< host functions the library imports, sorted (module, name) */
+  size_t n_imports;
+  const char *const *globals_needed;  /**< global functions its VM code calls that the library
+                                           does not define itself, sorted */
+  size_t n_globals_needed;
+  const char *const *globals_defined; /**< global functions the library registers itself (the
+                                           runtime compiled into a WebAssembly library), sorted */
+  size_t n_globals_defined;
+  struct mpk_mlc_library_priv *priv_;
+} mpk_mlc_library;
+
+/**
+ * Read a compiled library: every container MLC ships (WebAssembly, ELF and Mach-O shared objects,
+ * tar — also gzip-compressed — and ar archives of ELF and Mach-O objects, Mach-O universal files);
+ * its _metadata where the format puts it (the module blob's VM executable constant), else by a
+ * scan of its bytes; its VM function table; its imports. Succeeds when the container is one of
+ * these and either the _metadata or a function table was found; MPK_ENOTFOUND when neither was;
+ * MPK_EUNSUPPORTED for another file, refused from its first bytes. Bounded (docs/SECURITY.md).
+ */
+MPK_API int mpk_mlc_library_open(const char *path, mpk_mlc_library **out, mpk_error *err);
+/** Free the mpk_mlc_library and everything it points to; accepts NULL. */
+MPK_API void mpk_mlc_library_free(mpk_mlc_library *lib);
+/** The table entry named `name`, or NULL. */
+MPK_API const mpk_mlc_function *mpk_mlc_library_function(const mpk_mlc_library *lib, const char *name);
+/** "packed", "vm", "vm_tir" (static strings). */
+MPK_API const char *mpk_mlc_function_kind_name(mpk_mlc_function_kind kind);
+
+/**
+ * The role table (spec 000, "Each key in exports is a role"): how many arguments the function
+ * named for `role` must take — a program's export role ("embed_tokens", "prefill_tokens",
+ * "decode_tokens", "prefill_embeds", "decode_embeds", "create_kv_cache", "create_rnn_state"), or
+ * "adapter" for an adapter. `*min_args` = `*max_args` for a fixed arity. MPK_ENOTFOUND for a role
+ * the table does not know (docs/mlc-library.md says how each arity is derived).
+ */
+MPK_API int mpk_mlc_role_arity(const char *role, int *min_args, int *max_args, mpk_error *err);
+
+/**
+ * Every role in the exports of each of `art`'s programs and every adapter must name a VM function
+ * of `lib` with the arity the role table implies. The first mismatch, in program and role order,
+ * is the error (MPK_EMISMATCH naming the library, "/artifact/programs/P/exports/ROLE", the function
+ * and what it takes); `check --lib` lists them all.
+ */
+MPK_API int mpk_mlc_check_functions(const mpk_mlc_library *lib, const mpk_mlc_artifact *art,
+                                    mpk_error *err);
+
+/** The functions a library offers WebLLM 0.2.86 on its path without a manifest. */
+typedef struct mpk_mlc_legacy_abi {
+  int chat;              /**< embed + prefill + decode and a KV-cache or RNN-state creator */
+  int batch;             /**< batch_prefill + batch_decode (and batch_verify when present) */
+  int embedding;         /**< prefill without decode: WebLLM's embedding pipeline */
+  int image_embed;       /**< image_embed (LLaVA-style vision, 2 arguments) */
+  const char *state_creator; /**< "create_tir_paged_kv_cache", "create_flashinfer_paged_kv_cache",
+                                  "create_rnn_state"; NULL when none */
+  const char *summary;   /**< one line: what the library offers, in words (static or lib-owned) */
+} mpk_mlc_legacy_abi;
+
+/**
+ * Which legacy ABI `lib` offers (the function names WebLLM 0.2.86 looks up without a manifest,
+ * each with the arity it calls it with). MPK_EMISMATCH when it offers none (naming what is
+ * missing); `out` is filled either way.
+ */
+MPK_API int mpk_mlc_legacy_abi_of(const mpk_mlc_library *lib, mpk_mlc_legacy_abi *out, mpk_error *err);
+
+/** A runtime description (docs/mlc-library.md, "Runtime descriptions"): what a host provides. */
+typedef struct mpk_mlc_runtime mpk_mlc_runtime;
+/** Load a runtime description JSON (e.g. data/runtimes/webllm-0.2.86.json). */
+MPK_API int mpk_mlc_runtime_load(const char *path, mpk_mlc_runtime **out, mpk_error *err);
+/** Free it; accepts NULL. */
+MPK_API void mpk_mlc_runtime_free(mpk_mlc_runtime *rt);
+
+/** A library against a runtime. Immutable; freed with mpk_mlc_compat_report_free(). */
+typedef struct mpk_mlc_compat_report {
+  const char *runtime;                /**< the description's name, e.g. "WebLLM 0.2.86" */
+  int compatible;                     /**< 1: nothing below is missing */
+  const mpk_mlc_import *missing_imports; /**< imported host functions the runtime does not provide */
+  size_t n_missing_imports;
+  const char *const *missing_globals; /**< globals the library's VM code calls that neither the
+                                           library nor the runtime defines */
+  size_t n_missing_globals;
+  const char *const *missing_required; /**< globals the runtime looks up that the library
+                                            (with the runtime's own) does not define */
+  size_t n_missing_required;
+  struct mpk_mlc_compat_priv *priv_;
+} mpk_mlc_compat_report;
+
+/** Compare; 0 when the comparison ran (see `compatible`), negative when it could not. */
+MPK_API int mpk_mlc_compat(const mpk_mlc_library *lib, const mpk_mlc_runtime *rt,
+                           mpk_mlc_compat_report **out, mpk_error *err);
+/** Free the report; accepts NULL. */
+MPK_API void mpk_mlc_compat_report_free(mpk_mlc_compat_report *report);
+
+typedef struct mpk_mlc_embed_options {
+  size_t struct_size; /**< sizeof as compiled, set by the _INIT macro */
+  int force;          /**< 1: overwrite an existing output file */
+} mpk_mlc_embed_options;
+#define MPK_MLC_EMBED_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mlc_embed_options)
+
+/**
+ * Write `_metadata.artifact` into a WebAssembly library: `lib_path`'s bytes with the data holding
+ * the length-prefixed _metadata rewritten to carry the artifact read from `artifact_path` (an
+ * artifact object, "schema": "mlc.compiled-program"), every other byte's meaning kept, to
+ * `out_path` (atomically; "-" is stdout). MPK_EUNSUPPORTED, saying why and what would be needed,
+ * for another container or a layout a safe rewrite cannot handle (docs/mlc-library.md, "Embedding").
+ */
+MPK_API int mpk_mlc_embed(const char *lib_path, const char *artifact_path, const char *out_path,
+                          const mpk_mlc_embed_options *opts, mpk_error *err);
+
+/* ============================================================================================
  * mlc: binding a package to a compiled library (resolveChatCompletionArtifact)
  * ========================================================================================== */
 

@@ -19,6 +19,9 @@ int mpk_cmd_mlc_build(int argc, char **argv);    /* mlc build (cmd_mlc_build.c) 
 int mpk_cmd_mlc_plan(int argc, char **argv);     /* mlc plan (cmd_mlc_plan.c) */
 int mpk_cmd_mlc_install(int argc, char **argv);  /* mlc install (cmd_mlc_install.c) */
 int mpk_cmd_mlc_urls(int argc, char **argv);     /* mlc urls (cmd_mlc_urls.c) */
+int mpk_cmd_mlc_functions(int argc, char **argv); /* mlc functions (cmd_mlc_functions.c) */
+int mpk_cmd_mlc_compat(int argc, char **argv);   /* mlc compat (cmd_mlc_compat.c) */
+int mpk_cmd_mlc_embed(int argc, char **argv);    /* mlc embed (cmd_mlc_embed.c) */
 int mpk_cmd_mt_build(int argc, char **argv);     /* mt build, mt reseal (cmd_mt.c) */
 int mpk_cmd_mt_handoff(int argc, char **argv);   /* mt handoff: the group (main.c) */
 int mpk_cmd_mt_handoff_fmt(int argc, char **argv);   /* mt handoff fmt (cmd_mt.c) */

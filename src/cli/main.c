@@ -25,6 +25,12 @@ static const command mlc_commands[] = {
      "install a model (directory or URL) into a cache: checked first, verified, resumable, atomic"},
     {"urls", mpk_cmd_mlc_urls, "MODEL_URL [--manifest FILE] [--no-clean] [--json]",
      "where WebLLM finds a model's documents: the cleaned model URL and the resource URLs"},
+    {"functions", mpk_cmd_mlc_functions, "LIB [--json]",
+     "list a compiled library's VM functions (parameter counts and names) and its legacy ABI"},
+    {"compat", mpk_cmd_mlc_compat, "LIB --runtime RUNTIME.json [--json]",
+     "the host functions and globals a library needs against what a runtime provides"},
+    {"embed", mpk_cmd_mlc_embed, "LIB.wasm --artifact ARTIFACT.json -o OUT.wasm [--force]",
+     "write _metadata.artifact into an existing WebAssembly library"},
     {0}};
 
 static const command handoff_commands[] = {
@@ -74,8 +80,8 @@ static const command commands[] = {
      "DIR [--lib FILE] [--context N] [--device-memory BYTES] [--max-binding-size N]\n"
      "    [--device-features F,...] [--set NAME=VALUE ...] [--json]",
      "the memory a model needs (parameters + KV cache + workspace) and whether it fits a device"},
-    {"mlc", cmd_mlc, "id | metadata | build | plan | urls | install",
-     "the MLC manifest: interface_id, _metadata, producer, prefill plans, model URLs, installs"},
+    {"mlc", cmd_mlc, "id | metadata | functions | compat | embed | build | plan | urls | install",
+     "the MLC manifest: interface_id, libraries (_metadata, functions, runtime compatibility, embedding), producer, prefill plans, model URLs, installs"},
     {"mt", cmd_mt,
      "build | reseal | handoff | graph | inspect | tensors | merge | restore | select | plan | install | list | remove | gc",
      "MobileTransformers packages: seal, inspect, merge, select, plan, install; the installed cache"},

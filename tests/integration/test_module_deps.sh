@@ -9,7 +9,8 @@ declare -A may=(
   [core]=""
   [fetch]="core"
   [media]="core"
-  [mlc]="core"
+  [objfile]="core"
+  [mlc]="core objfile"
   [mt]="core fetch"
 )
 bad=0
