@@ -132,7 +132,7 @@ run image_refused 1 "$MPK" image "$T/tone.wav" --package "$L" -o "$T/i.raw"; kee
 same_keys image "$T/image_ok.json" "$T/image_no.json"
 
 # ---- the commands that had no --json (issue 17): mt tensors, mt build / reseal, mlc build, mlc id,
-# mlc metadata, mt handoff fmt / build; and the MT check's refusal, and usage errors of each.
+# mlc metadata, mlc embed, mt handoff fmt / build; and the MT check's refusal, and usage errors of each.
 mkdir -p "$T/bad-mt" && echo '{' > "$T/bad-mt/mobiletransformers_manifest.json"
 run check_mt_ok2 0 "$MPK" check "$EX/mt-tiny" --no-hash; keep check_mt_ok
 run check_mt_refused 1 "$MPK" check "$T/bad-mt"; keep check_mt_no
@@ -169,6 +169,24 @@ run mlc_urls_ok 0 "$MPK" mlc urls https://huggingface.co/o/m --manifest "$G"; ke
 run mlc_urls_refused 1 "$MPK" mlc urls ftp://h/m; keep urls_no
 same_keys mlc_urls "$T/urls_ok.json" "$T/urls_no.json"
 run mlc_urls_usage 2 "$MPK" mlc urls
+# mlc embed: a small module holding the example's _metadata (with room), the example's artifact
+"$MPK" mlc metadata "$GLIB" > "$T/gmd.json"
+python3 - "$T/gmd.json" "$T/emb.wasm" "$T/emb.art.json" <<'EOF'
+import json, sys
+md = json.load(open(sys.argv[1])); json.dump(md.pop("artifact"), open(sys.argv[3], "w"))
+t = json.dumps(md, indent=10).encode(); b = len(t).to_bytes(8, "little") + t
+def leb(v):
+    o = bytearray()
+    while True:
+        c = v & 0x7F; v >>= 7; o.append(c | (0x80 if v else 0))
+        if not v: return bytes(o)
+seg = b"\x01\x00\x41\x10\x0b" + leb(len(b)) + b
+open(sys.argv[2], "wb").write(b"\0asm\x01\0\0\0" + b"\x05\x03\x01\x00\x01" + b"\x0b" + leb(len(seg)) + seg)
+EOF
+run mlc_embed_ok 0 "$MPK" mlc embed "$T/emb.wasm" --artifact "$T/emb.art.json" -o "$T/emb.out.wasm"; keep emb_ok
+run mlc_embed_refused 1 "$MPK" mlc embed "$GLIB" --artifact "$T/emb.art.json" -o "$T/emb.no.wasm"; keep emb_no
+same_keys mlc_embed "$T/emb_ok.json" "$T/emb_no.json"
+run mlc_embed_usage 2 "$MPK" mlc embed "$T/emb.wasm" -o "$T/emb.u.wasm"
 HMAP=$(find "$EX/mt-tiny" -name weight_handoff_map.json -print -quit)
 cp "$HMAP" "$T/hm.json" && chmod u+w "$T/hm.json"
 run mt_handoff_fmt_ok 0 "$MPK" mt handoff fmt "$T/hm.json"; keep fmt_ok
