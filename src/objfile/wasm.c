@@ -12,6 +12,13 @@
 #include "objfile/objfile.h"
 
 #define WASM_PAGE ((uint64_t)65536)
+/* Counts bounded as the engines bound them (V8's kV8MaxWasmImports, ...Exports, ...DataSegments,
+   ...Memories): a module past them would not compile in a browser, and the bound keeps the arrays
+   a small multiple of what real libraries need (TVM's: 13 imports, ~110 exports, < 10000 segments). */
+#define MAX_IMPORTS 100000u
+#define MAX_EXPORTS 100000u
+#define MAX_SEGMENTS 100000u
+#define MAX_MEMORIES 100u
 
 /* Section ids in the order the core specification requires (custom sections, id 0, anywhere):
    type, import, function, table, memory, tag, global, export, start, element, data count, code,
@@ -148,8 +155,15 @@ static int sections(rd *rp, mpk_obj_wasm_section **out, size_t *count) {
   if (memcmp(d + 4, "\x01\0\0\0", 4) != 0)
     return bad(&r, MPK_EUNSUPPORTED, 4, "version %02x %02x %02x %02x is not 1 (a core module)%s", d[4], d[5], d[6], d[7],
                d[6] == 1 && d[7] == 0 ? "; this is a WebAssembly component" : "");
-  /* Every section takes at least 2 bytes (id, size): the count bounds the array. */
-  mpk_obj_wasm_section *s = mpk_arena_array(a, (size_t)((n - 8) / 2 + 1), sizeof *s);
+  /* Count first (each section's size is checked below, on the second pass), then allocate. */
+  size_t total = 0;
+  for (uint64_t pos = 8; pos < n; total++) {
+    uint64_t size;
+    pos++;
+    if (mpk_obj_uleb(d, n, &pos, &size) != 0 || size > n - pos) break;
+    pos += size;
+  }
+  mpk_obj_wasm_section *s = mpk_arena_array(a, total + 1, sizeof *s);
   if (!s) return oom(&r);
   size_t k = 0;
   int last_rank = 0;
@@ -164,6 +178,7 @@ static int sections(rd *rp, mpk_obj_wasm_section **out, size_t *count) {
     if (size > n - pos)
       return bad(&r, MPK_EMALFORMED, at, "%s section of %u bytes runs past the module's end (%llu bytes left)",
                  section_names[id], size, (unsigned long long)(n - pos));
+    if (k > total) return bad(&r, MPK_EMALFORMED, at, "section list changed while read"); /* cannot happen: pass 1 is laxer */
     mpk_obj_wasm_section *sec = &s[k++];
     *sec = (mpk_obj_wasm_section){.id = id, .offset = at, .body = pos, .size = size};
     if (id == 0) {
@@ -238,6 +253,7 @@ static int parse_imports(rd *r, const mpk_obj_wasm_section *s, mpk_obj_object *o
   uint32_t count;
   int rc = u32(r, end, &pos, "import count", &count);
   if (rc) return rc;
+  if (count > MAX_IMPORTS) return bad(r, MPK_ELIMIT, s->body, "%u imports exceed the engines' limit of %u", count, MAX_IMPORTS);
   if (count > (end - pos) / 4) /* module name, name, kind, index: 4 bytes at least */
     return bad(r, MPK_EMALFORMED, s->body, "import count %u does not fit in the section's %llu bytes", count,
                (unsigned long long)s->size);
@@ -296,6 +312,7 @@ static int parse_memories(rd *r, const mpk_obj_wasm_section *s, mem0 *m) {
   uint32_t count;
   int rc = u32(r, end, &pos, "memory count", &count);
   if (rc) return rc;
+  if (count > MAX_MEMORIES) return bad(r, MPK_ELIMIT, s->body, "%u memories exceed the engines' limit of %u", count, MAX_MEMORIES);
   if (count > (end - pos) / 2) return bad(r, MPK_EMALFORMED, s->body, "memory count %u does not fit in the section", count);
   for (uint32_t i = 0; i < count; i++) {
     uint64_t mn, mx;
@@ -313,6 +330,7 @@ static int parse_exports(rd *r, const mpk_obj_wasm_section *s, mpk_obj_object *o
   uint32_t count;
   int rc = u32(r, end, &pos, "export count", &count);
   if (rc) return rc;
+  if (count > MAX_EXPORTS) return bad(r, MPK_ELIMIT, s->body, "%u exports exceed the engines' limit of %u", count, MAX_EXPORTS);
   if (count > (end - pos) / 3) /* name, kind, index */
     return bad(r, MPK_EMALFORMED, s->body, "export count %u does not fit in the section's %llu bytes", count,
                (unsigned long long)s->size);
@@ -330,8 +348,6 @@ static int parse_exports(rd *r, const mpk_obj_wasm_section *s, mpk_obj_object *o
     at = pos;
     if ((rc = byte(r, end, &pos, "export kind", &kind)) || (rc = u32(r, end, &pos, "export index", &idx))) return rc;
     if (kind > 4) return bad(r, MPK_EMALFORMED, at, "export %s: unknown kind %u", nm, kind);
-    for (size_t k = 0; k < n_ex; k++) /* names are unique (validation rule); functions checked here */
-      if (kind == 0 && strcmp(ex[k], nm) == 0) return bad(r, MPK_EMALFORMED, at, "export %s: a second export of that name", nm);
     if (kind == 0) {
       ex[n_ex++] = nm;
       sym[n_sym++] = (mpk_obj_symbol){.name = nm, .section = SIZE_MAX, .value = idx, .defined = true, .function = true};
@@ -390,6 +406,8 @@ static int parse_data(rd *r, const mpk_obj_wasm_section *s, mpk_obj_object *o, u
   uint32_t count;
   int rc = u32(r, end, &pos, "data segment count", &count);
   if (rc) return rc;
+  if (count > MAX_SEGMENTS)
+    return bad(r, MPK_ELIMIT, s->body, "%u data segments exceed the engines' limit of %u", count, MAX_SEGMENTS);
   if (count > (end - pos) / 2) /* a passive segment: flags, length */
     return bad(r, MPK_EMALFORMED, s->body, "data segment count %u does not fit in the section's %llu bytes", count,
                (unsigned long long)s->size);

@@ -306,12 +306,30 @@ static void test_section_rules(void **state) {
   header(&m);
   uleb(&s, 0xFFFFFFFFu);
   section(&m, 2, &s);
-  expect_refusal(&m, MPK_EMALFORMED, "import count 4294967295 does not fit");
+  expect_refusal(&m, MPK_ELIMIT, "4294967295 imports exceed the engines' limit");
   free(m.p), m = (wb){0};
   header(&m);
-  uleb(&s, 1000000), u8(&s, 0);
+  uleb(&s, 50000);
+  section(&m, 2, &s);
+  expect_refusal(&m, MPK_EMALFORMED, "import count 50000 does not fit");
+  free(m.p), m = (wb){0};
+  header(&m);
+  uleb(&s, 90000), u8(&s, 0);
   section(&m, 11, &s);
-  expect_refusal(&m, MPK_EMALFORMED, "data segment count 1000000 does not fit");
+  expect_refusal(&m, MPK_EMALFORMED, "data segment count 90000 does not fit");
+  free(m.p), m = (wb){0};
+  /* counts past the engines' limits */
+  header(&m);
+  uleb(&s, 100001);
+  for (int i = 0; i < 100001; i++) u8(&s, 1), uleb(&s, 0);
+  section(&m, 11, &s);
+  expect_refusal(&m, MPK_ELIMIT, "100001 data segments exceed the engines' limit of 100000");
+  free(m.p), m = (wb){0};
+  header(&m);
+  uleb(&s, 100001);
+  for (int i = 0; i < 100001; i++) str(&s, "f"), u8(&s, 0), uleb(&s, 0);
+  section(&m, 7, &s);
+  expect_refusal(&m, MPK_ELIMIT, "100001 exports exceed");
   free(m.p), m = (wb){0};
   /* an import name that is not UTF-8, and an unknown import kind */
   header(&m);
