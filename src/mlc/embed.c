@@ -224,13 +224,18 @@ int mpk_mlc_embed(const char *lib_path, const char *artifact_path, const char *o
     rc = other_container(lib_path, f->container, err);
     goto done;
   }
-  /* The module read by the WebAssembly reader (the dispatcher may have done it already). */
+  /* The module read by the WebAssembly reader: by the dispatcher, or here (objfile's stub gave the
+     file as raw bytes). */
   mpk_obj_object w = {.bytes = f->bytes, .size = f->size, .file_offset = 0};
-  if (!(a = mpk_arena_new())) {
+  if (f->n_objects == 1 && f->objects[0].format && strcmp(f->objects[0].format, "WebAssembly module") == 0 &&
+      f->objects[0].bytes == f->bytes) {
+    w = f->objects[0];
+  } else if (!(a = mpk_arena_new())) {
     rc = mpk_fail(err, MPK_ENOMEM, lib_path, NULL, "out of memory");
     goto done;
+  } else if ((rc = mpk_obj_parse_wasm(&w, a, lib_path, err))) {
+    goto done;
   }
-  if ((rc = mpk_obj_parse_wasm(&w, a, lib_path, err))) goto done;
   if (!w.n_sections) {
     rc = mpk_fail(err, MPK_ENOTFOUND, lib_path, NULL, "the module has no memory, so no _metadata");
     goto done;
