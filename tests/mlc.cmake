@@ -8,6 +8,7 @@ mpk_test(test_conf_urls conformance conformance/test_conf_urls.c)     # resource
 # ---- mlc: a library's metadata, weights (tensor caches, parameters, resources), device fit against
 # WebLLM's figures, the producer
 mpk_test(test_mlc_library unit unit/test_mlc_library.c)
+mpk_test(test_mlc_vm unit unit/test_mlc_vm.c)  # the Relax VM executable reader, mpk_mlc_library_open, the six real libraries
 mpk_test(test_mlc_weights unit unit/test_mlc_weights.c)
 mpk_test(test_mlc_fit unit unit/test_mlc_fit.c)
 mpk_test(test_mlc_build unit unit/test_mlc_build.c)

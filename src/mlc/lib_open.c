@@ -185,8 +185,8 @@ static int metadata_by_scan(ctx *c, mpk_error *err) {
   c->lib->metadata = found;
   c->lib->metadata_scanned = 1;
   char buf[300], where[600];
-  snprintf(where, sizeof where, "%sscan of the %s's bytes, offset %lld", mpk_obj_where(in, buf, sizeof buf),
-           in->member ? "member" : "file", (long long)found->source_offset);
+  snprintf(where, sizeof where, "%sscan of the %s's bytes, the string at offset %lld", mpk_obj_where(in, buf, sizeof buf),
+           in->member ? "member" : "file", (long long)found->source_offset - 8);
   c->lib->metadata_where = mpk_arena_strdup(c->a, where);
   c->lib->metadata_member = in->member ? mpk_arena_strdup(c->a, in->member) : NULL;
   if (!c->lib->metadata_where || (in->member && !c->lib->metadata_member)) return oom(c->f->path, err);
@@ -257,7 +257,7 @@ static bool global_shape(const uint8_t *s, size_t n) {
 
 /* The NUL-delimited strings of a WebAssembly library's memory that have a registered global's
    shape (the runtime compiled into it registers them by these names). */
-static int globals_defined(ctx *c, mpk_error *err) {
+static int globals_defined(ctx *c, const mpk_vm_found *vm, mpk_error *err) {
   size_t n = 0, cap = 0;
   const char **v = NULL;
   for (size_t i = 0; i < c->f->n_objects; i++) {
@@ -266,8 +266,19 @@ static int globals_defined(ctx *c, mpk_error *err) {
     for (size_t k = 0; k < o->n_sections; k++) {
       const mpk_obj_section *s = &o->sections[k];
       if (strcmp(s->name, "memory") != 0) continue;
+      /* the executable's own bytes are not looked at: its function table names the globals it
+         needs, NUL-padded by the numbers after them */
+      uint64_t skip_lo = UINT64_MAX, skip_hi = 0;
+      if (vm && vm->section == s) {
+        skip_lo = vm->pos >= 32 ? vm->pos - 32 : 0; /* its type key */
+        skip_hi = vm->pos + vm->exec.total;
+      }
       uint64_t p = 0;
       while (p < s->size) {
+        if (p >= skip_lo && p < skip_hi) {
+          p = skip_hi;
+          continue;
+        }
         const uint8_t *z = memchr(s->data + p, 0, (size_t)(s->size - p));
         uint64_t end = z ? (uint64_t)(z - s->data) : s->size;
         /* a string preceded by a NUL (or the start) and ended by one */
@@ -320,7 +331,7 @@ static int imports(ctx *c, mpk_error *err) {
 
 /* ------------------------------------------------------------------------ the library */
 
-static int from_obj(const mpk_obj_file *f, mpk_mlc_library **out, mpk_error *err) {
+int mpk_mlc_library_from_obj(const mpk_obj_file *f, mpk_mlc_library **out, mpk_error *err) {
   mpk_arena *a = mpk_arena_new();
   mpk_mlc_library *lib = a ? mpk_arena_alloc(a, sizeof *lib) : NULL;
   struct mpk_mlc_library_priv *priv = lib ? mpk_arena_alloc(a, sizeof *priv) : NULL;
@@ -366,7 +377,7 @@ static int from_obj(const mpk_obj_file *f, mpk_mlc_library **out, mpk_error *err
   }
   if (!rc) rc = imports(&c, err);
   if (!rc) rc = globals_needed(&c, err);
-  if (!rc) rc = globals_defined(&c, err);
+  if (!rc) rc = globals_defined(&c, have_vm ? &v : NULL, err);
   if (!rc && !lib->metadata && !have_vm) {
     char vm_line[1200];
     mpk_error_format(&vm_err, vm_line, sizeof vm_line);
@@ -389,7 +400,7 @@ int mpk_mlc_library_open(const char *path, mpk_mlc_library **out, mpk_error *err
   if (rc == MPK_EUNSUPPORTED && err && strstr(err->message, "a JSON file"))
     return mpk_fail(err, MPK_EUNSUPPORTED, path, NULL, "a _metadata JSON file, not a library");
   if (rc) return rc;
-  rc = from_obj(f, out, err);
+  rc = mpk_mlc_library_from_obj(f, out, err);
   mpk_obj_free(f);
   return rc;
 }
@@ -401,7 +412,7 @@ int mpk_mlc_library_from_bytes(const void *data, size_t size, const char *file, 
   mpk_obj_file *f = NULL;
   int rc = mpk_obj_from_bytes(data, size, file, &f, err);
   if (rc) return rc;
-  rc = from_obj(f, out, err);
+  rc = mpk_mlc_library_from_obj(f, out, err);
   mpk_obj_free(f);
   return rc;
 }

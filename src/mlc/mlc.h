@@ -59,6 +59,10 @@ int mpk_mlc_metadata_scan(const uint8_t *d, size_t size, const char *file, mpk_m
    (the library's metadata is a copy). */
 int mpk_mlc_library_from_bytes(const void *data, size_t size, const char *file, mpk_mlc_library **out,
                                mpk_error *err);
+/* lib_open.c: the library read from a container already split into objects (objfile); the
+   library copies what it keeps (`f` may be freed after). */
+struct mpk_obj_file;
+int mpk_mlc_library_from_obj(const struct mpk_obj_file *f, mpk_mlc_library **out, mpk_error *err);
 /* lib_open.c: move the library's _metadata out of it into *out (the caller frees it); when it has
    none, the error it had (its code and message, e.g. MPK_ENOTFOUND from the scan). */
 int mpk_mlc_library_take_metadata(mpk_mlc_library *lib, mpk_mlc_metadata **out, mpk_error *err);
