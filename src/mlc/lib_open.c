@@ -195,36 +195,22 @@ static int metadata_by_scan(ctx *c, mpk_error *err) {
 
 /* ------------------------------------------------------------------------ functions, imports, globals */
 
-static bool defined_by_library(const mpk_obj_file *f, const char *name) {
-  for (size_t i = 0; i < f->n_objects; i++) {
-    const mpk_obj_object *o = &f->objects[i];
-    if (mpk_obj_find_symbol(o, name)) return true;
-    for (size_t k = 0; k < o->n_exports; k++)
-      if (strcmp(o->exports[k], name) == 0) return true;
-  }
-  return false;
-}
-
+/* The globals a library's VM code calls that the runtime must provide: its packed entries with a
+   dotted name (vm.builtin.*, relax.*, mlc.*, ...: TVM registers runtime globals under dotted names).
+   A name without a dot is the library's own kernel: in its host code (an ELF or Mach-O symbol), in
+   the registry of a system library (static archives register their kernels by name, with no
+   linker symbol), or in a device module's function map (WebAssembly/WebGPU) — so a symbol-table
+   rule would misread every static archive. */
 static bool is_wasm(const mpk_obj_object *o) { return o->format && strcmp(o->format, "WebAssembly module") == 0; }
-
-/* Does the container list the symbols a non-dotted packed name would be defined by? (ELF and
-   Mach-O objects with a symbol table; WebAssembly keeps its kernels in the device module.) */
-static bool lists_symbols(const mpk_obj_file *f) {
-  for (size_t i = 0; i < f->n_objects; i++)
-    if (!is_wasm(&f->objects[i]) && f->objects[i].n_symbols > 0) return true;
-  return false;
-}
 
 static int globals_needed(ctx *c, mpk_error *err) {
   mpk_mlc_library *lib = c->lib;
   const char **v = mpk_arena_array(c->a, lib->n_functions ? lib->n_functions : 1, sizeof *v);
   if (!v) return oom(c->f->path, err);
   size_t n = 0;
-  bool symbols = lists_symbols(c->f);
   for (size_t i = 0; i < lib->n_functions; i++) {
     const mpk_mlc_function *fn = &lib->functions[i];
-    if (fn->kind != MPK_MLC_FUNCTION_PACKED) continue;
-    if (strchr(fn->name, '.') || (symbols && !defined_by_library(c->f, fn->name))) v[n++] = fn->name;
+    if (fn->kind == MPK_MLC_FUNCTION_PACKED && strchr(fn->name, '.')) v[n++] = fn->name;
   }
   lib->globals_needed = v;
   lib->n_globals_needed = sort_unique(v, n);
