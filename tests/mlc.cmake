@@ -26,6 +26,7 @@ mpk_script_test(test_cli_plan integration ${MPK_IT}/test_cli_plan.sh ${MPK_CLI} 
   $<TARGET_FILE:mpk_prefill_case>)
 
 # Hostile MLC packages and arguments (links out, FIFOs, non-libraries, mismatched libraries, --json refusals).
+mpk_script_test(test_realdata_libs integration ${MPK_IT}/test_realdata_libs.sh ${MPK_CLI} ${MPK_SHARED_DIR})  # mlc metadata / functions on the six real libraries
 mpk_script_test(test_cli_mlc_hostile "integration;slow" ${MPK_IT}/test_cli_mlc_hostile.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
 
 # modelpkg mlc install: directory and (own nginx) HTTP hub-layout installs, no-op, --json, refusals.
