@@ -240,44 +240,49 @@ int mpk_vm_parse(const uint8_t *d, uint64_t n, bool ffi_types, const char *shown
   if ((rc = str(&r, "version string", &out->version))) return rc;
   if ((rc = parse_functions(&r, out))) return rc;
   /* The constants: with the numbering the type key implies, else the other one. Neither: the
-     function table stands, the constants are reported missing (_metadata is then scanned for). */
+     function table stands, the constants are reported missing (_metadata is then scanned for).
+     The code after them is only needed to tell which constant _metadata returns. */
   uint64_t at = r.pos;
   mpk_error first;
   mpk_error_clear(&first);
   bool ffi = ffi_types;
   r.err = &first;
   rc = parse_constants(&r, out, ffi);
-  if (!rc) rc = parse_code(&r, out);
-  if (rc == MPK_ENOMEM) {
-    if (err) *err = first;
-    return rc;
-  }
-  if (rc) {
+  if (rc && rc != MPK_ENOMEM) {
     mpk_error second;
     mpk_error_clear(&second);
     r.pos = at;
     r.err = &second;
-    ffi = !ffi;
-    mpk_vm_exec alt = *out;
-    int rc2 = parse_constants(&r, &alt, ffi);
-    if (!rc2) rc2 = parse_code(&r, &alt);
-    if (!rc2) {
-      *out = alt;
+    if (parse_constants(&r, out, !ffi) == 0) {
+      ffi = !ffi;
       rc = 0;
-    } else if (rc2 == MPK_ENOMEM) {
-      if (err) *err = second;
-      return rc2;
+    } else if (second.code == MPK_ENOMEM) {
+      first = second;
+      rc = MPK_ENOMEM;
     }
   }
+  if (rc == MPK_ENOMEM) {
+    if (err) *err = first;
+    return rc;
+  }
+  char line[1200];
   if (rc) {
     out->constants = NULL;
     out->n_constants = 0;
-    out->instr_offset = out->instr_data = NULL;
-    out->n_instrs = out->n_words = 0;
-    char line[1200];
     mpk_error_format(&first, line, sizeof line);
     out->constants_problem = mpk_arena_strdup(a, line);
     if (!out->constants_problem) return mpk_fail(err, MPK_ENOMEM, shown, NULL, "out of memory");
+  } else {
+    mpk_error code_err;
+    mpk_error_clear(&code_err);
+    r.err = &code_err;
+    if (parse_code(&r, out)) {
+      out->instr_offset = out->instr_data = NULL;
+      out->n_instrs = out->n_words = 0;
+      mpk_error_format(&code_err, line, sizeof line);
+      out->code_problem = mpk_arena_strdup(a, line);
+      if (!out->code_problem) return mpk_fail(err, MPK_ENOMEM, shown, NULL, "out of memory");
+    }
   }
   out->ffi_types = ffi;
   return 0;

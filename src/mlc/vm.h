@@ -48,6 +48,7 @@ typedef struct mpk_vm_exec {
   size_t n_constants;
   const char *constants_problem;   /* the constants could not all be read (then no code either):
                                       why, with the offset; NULL when they were */
+  const char *code_problem;        /* the code section could not be read: why; NULL when it was */
   const uint8_t *instr_offset;     /* the code section (NULL when not read): n_instrs i64 */
   uint64_t n_instrs;
   const uint8_t *instr_data;       /* n_words i64 */
