@@ -53,11 +53,14 @@ typedef struct layout {
   size_t kind0;       /* offset of the first function's kind */
   size_t n_const_at;  /* offset of the constant count */
   size_t ctype1;      /* offset of constant 1's type */
+  size_t code;        /* offset of the instruction count */
+  size_t ctext1;      /* offset of constant 1's text ("global") */
 } layout;
 
 /* An executable (from its payload length on): functions prefill(3: a, kv, params), _metadata(0),
    vm.builtin.copy (packed), fused_kernel (packed); constants: tensor, string "global", the
    _metadata string, shape, data type, int, float; code: _metadata = Call(copy, const 2), Ret. */
+static bool g_two_md; /* constant 1 is a second, different _metadata object */
 static buf make_exec(bool ffi, layout *lo) {
   buf b = {0};
   u64(&b, 0); /* payload length, set at the end */
@@ -100,7 +103,8 @@ static buf make_exec(bool ffi, layout *lo) {
   put(&b, "\1\2\3\4", 4);
   if (lo) lo->ctype1 = b.n;
   i32(&b, ffi ? 65 : 3);
-  str(&b, "global");
+  if (lo) lo->ctext1 = b.n + 8;
+  str(&b, g_two_md ? "{\"model_type\": \"gemma\", \"params\": []}" : "global");
   i32(&b, ffi ? 65 : 3);
   u64(&b, strlen(MD_JSON));
   if (lo) lo->md_text = b.n;
@@ -114,6 +118,7 @@ static buf make_exec(bool ffi, layout *lo) {
   i32(&b, ffi ? 3 : 5);
   u64(&b, 0x3ff0000000000000ull);
   /* code: instruction 0 (prefill: Ret r0), 1 Call(dst 0, func 2, 1 arg: const 2), 2 Ret r0 */
+  if (lo) lo->code = b.n;
   u64(&b, 3);
   u64(&b, 0), u64(&b, 2), u64(&b, 7);
   u64(&b, 9);
@@ -349,6 +354,45 @@ static void test_find_in_objects(void **state) {
   free(x.p);
   free(s1.p);
   free(s2.p);
+}
+
+/* Without the code section: the one string constant that is a _metadata object; two different
+   ones are an error, not a guess. */
+static void test_metadata_without_code(void **state) {
+  (void)state;
+  size_t at;
+  buf s1 = make_section("relax.Executable", false, NULL, &at);
+  layout lo;
+  buf x = make_exec(false, &lo);
+  set_u64(&s1, at + lo.code, 1ull << 50); /* an instruction count the payload cannot hold */
+  mpk_obj_section sec = {.name = ".rodata", .data = s1.p, .size = s1.n, .offset = 0};
+  mpk_obj_object o = {.format = "ELF shared object", .bytes = s1.p, .size = s1.n, .sections = &sec, .n_sections = 1};
+  mpk_obj_file f = {.path = "lib.so", .container = "ELF shared object", .objects = &o, .n_objects = 1};
+  mpk_mlc_library *lib = NULL;
+  mpk_error err;
+  assert_int_equal(mpk_mlc_library_from_obj(&f, &lib, &err), 0);
+  assert_non_null(lib->metadata);
+  assert_int_equal(lib->metadata_scanned, 0);
+  assert_non_null(strstr(lib->metadata_where, "constant 2 (the one string constant that is a _metadata object)"));
+  mpk_mlc_library_free(lib);
+  free(s1.p);
+  free(x.p);
+  g_two_md = true;
+  s1 = make_section("relax.Executable", false, NULL, &at);
+  x = make_exec(false, &lo);
+  g_two_md = false;
+  set_u64(&s1, at + lo.code, 1ull << 50);
+  sec.data = o.bytes = s1.p;
+  sec.size = o.size = s1.n;
+  assert_int_equal(mpk_mlc_library_from_obj(&f, &lib, &err), 0); /* the function table stands */
+  assert_null(lib->metadata);
+  assert_non_null(strstr(lib->metadata_problem, "string constants 1 and 2 are two different _metadata objects"));
+  assert_int_equal(lib->n_functions, 4);
+  mpk_mlc_metadata *md = NULL;
+  assert_int_equal(mpk_mlc_library_take_metadata(lib, &md, &err), MPK_EMALFORMED);
+  mpk_mlc_library_free(lib);
+  free(s1.p);
+  free(x.p);
 }
 
 /* WebAssembly: the executable in linear memory; the _metadata text maps back to the file through
@@ -609,6 +653,7 @@ int main(void) {
       cmocka_unit_test(test_huge_counts),
       cmocka_unit_test(test_unknown_kind_and_type),
       cmocka_unit_test(test_find_in_objects),
+      cmocka_unit_test(test_metadata_without_code),
       cmocka_unit_test(test_wasm_memory),
       cmocka_unit_test(test_real_libraries),
       cmocka_unit_test(test_arguments),
