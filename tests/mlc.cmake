@@ -8,6 +8,7 @@ mpk_test(test_conf_urls conformance conformance/test_conf_urls.c)     # resource
 # ---- mlc: a library's metadata, weights (tensor caches, parameters, resources), device fit against
 # WebLLM's figures, the producer
 mpk_test(test_mlc_library unit unit/test_mlc_library.c)
+mpk_test(test_mlc_vm unit unit/test_mlc_vm.c)  # the Relax VM executable reader, mpk_mlc_library_open, the six real libraries
 mpk_test(test_mlc_weights unit unit/test_mlc_weights.c)
 mpk_test(test_mlc_fit unit unit/test_mlc_fit.c)
 mpk_test(test_mlc_build unit unit/test_mlc_build.c)
@@ -25,6 +26,7 @@ mpk_script_test(test_cli_plan integration ${MPK_IT}/test_cli_plan.sh ${MPK_CLI} 
   $<TARGET_FILE:mpk_prefill_case>)
 
 # Hostile MLC packages and arguments (links out, FIFOs, non-libraries, mismatched libraries, --json refusals).
+mpk_script_test(test_realdata_libs integration ${MPK_IT}/test_realdata_libs.sh ${MPK_CLI} ${MPK_SHARED_DIR})  # mlc metadata / functions on the six real libraries
 mpk_script_test(test_cli_mlc_hostile "integration;slow" ${MPK_IT}/test_cli_mlc_hostile.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
 
 # modelpkg mlc install: directory and (own nginx) HTTP hub-layout installs, no-op, --json, refusals.

@@ -11,8 +11,10 @@ static const char id_about[] =
     "manifest file itself): defaults filled, canonical JSON, SHA-256. Exit 1 when it differs from the\n"
     "declared one (noted on stderr). A package without a manifest is legacy: it declares no tasks.\n";
 static const char metadata_about[] =
-    "Print the _metadata JSON embedded in a compiled model library (.wasm, .so, .dylib, .dll, .tar),\n"
-    "byte-exact.\n";
+    "Print the _metadata JSON embedded in a compiled model library (.wasm, .so, .dylib, .dll, a .tar -\n"
+    "gzip'd too - or ar archive of objects), byte-exact: the string the VM function _metadata returns,\n"
+    "else found by a scan of the library's bytes. With --json, also where it was found (the archive\n"
+    "member, the offset of the stored string - its u64 length - and whether a scan found it).\n";
 static const char more[] = "exit status: 0 ok, 1 refused (the reason on stderr), 2 usage error\n";
 
 static const char *const id_keys[] = {"manifest", "interface_id", "declared_interface_id", NULL};
@@ -71,20 +73,41 @@ static int cmd_id(const char *arg, bool json) {
   return status;
 }
 
-static const char *const metadata_keys[] = {"library", "metadata", NULL};
+static const char *const metadata_keys[] = {"library", "where", "member", "offset", "bytes", "scanned", "metadata", NULL};
 
 static int cmd_metadata(const char *lib, bool json) {
   mpk_error err;
   mpk_error_clear(&err);
-  mpk_mlc_metadata *md = NULL;
-  if (mpk_mlc_metadata_load(lib, &md, &err)) {
+  /* A library is read as a whole (where the format puts the _metadata); a _metadata JSON file, or
+     a container the reader refuses, is loaded as before (mpk_mlc_metadata_load says why not). */
+  mpk_mlc_library *l = NULL;
+  const mpk_mlc_metadata *md = NULL;
+  mpk_mlc_metadata *loaded = NULL;
+  int rc = mpk_mlc_library_open(lib, &l, &err);
+  if (!rc && l->metadata) {
+    md = l->metadata;
+  } else if (!rc || rc == MPK_EUNSUPPORTED || rc == MPK_EMALFORMED) {
+    mpk_mlc_library_free(l);
+    l = NULL;
+    mpk_error_clear(&err);
+    if (mpk_mlc_metadata_load(lib, &loaded, &err) == 0) md = loaded;
+  }
+  if (!md) {
     mpk_cli_error(&err);
     if (json) mpk_cli_json_refuse("mlc metadata", metadata_keys, &err);
+    mpk_mlc_library_free(l);
     return MPK_EXIT_FAIL;
   }
   if (json) {
     json_t *root = mpk_cli_json_begin("mlc metadata", true);
     json_object_set_new(root, "library", json_string(lib));
+    json_object_set_new(root, "where", mpk_cli_json_str(l ? l->metadata_where : "a _metadata JSON file"));
+    json_object_set_new(root, "member", mpk_cli_json_str(l ? l->metadata_member : NULL));
+    /* the stored string's offset (its u64 length; the JSON text is 8 bytes later), in the member
+       for an archive */
+    json_object_set_new(root, "offset", l && md->source_offset >= 8 ? json_integer(md->source_offset - 8) : json_null());
+    json_object_set_new(root, "bytes", json_integer((json_int_t)md->json_len));
+    json_object_set_new(root, "scanned", json_boolean(l ? l->metadata_scanned : 0));
     json_t *v = json_loadb(md->json, md->json_len, JSON_DECODE_ANY, NULL);
     json_object_set_new(root, "metadata", v ? v : json_null());
     mpk_cli_json_end(root, NULL, 0, NULL, 0);
@@ -92,7 +115,8 @@ static int cmd_metadata(const char *lib, bool json) {
     fwrite(md->json, 1, md->json_len, stdout);
     if (md->json_len && md->json[md->json_len - 1] != '\n' && isatty(STDOUT_FILENO)) putchar('\n');
   }
-  mpk_mlc_metadata_free(md);
+  mpk_mlc_metadata_free(loaded);
+  mpk_mlc_library_free(l);
   return MPK_EXIT_OK;
 }
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "mlc/mlc.h"
+#include "objfile/objfile.h"
 
 struct mpk_mlc_metadata_priv {
   mpk_arena *arena;            /* the struct, the JSON copy and the strings */
@@ -33,7 +34,7 @@ int mpk_mlc_metadata_tree(const mpk_mlc_metadata *md, const char *file, const js
 #define MAX_LIBRARY_BYTES \
   (SIZE_MAX > (UINT64_C(1) << 30) ? (size_t)(UINT64_C(1) << 30) : SIZE_MAX)
 /* Bytes read to tell what a file is before anything is mapped. */
-#define HEADER_BYTES 512
+#define HEADER_BYTES MPK_OBJ_HEADER_BYTES
 /* Trailing whitespace tolerated inside a candidate's L bytes; bounded so that a hostile file
    with long whitespace runs cannot make every candidate cost O(L) before parsing. */
 #define MAX_TRAILING_WS 64
@@ -205,6 +206,59 @@ static int build(const uint8_t *d, size_t start, size_t len, json_t *root, bool 
   return 0;
 }
 
+int mpk_mlc_metadata_from_text(const uint8_t *text, size_t len, int64_t source_offset, const char *file,
+                               mpk_mlc_metadata **out, mpk_error *err) {
+  *out = NULL;
+  json_t *root = NULL;
+  int rc = mpk_json_parse(text, len, NULL, file, &root, err);
+  if (rc) return rc;
+  if (!is_metadata_object(root)) {
+    json_decref(root);
+    return mpk_fail(err, MPK_EMALFORMED, file, NULL, "the _metadata string is no JSON object with \"model_type\" and \"params\"");
+  }
+  rc = build(text, 0, len, root, false, file, out, err);
+  json_decref(root);
+  if (!rc) (*out)->source_offset = source_offset;
+  return rc;
+}
+
+bool mpk_mlc_is_metadata_text(const uint8_t *text, size_t len) {
+  size_t k = 0;
+  while (k < len && is_ws(text[k])) k++;
+  if (len < MIN_METADATA_LEN || k == len || text[k] != '{') return false;
+  json_t *v = NULL;
+  bool yes = mpk_json_parse(text, len, NULL, NULL, &v, NULL) == 0 && is_metadata_object(v);
+  json_decref(v);
+  return yes;
+}
+
+int mpk_mlc_metadata_scan(const uint8_t *d, size_t size, const char *file, mpk_mlc_metadata **out, mpk_error *err) {
+  *out = NULL;
+  size_t start = 0, n = 0;
+  json_t *root = NULL;
+  int rc = scan(d, size, file, &start, &n, &root, err);
+  if (rc) return rc;
+  rc = build(d, start, n, root, false, file, out, err);
+  json_decref(root);
+  return rc;
+}
+
+/* A library's bytes in memory through the library reader (mpk_mlc_library_from_bytes), so that
+   the _metadata comes from where the format puts it; a container it cannot read is scanned as
+   raw bytes, as before the readers existed. */
+static int from_library_bytes(const uint8_t *d, size_t len, const char *file, mpk_mlc_metadata **out,
+                              mpk_error *err) {
+  mpk_mlc_library *lib = NULL;
+  mpk_error e;
+  mpk_error_clear(&e);
+  int rc = mpk_mlc_library_from_bytes(d, len, file, &lib, &e);
+  if (rc == MPK_EMALFORMED || rc == MPK_EUNSUPPORTED) return mpk_mlc_metadata_scan(d, len, file, out, err);
+  if (!rc) rc = mpk_mlc_library_take_metadata(lib, out, &e);
+  mpk_mlc_library_free(lib);
+  if (rc && err) *err = e;
+  return rc;
+}
+
 int mpk_mlc_metadata_from_bytes(const void *data, size_t len, const char *file,
                                 mpk_mlc_metadata **out, mpk_error *err) {
   if (!out || (!data && len)) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
@@ -235,7 +289,9 @@ int mpk_mlc_metadata_from_bytes(const void *data, size_t len, const char *file,
     json_decref(root);
     return rc;
   }
-  /* Anything else is a library: scan it. */
+  /* Anything else is a library: read as one when its first bytes say so, else scanned. */
+  const char *refusal, *kind = mpk_obj_sniff(d, len < MPK_OBJ_HEADER_BYTES ? len : MPK_OBJ_HEADER_BYTES, &refusal);
+  if (kind && strcmp(kind, "JSON") != 0 && !looks_json) return from_library_bytes(d, len, file, out, err);
   size_t start = 0, n = 0;
   rc = scan(d, len, file, &start, &n, &root, err);
   /* A text that looked like JSON but did not parse, and holds no embedded _metadata either, is
@@ -252,33 +308,8 @@ int mpk_mlc_metadata_from_bytes(const void *data, size_t len, const char *file,
 
 #define ACCEPTED_FORMATS                                                                              \
   "WebAssembly (\\0asm), ELF (\\x7fELF), Mach-O (feedface, feedfacf, cafebabe), PE/COFF (MZ, a .dll), an ar "  \
-  "archive (!<arch>), a tar archive (ustar at byte 257), or a JSON file holding the _metadata object"
-
-/* What the first bytes say a file is: a library container, JSON, or neither (NULL, with why). */
-static const char *container_of(const uint8_t *h, size_t n, const char **refusal) {
-  *refusal = NULL;
-  static const struct {
-    const char *magic;
-    size_t len;
-    const char *name;
-  } kinds[] = {{"\0asm", 4, "WebAssembly"},     {"\x7f" "ELF", 4, "ELF"},
-               {"\xfe\xed\xfa\xce", 4, "Mach-O"}, {"\xfe\xed\xfa\xcf", 4, "Mach-O"},
-               {"\xce\xfa\xed\xfe", 4, "Mach-O"}, {"\xcf\xfa\xed\xfe", 4, "Mach-O"},
-               {"\xca\xfe\xba\xbe", 4, "Mach-O universal"}, {"MZ", 2, "PE/COFF"},
-               {"!<arch>\n", 8, "ar archive"}};
-  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-    if (n >= kinds[i].len && memcmp(h, kinds[i].magic, kinds[i].len) == 0) return kinds[i].name;
-  if (n >= 262 && memcmp(h + 257, "ustar", 5) == 0) return "tar archive";
-  size_t k = n >= 3 && h[0] == 0xEF && h[1] == 0xBB && h[2] == 0xBF ? 3 : 0;
-  while (k < n && is_ws(h[k])) k++;
-  if (k < n && h[k] == '{') return "JSON";
-  if (n >= 2 && h[0] == 0x1f && h[1] == 0x8b)
-    *refusal = "is gzip-compressed (MLC publishes its .tar libraries gzip'd): decompress it first (gzip -dc "
-               "FILE > FILE.raw) and give the result";
-  else if (n == 0)
-    *refusal = "is empty";
-  return NULL;
-}
+  "archive (!<arch>), a tar archive (ustar at byte 257), gzip-compressed (1f 8b) tar, or a JSON file holding the "  \
+  "_metadata object"
 
 int mpk_mlc_metadata_load(const char *path, mpk_mlc_metadata **out, mpk_error *err) {
   if (!path || !out) return mpk_fail(err, MPK_EINVAL, path, NULL, "NULL argument");
@@ -295,7 +326,7 @@ int mpk_mlc_metadata_load(const char *path, mpk_mlc_metadata **out, mpk_error *e
     close(fd);
     return mpk_fail(err, MPK_EIO, path, NULL, "cannot read: %s", strerror(errno));
   }
-  const char *refusal, *kind = container_of(h, (size_t)got, &refusal);
+  const char *refusal, *kind = mpk_obj_sniff(h, (size_t)got, &refusal);
   if (!kind) {
     close(fd);
     if (refusal) return mpk_fail(err, MPK_EUNSUPPORTED, path, NULL, "not a library: %s; accepted: %s", refusal, ACCEPTED_FORMATS);
@@ -304,16 +335,32 @@ int mpk_mlc_metadata_load(const char *path, mpk_mlc_metadata **out, mpk_error *e
                     "(%02x %02x %02x %02x) are none of the accepted formats: %s",
                     got > 0 ? h[0] : 0, got > 1 ? h[1] : 0, got > 2 ? h[2] : 0, got > 3 ? h[3] : 0, ACCEPTED_FORMATS);
   }
-  size_t max = strcmp(kind, "JSON") == 0 ? MPK_JSON_DEFAULT_MAX_BYTES : MAX_LIBRARY_BYTES;
+  bool json = strcmp(kind, "JSON") == 0;
+  if (!json) {
+    /* A library: read through the library reader (its containers, where the format puts the
+       _metadata); a container it cannot read is scanned whole, as before the readers existed. */
+    close(fd);
+    mpk_mlc_library *lib = NULL;
+    mpk_error e;
+    mpk_error_clear(&e);
+    rc = mpk_mlc_library_open(path, &lib, &e);
+    if (!rc) rc = mpk_mlc_library_take_metadata(lib, out, &e);
+    mpk_mlc_library_free(lib);
+    bool raw_scan = (rc == MPK_EMALFORMED || rc == MPK_EUNSUPPORTED) && e.code != 0 && strstr(kind, "gzip") == NULL;
+    if (rc && !raw_scan && err) *err = e;
+    if (!raw_scan) return rc;
+    if ((rc = mpk_open_read(NULL, path, 0, &fd, &st, err))) return rc;
+  }
+  size_t max = json ? MPK_JSON_DEFAULT_MAX_BYTES : MAX_LIBRARY_BYTES;
   if ((uint64_t)st.st_size > max) {
     close(fd);
     return mpk_fail(err, MPK_ELIMIT, path, NULL, "%s file of %llu bytes exceeds the limit of %zu bytes for %s", kind,
-                    (unsigned long long)st.st_size, max,
-                    strcmp(kind, "JSON") == 0 ? "a JSON document" : "a compiled library (it is scanned whole)");
+                    (unsigned long long)st.st_size, max, json ? "a JSON document" : "a compiled library (it is scanned whole)");
   }
   mpk_mapped m;
   if ((rc = mpk_map_fd(fd, path, (size_t)st.st_size, &m, err))) return rc;
-  rc = mpk_mlc_metadata_from_bytes(m.data, m.size, path, out, err); /* copies what it keeps */
+  rc = json ? mpk_mlc_metadata_from_bytes(m.data, m.size, path, out, err) /* copies what it keeps */
+            : mpk_mlc_metadata_scan(m.data, m.size, path, out, err);
   mpk_unmap_file(&m);
   return rc;
 }

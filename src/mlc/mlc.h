@@ -46,6 +46,27 @@ bool mpk_mlc_record_bytes(const int64_t *shape, size_t ndim, int bits, uint64_t 
    borrowed from md and lives as long as it. A struct built by hand (no priv_) is parsed here into
    *owned (file names it in errors); the caller json_decref()s *owned either way (NULL when
    borrowed). */
+/* library.c: a _metadata from its JSON text (copied byte-exact; MPK_EMALFORMED when it is no object
+   with "model_type" and "params"), its source_offset as given. */
+int mpk_mlc_metadata_from_text(const uint8_t *text, size_t len, int64_t source_offset, const char *file,
+                               mpk_mlc_metadata **out, mpk_error *err);
+/* library.c: does the text parse as a _metadata object (strict JSON, "model_type" and "params")? */
+bool mpk_mlc_is_metadata_text(const uint8_t *text, size_t len);
+/* library.c: the whole-bytes scan (u64 length + a _metadata object; exactly one distinct), built;
+   source_offset is the text's offset in d. */
+int mpk_mlc_metadata_scan(const uint8_t *d, size_t size, const char *file, mpk_mlc_metadata **out, mpk_error *err);
+/* lib_open.c: mpk_mlc_library_open over bytes the caller keeps alive while the library is used
+   (the library's metadata is a copy). */
+int mpk_mlc_library_from_bytes(const void *data, size_t size, const char *file, mpk_mlc_library **out,
+                               mpk_error *err);
+/* lib_open.c: the library read from a container already split into objects (objfile); the
+   library copies what it keeps (`f` may be freed after). */
+struct mpk_obj_file;
+int mpk_mlc_library_from_obj(const struct mpk_obj_file *f, mpk_mlc_library **out, mpk_error *err);
+/* lib_open.c: move the library's _metadata out of it into *out (the caller frees it); when it has
+   none, the error it had (its code and message, e.g. MPK_ENOTFOUND from the scan). */
+int mpk_mlc_library_take_metadata(mpk_mlc_library *lib, mpk_mlc_metadata **out, mpk_error *err);
+
 int mpk_mlc_metadata_tree(const mpk_mlc_metadata *md, const char *file, const json_t **root, json_t **owned,
                           mpk_error *err);
 

@@ -164,6 +164,11 @@ run mlc_metadata_ok 0 "$MPK" mlc metadata "$GLIB"; keep md_ok
 run mlc_metadata_refused 1 "$MPK" mlc metadata "$T/tone.wav"; keep md_no
 same_keys mlc_metadata "$T/md_ok.json" "$T/md_no.json"
 run mlc_metadata_usage 2 "$MPK" mlc metadata
+SOLIB="$SRC/../shared/realdata/mlc-libs/Llama-2-7b-chat-hf-q4f16_1-mali.so"
+run mlc_functions_ok 0 "$MPK" mlc functions "$SOLIB"; keep fn_ok
+run mlc_functions_refused 1 "$MPK" mlc functions "$T/tone.wav"; keep fn_no
+same_keys mlc_functions "$T/fn_ok.json" "$T/fn_no.json"
+run mlc_functions_usage 2 "$MPK" mlc functions
 run mlc_plan_usage 2 "$MPK" mlc plan --package "$G"
 run mlc_urls_ok 0 "$MPK" mlc urls https://huggingface.co/o/m --manifest "$G"; keep urls_ok
 run mlc_urls_refused 1 "$MPK" mlc urls ftp://h/m; keep urls_no
