@@ -11,6 +11,9 @@ mpk_test(test_mlc_library unit unit/test_mlc_library.c)
 mpk_test(test_mlc_weights unit unit/test_mlc_weights.c)
 mpk_test(test_mlc_fit unit unit/test_mlc_fit.c)
 mpk_test(test_mlc_build unit unit/test_mlc_build.c)
+# the role table, a library's VM functions against an artifact's roles, the legacy ABI (hand-filled
+# libraries: the real ones' tables, every conformance artifact that names roles)
+mpk_test(test_mlc_roles unit unit/test_mlc_roles.c)
 # mlc install from directory sources: installs that check, refusals before any shard, no-op, changed, verify
 mpk_test(test_mlc_install unit unit/test_mlc_install.c)
 
