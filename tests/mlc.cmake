@@ -39,3 +39,10 @@ mpk_script_test(test_cli_mlc_install integration ${MPK_IT}/test_cli_mlc_install.
 # or /usr/bin/python3.
 mpk_script_test(test_mlc_install_http "e2e;slow" ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_mlc_install_http.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
 set_tests_properties(test_mlc_install_http PROPERTIES TIMEOUT 420)
+
+# Libraries whose function tables we control, in every container (tests/tools/make_tvm_lib.py:
+# clang, lld, llvm-ar), read by mlc functions / mlc metadata / check --lib; and the six real
+# libraries' tables and legacy ABIs. Skipped (exit 77) without clang, ld.lld, wasm-ld or llvm-ar.
+mpk_script_test(test_mlc_libs_built e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_mlc_libs_built.sh ${MPK_CLI}
+  ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
+set_tests_properties(test_mlc_libs_built PROPERTIES TIMEOUT 900)
