@@ -79,7 +79,7 @@ static void put(text *t, const char *fmt, ...) {
 /* "(a, b, c)": a function's parameter names as its table lists them. */
 static void put_params(text *t, const mpk_mlc_function *f) {
   put(t, "(");
-  for (size_t i = 0; i < f->n_param_names; i++)
+  for (size_t i = 0; i < f->n_param_names && t->len + 1 < t->size; i++) /* bounded by the buffer */
     put(t, "%s%s", i ? ", " : "", f->param_names && f->param_names[i] ? f->param_names[i] : "?");
   put(t, ")");
 }
