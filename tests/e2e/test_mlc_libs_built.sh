@@ -106,6 +106,20 @@ while read -r lib; do
     -- "${CHECK[@]}" "$lib"
 done < <(containers "$T/g4" adapter)
 
+# ---- LLaVA: the embeddings pair (its existing prefill/decode) and image_embed(pixels, params)
+"$M" mlc metadata "$EX/llava-image/lib/llava-image-webgpu.wasm" >"$T/llava.json" || bad "the example's _metadata"
+build "$T/lv" good --preset llava --metadata "$T/llava.json"
+build "$T/lv" vision6 --preset llava --metadata "$T/llava.json" --arity image_embed=6
+VCHECK=("$M" check "$EX/llava-image" --device-features shader-f16 --lib)
+while read -r lib; do
+  expect "llava $(basename "$lib") binds" 0 "OK: all checks hold" -- "${VCHECK[@]}" "$lib"
+done < <(containers "$T/lv" good)
+while read -r lib; do
+  expect "llava 6-argument image_embed: $(basename "$lib")" 1 \
+    'adapters/image: adapter image names "image_embed", which takes 6 arguments \(pixel_values, packed_params, extra_0, extra_1, extra_2, extra_3\); the adapter takes 2' \
+    -- "${VCHECK[@]}" "$lib"
+done < <(containers "$T/lv" vision6)
+
 # ---- no manifest: the legacy ABI (the example package without a contract, a matching _metadata)
 cat >"$T/legacy.json" <<'EOF'
 {"model_type": "llama", "quantization": "q0f16", "context_window_size": 4096, "prefill_chunk_size": 1024,
