@@ -345,9 +345,12 @@ int mpk_mlc_legacy_abi_of(const mpk_mlc_library *lib, mpk_mlc_legacy_abi *out, m
 
   put(&sum, "%snone WebLLM 0.2.86 can run without a manifest: %s", sum.len ? "; " : "",
       whybuf[0] ? whybuf : "no chat or embedding functions");
-  if (!out->embedding && pf && !has_vm(lib, "decode") && pf->num_args != LEGACY_EMBEDDING_PREFILL_ARGS)
+  if (!out->embedding && pf && !has_vm(lib, "decode") && pf->num_args != LEGACY_EMBEDDING_PREFILL_ARGS) {
+    put(&c.why, "; not an embedding model either (prefill takes %lld arguments, WebLLM's embedding pipeline passes %d)",
+        (long long)pf->num_args, LEGACY_EMBEDDING_PREFILL_ARGS);
     put(&sum, "; not an embedding model either (prefill takes %lld arguments, WebLLM's embedding pipeline passes %d)",
         (long long)pf->num_args, LEGACY_EMBEDDING_PREFILL_ARGS);
+  }
   return mpk_fail(err, MPK_EMISMATCH, lib->path, NULL, "the library offers no pipeline WebLLM 0.2.86 runs without a "
                   "manifest: %s", whybuf[0] ? whybuf : "no chat or embedding functions");
 }

@@ -544,6 +544,8 @@ static void test_legacy_embedding(void **state) {
   assert_int_equal(mpk_mlc_legacy_abi_of(&f.lib, &abi, &err), MPK_EMISMATCH);
   assert_false(abi.embedding);
   assert_non_null(strstr(abi.summary, "not an embedding model either (prefill takes 2 arguments"));
+  assert_non_null(strstr(err.message, "not an embedding model either (prefill takes 2 arguments, WebLLM's embedding "
+                                      "pipeline passes 3)"));
 }
 
 static void test_legacy_kinds(void **state) {
