@@ -34,6 +34,7 @@ TEST_PACKAGES=(
   libcmocka-dev                              # unit tests
   nginx curl                                 # mt install tests: a real HTTP server on 127.0.0.1, polled with curl
   clang libclang-rt-14-dev                   # libFuzzer targets (optional build, MPK_FUZZ=ON)
+  lld llvm                                   # test libraries in every container (tests/tools/make_tvm_lib.py: wasm-ld, ld.lld, ld64.lld, llvm-ar)
   python3-numpy python3-onnx                 # the merge's ONNX Runtime test: models and expected values
   imagemagick python3-pil libjpeg-turbo-progs # image tests and bench: synthetic images, Pillow, djpeg
   fonts-dejavu-core                          # the font ImageMagick draws the test images' text with

@@ -12,6 +12,9 @@ mpk_test(test_mlc_vm unit unit/test_mlc_vm.c)  # the Relax VM executable reader,
 mpk_test(test_mlc_weights unit unit/test_mlc_weights.c)
 mpk_test(test_mlc_fit unit unit/test_mlc_fit.c)
 mpk_test(test_mlc_build unit unit/test_mlc_build.c)
+# the role table, a library's VM functions against an artifact's roles, the legacy ABI (hand-filled
+# libraries: the real ones' tables, every conformance artifact that names roles)
+mpk_test(test_mlc_roles unit unit/test_mlc_roles.c)
 # mlc install from directory sources: installs that check, refusals before any shard, no-op, changed, verify
 mpk_test(test_mlc_install unit unit/test_mlc_install.c)
 
@@ -38,3 +41,10 @@ mpk_script_test(test_cli_mlc_install integration ${MPK_IT}/test_cli_mlc_install.
 # or /usr/bin/python3.
 mpk_script_test(test_mlc_install_http "e2e;slow" ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_mlc_install_http.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
 set_tests_properties(test_mlc_install_http PROPERTIES TIMEOUT 420)
+
+# Libraries whose function tables we control, in every container (tests/tools/make_tvm_lib.py:
+# clang, lld, llvm-ar), read by mlc functions / mlc metadata / check --lib; and the six real
+# libraries' tables and legacy ABIs. Skipped (exit 77) without clang, ld.lld, wasm-ld or llvm-ar.
+mpk_script_test(test_mlc_libs_built e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_mlc_libs_built.sh ${MPK_CLI}
+  ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
+set_tests_properties(test_mlc_libs_built PROPERTIES TIMEOUT 900)

@@ -284,16 +284,21 @@ MPK_API const char *mpk_mlc_function_kind_name(mpk_mlc_function_kind kind);
  * The role table (spec 000, "Each key in exports is a role"): how many arguments the function
  * named for `role` must take — a program's export role ("embed_tokens", "prefill_tokens",
  * "decode_tokens", "prefill_embeds", "decode_embeds", "create_kv_cache", "create_rnn_state"), or
- * "adapter" for an adapter. `*min_args` = `*max_args` for a fixed arity. MPK_ENOTFOUND for a role
- * the table does not know (docs/mlc-library.md says how each arity is derived).
+ * "adapter" for an adapter. `*min_args` = `*max_args` for a fixed arity (every rule today). The
+ * four generation roles' arities are with the KV cache alone; in a program that also exports
+ * create_rnn_state (hybrid) WebLLM passes the RNN state after the KV cache, one argument more, and
+ * mpk_mlc_check_functions() wants that. MPK_ENOTFOUND for a role the table does not know
+ * (docs/mlc-library.md, "Roles and arities", says how each arity is derived).
  */
 MPK_API int mpk_mlc_role_arity(const char *role, int *min_args, int *max_args, mpk_error *err);
 
 /**
  * Every role in the exports of each of `art`'s programs and every adapter must name a VM function
- * of `lib` with the arity the role table implies. The first mismatch, in program and role order,
- * is the error (MPK_EMISMATCH naming the library, "/artifact/programs/P/exports/ROLE", the function
- * and what it takes); `check --lib` lists them all.
+ * (kind VM or VM TIR: a packed kernel of that name is not an entrypoint) of `lib` with the arity
+ * the role table implies; a role the table does not know is a mismatch too. The first mismatch,
+ * in program and role order (exports, then adapters), is the error (MPK_EMISMATCH naming the
+ * library, "/artifact/programs/P/exports/ROLE" or ".../adapters/A", the function, the arity wanted
+ * and found, and its parameter names); `check --lib` lists them all.
  */
 MPK_API int mpk_mlc_check_functions(const mpk_mlc_library *lib, const mpk_mlc_artifact *art,
                                     mpk_error *err);
@@ -303,16 +308,20 @@ typedef struct mpk_mlc_legacy_abi {
   int chat;              /**< embed + prefill + decode and a KV-cache or RNN-state creator */
   int batch;             /**< batch_prefill + batch_decode (and batch_verify when present) */
   int embedding;         /**< prefill without decode: WebLLM's embedding pipeline */
-  int image_embed;       /**< image_embed (LLaVA-style vision, 2 arguments) */
+  int image_embed;       /**< image_embed with the 6 arguments WebLLM 0.2.86 passes (pixels, resize
+                              height and width, crop height and width, params: Phi-3.5-vision's) */
   const char *state_creator; /**< "create_tir_paged_kv_cache", "create_flashinfer_paged_kv_cache",
                                   "create_rnn_state"; NULL when none */
-  const char *summary;   /**< one line: what the library offers, in words (static or lib-owned) */
+  const char *summary;   /**< one line: what the library offers, in words; points into summary_buf */
+  char summary_buf[512]; /**< holds the summary (a copy of the struct: read summary_buf) */
 } mpk_mlc_legacy_abi;
 
 /**
  * Which legacy ABI `lib` offers (the function names WebLLM 0.2.86 looks up without a manifest,
- * each with the arity it calls it with). MPK_EMISMATCH when it offers none (naming what is
- * missing); `out` is filled either way.
+ * each with the arity it calls it with; the pair chosen as its resolveModelABI does from
+ * _metadata.kv_state_kind). A function found by name with another arity is not offered: the VM
+ * refuses the call. MPK_EMISMATCH when neither the chat nor the embedding pipeline can run (naming
+ * what is missing or takes what); `out` is filled either way.
  */
 MPK_API int mpk_mlc_legacy_abi_of(const mpk_mlc_library *lib, mpk_mlc_legacy_abi *out, mpk_error *err);
 

@@ -11,7 +11,9 @@
 struct mpk_mlc_report_priv {
   mpk_findings found;
   mpk_mlc_package *package;
-  mpk_mlc_metadata *metadata;
+  mpk_mlc_metadata *metadata; /* the _metadata when read on its own (a JSON file, or no library reader) */
+  mpk_mlc_library *library;   /* the library read as a whole: its function table, its _metadata */
+  const mpk_mlc_metadata *md; /* the one in use: metadata, or library's */
   mpk_mlc_tensor_cache *tensor_cache;
   mpk_mlc_params *weights;     /* parameters the tensor cache holds */
   mpk_mlc_named_dim *dims;     /* model_config of the chat config */
@@ -136,11 +138,11 @@ static bool has_f16(const mpk_mlc_params *p) {
 /* The library's parameters against the declared identity, its resources, and the weights. */
 static void check_library_params(mpk_mlc_report *r) {
   struct mpk_mlc_report_priv *p = r->priv_;
-  const mpk_mlc_artifact *art = p->metadata->artifact;
+  const mpk_mlc_artifact *art = p->md->artifact;
   mpk_mlc_params *lp = NULL;
   mpk_error e;
   mpk_error_clear(&e);
-  if (mpk_mlc_params_from_metadata(p->metadata, &lp, &e)) {
+  if (mpk_mlc_params_from_metadata(p->md, &lp, &e)) {
     add_library_problem(r, &e);
     return;
   }
@@ -177,24 +179,84 @@ static void check_library_params(mpk_mlc_report *r) {
                r->lib_path);
   }
   p->lib_params_checked = true;
-  mpk_mlc_cross c = {.md = p->metadata, .lib_path = r->lib_path, .lib_params = lp, .chat_config = p->chat_config,
+  mpk_mlc_cross c = {.md = p->md, .lib_path = r->lib_path, .lib_params = lp, .chat_config = p->chat_config,
                      .chat_config_path = p->chat_config_path, .weights = p->weights, .tc = p->tensor_cache,
                      .tc_path = r->tensor_cache_path, .dims = p->dims, .n_dims = p->n_dims};
   mpk_mlc_cross_check(&c, cross_problem, r);
   mpk_mlc_params_free(lp);
 }
 
+/* The library's functions (issue 20): with an artifact, every role and adapter against the function
+   table; without a manifest, the legacy ABI WebLLM would use instead. Nothing when the library was
+   not read as a whole (a _metadata JSON file) or has no function table. */
+static void check_library_functions(mpk_mlc_report *r) {
+  struct mpk_mlc_report_priv *p = r->priv_;
+  const mpk_mlc_library *lib = p->library;
+  if (!lib) return;
+  const mpk_mlc_artifact *art = p->md ? p->md->artifact : NULL;
+  if (!lib->vm_type_key && lib->n_functions == 0) {
+    add_note(r, "warning: no Relax VM function table found in %s: its functions were not checked%s", r->lib_path,
+             art ? " against _metadata.artifact's roles" : "");
+    return;
+  }
+  if (art) mpk_mlc_check_functions_each(lib, art, problem_cb, r);
+  if (r->has_manifest) return; /* WebLLM binds by role: the legacy names are not looked up */
+  mpk_mlc_legacy_abi abi;
+  mpk_error e;
+  mpk_error_clear(&e);
+  if (mpk_mlc_legacy_abi_of(lib, &abi, &e) == 0) add_note(r, "legacy ABI (no manifest): %s", abi.summary);
+  else add_problem(r, &e);
+}
+
+/* Read the library: as a whole (its container, _metadata and function table) when it is one
+   modelpkg reads, else its _metadata alone, as before (a _metadata or artifact JSON file, or any
+   file holding the length-prefixed JSON). 0 when a _metadata is in p->md. */
+static int read_library(mpk_mlc_report *r) {
+  struct mpk_mlc_report_priv *p = r->priv_;
+  mpk_error e;
+  mpk_error_clear(&e);
+  int rc = mpk_mlc_library_open(r->lib_path, &p->library, &e);
+  if (rc == 0 && p->library->metadata) {
+    p->md = p->library->metadata;
+    return 0;
+  }
+  if (rc == 0) {
+    mpk_fail(&e, MPK_ENOTFOUND, r->lib_path, NULL, "%s",
+             p->library->metadata_problem ? p->library->metadata_problem : "no _metadata found in the library");
+    add_library_problem(r, &e);
+    return -1;
+  }
+  mpk_error lib_err = e;
+  mpk_error_clear(&e);
+  if (mpk_mlc_metadata_load(r->lib_path, &p->metadata, &e) == 0) {
+    /* A container modelpkg could not read, although a scan finds its _metadata: the binding is
+       checked, the functions cannot be (a warning, not a problem: synthetic libraries such as the
+       bundled examples' are only the length-prefixed JSON in filler bytes). */
+    if (rc != MPK_EUNSUPPORTED) {
+      char line[sizeof lib_err.message + sizeof lib_err.file + 16];
+      mpk_error_format(&lib_err, line, sizeof line);
+      add_note(r, "warning: the library cannot be read as a whole (%s); its _metadata was found by a scan of "
+                  "its bytes, and its functions were not checked", line);
+    }
+    p->md = p->metadata;
+    return 0;
+  }
+  add_library_problem(r, rc == MPK_EUNSUPPORTED ? &e : &lib_err);
+  return -1;
+}
+
 static void check_library(mpk_mlc_report *r, const mpk_mlc_device *dev) {
   struct mpk_mlc_report_priv *p = r->priv_;
   mpk_error e;
   mpk_error_clear(&e);
-  if (mpk_mlc_metadata_load(r->lib_path, &p->metadata, &e) != 0) {
-    add_library_problem(r, &e);
+  if (read_library(r) != 0) {
+    if (!r->has_manifest) check_library_functions(r); /* the legacy ABI needs no _metadata */
     return;
   }
-  r->metadata = p->metadata;
-  const mpk_mlc_artifact *art = p->metadata->artifact;
-  if (!p->metadata->artifact_only) check_library_params(r); /* a bare artifact has no params */
+  r->metadata = p->md;
+  const mpk_mlc_artifact *art = p->md->artifact;
+  if (!p->md->artifact_only) check_library_params(r); /* a bare artifact has no params */
+  check_library_functions(r);
   if (!r->package) {
     if (!r->has_manifest && art)
       add_note(r, "the library declares _metadata.artifact, but the package has no "
@@ -212,7 +274,7 @@ static void check_library(mpk_mlc_report *r, const mpk_mlc_device *dev) {
     return;
   }
   r->resolved = 1;
-  if (mpk_mlc_check_kv_state(&r->binding, p->metadata, &e) != 0) {
+  if (mpk_mlc_check_kv_state(&r->binding, p->md, &e) != 0) {
     add_library_problem(r, &e);
   }
   mpk_error_clear(&e);
@@ -336,6 +398,7 @@ void mpk_mlc_report_free(mpk_mlc_report *r) {
     mpk_findings_free(&p->found);
     mpk_mlc_package_free(p->package);
     mpk_mlc_metadata_free(p->metadata);
+    mpk_mlc_library_free(p->library);
     mpk_mlc_tensor_cache_free(p->tensor_cache);
     mpk_mlc_params_free(p->weights);
     mpk_free(p->dims);

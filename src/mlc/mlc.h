@@ -118,4 +118,10 @@ int mpk_mlc_named_dims_from_json(const json_t *root, const char *file, mpk_mlc_n
 int mpk_mlc_tensor_cache_load_beneath(const char *dir, const char *rel, mpk_mlc_tensor_cache **out,
                                       mpk_error *err);
 
+/* roles.c: every role and adapter of every program of `art` against `lib`'s VM function table
+   (mpk_mlc_check_functions' rules), each mismatch through fn (the first MPK_LIST_MAX, then one
+   summary line with the count). Returns the number of mismatches (0: they all match). */
+size_t mpk_mlc_check_functions_each(const mpk_mlc_library *lib, const mpk_mlc_artifact *art, mpk_problem_fn fn,
+                                    void *ctx);
+
 #endif
