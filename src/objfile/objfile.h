@@ -114,6 +114,13 @@ const char *mpk_obj_sniff(const uint8_t *head, size_t n, const char **refusal);
 /* The defined symbol `name` of `o` (exact match after Mach-O's '_' is removed), or NULL. */
 const mpk_obj_symbol *mpk_obj_find_symbol(const mpk_obj_object *o, const char *name);
 
+/* The bytes of a defined symbol: a pointer to its first byte in its section and, in *avail, how
+   many bytes of that section follow (from there to the section's end; compare with the symbol's
+   size when the format gives one). NULL (and *avail 0) when the symbol has no bytes: undefined,
+   absolute, in a section without bytes (ELF SHT_NOBITS, Mach-O zerofill), or placed past its
+   section's end. */
+const uint8_t *mpk_obj_symbol_bytes(const mpk_obj_object *o, const mpk_obj_symbol *s, uint64_t *avail);
+
 /* "member M: " or "" — the prefix naming an object in messages and in "where" strings. */
 const char *mpk_obj_where(const mpk_obj_object *o, char *buf, size_t cap);
 

@@ -1,17 +1,9 @@
-/* FOUNDATION STUBS: replaced by wasm.c, elf.c and macho.c. */
+/* FOUNDATION STUBS: replaced by wasm.c. */
 #include "objfile/objfile.h"
 
 int mpk_obj_parse_wasm(mpk_obj_object *o, mpk_arena *a, const char *shown, mpk_error *err) {
   (void)o, (void)a;
   return mpk_fail(err, MPK_EUNSUPPORTED, shown, NULL, "WebAssembly reader not built yet");
-}
-int mpk_obj_parse_elf(mpk_obj_object *o, mpk_arena *a, const char *shown, mpk_error *err) {
-  (void)o, (void)a;
-  return mpk_fail(err, MPK_EUNSUPPORTED, shown, NULL, "ELF reader not built yet");
-}
-int mpk_obj_parse_macho(mpk_obj_object *o, mpk_arena *a, const char *shown, mpk_error *err) {
-  (void)o, (void)a;
-  return mpk_fail(err, MPK_EUNSUPPORTED, shown, NULL, "Mach-O reader not built yet");
 }
 int mpk_obj_wasm_sections(const uint8_t *d, uint64_t n, const char *shown, mpk_arena *a,
                           mpk_obj_wasm_section **out, size_t *count, mpk_error *err) {
