@@ -39,6 +39,7 @@ TEST_PACKAGES=(
   fonts-dejavu-core                          # the font ImageMagick draws the test images' text with
   sox espeak-ng                              # audio quality script and bench: speech, sox -v reference
   util-linux procps                          # prlimit and ps in the hostile-input tests
+  llvm lld binutils tar gzip                 # objfile tests: llvm-ar, llvm-lipo, ld.lld, ld64.lld, GNU ar build test objects and archives
 )
 BENCH_PACKAGES=(
   nginx curl time                            # install benches: the server, curl the peer, /usr/bin/time for peak RSS
