@@ -137,6 +137,8 @@ int mpk_obj_parse_elf(mpk_obj_object *o, mpk_arena *a, const char *shown, mpk_er
       s->size = mpk_obj_rd32(p + 20, e.be), s->link = mpk_obj_rd32(p + 24, e.be), s->entsize = mpk_obj_rd32(p + 36, e.be);
     }
     if (i == 0) s->size = 0, s->type = 0; /* section 0 is the null section (its fields may hold the counts above) */
+    /* SHT_NULL sections beyond 0 are unused: their fields mean nothing, so they have no bytes. */
+    if (s->type == 0) s->offset = 0, s->size = 0;
     if (s->type != SHT_NOBITS && s->type != 0 && !mpk_obj_in(s->offset, s->size, e.n))
       return mpk_fail_at(err, MPK_EMALFORMED, shown, (int64_t)(shoff + i * shentsize),
                          "ELF: section %llu's %llu bytes at byte %llu lie past the end (%llu bytes)", (unsigned long long)i,
@@ -145,7 +147,7 @@ int mpk_obj_parse_elf(mpk_obj_object *o, mpk_arena *a, const char *shown, mpk_er
   /* Names. */
   uint64_t stroff = 0, strsize = 0;
   if (shnum && shstrndx != 0) {
-    if (shstrndx >= shnum || sh[shstrndx].type == SHT_NOBITS)
+    if (shstrndx >= shnum || sh[shstrndx].type == SHT_NOBITS || sh[shstrndx].type == 0)
       return mpk_fail_at(err, MPK_EMALFORMED, shown, e.is64 ? 62 : 50, "ELF: section-name table index %llu is not a section with bytes",
                          (unsigned long long)shstrndx);
     stroff = sh[shstrndx].offset, strsize = sh[shstrndx].size;
@@ -156,7 +158,7 @@ int mpk_obj_parse_elf(mpk_obj_object *o, mpk_arena *a, const char *shown, mpk_er
       return mpk_fail_at(err, MPK_EMALFORMED, shown, (int64_t)(shoff + i * shentsize),
                          "ELF: section %llu's name index %u is outside the section-name table or not NUL-terminated",
                          (unsigned long long)i, sh[i].name);
-    bool bytes = i != 0 && sh[i].type != SHT_NOBITS;
+    bool bytes = sh[i].type != 0 && sh[i].type != SHT_NOBITS;
     secs[i] = (mpk_obj_section){.name = name, .data = bytes ? e.d + sh[i].offset : NULL, .size = bytes ? sh[i].size : 0,
                                 .addr = sh[i].addr, .offset = bytes ? (int64_t)sh[i].offset : -1};
   }
@@ -170,7 +172,7 @@ int mpk_obj_parse_elf(mpk_obj_object *o, mpk_arena *a, const char *shown, mpk_er
       return mpk_fail_at(err, MPK_EMALFORMED, shown, (int64_t)(shoff + i * shentsize),
                          "ELF: symbol table %s has entries of %llu bytes, below %llu", secs[i].name,
                          (unsigned long long)sh[i].entsize, (unsigned long long)symsize);
-    if (sh[i].link >= shnum || sh[sh[i].link].type == SHT_NOBITS || sh[i].link == 0)
+    if (sh[i].link >= shnum || sh[sh[i].link].type == SHT_NOBITS || sh[sh[i].link].type == 0)
       return mpk_fail_at(err, MPK_EMALFORMED, shown, (int64_t)(shoff + i * shentsize),
                          "ELF: symbol table %s links string table %u, which is not a section with bytes", secs[i].name,
                          sh[i].link);
