@@ -65,7 +65,8 @@ typedef struct mpk_obj_segment {
 
 typedef struct mpk_obj_object {
   const char *member;    /* NULL: the file itself; else the archive member's name, or
-                            "arm64 slice" for a universal file */
+                            "arm64 slice" for a universal file ("arm64 slice: x.o" for a member of
+                            a universal static library's slice) */
   const char *format;    /* "WebAssembly module", "ELF shared object", "ELF relocatable object",
                             "ELF executable", "Mach-O dylib", "Mach-O object", "Mach-O bundle",
                             "raw bytes" (an object that is none of these, searched as one section) */
@@ -88,8 +89,11 @@ typedef struct mpk_obj_object {
 
 typedef struct mpk_obj_file {
   const char *path;      /* as given (messages) */
-  const char *container; /* "WebAssembly module", "ELF shared object", "tar archive",
-                            "gzip-compressed tar archive", "ar archive", "Mach-O universal file", ... */
+  const char *container; /* what the file is and holds (docs/objfile.md): "WebAssembly module",
+                            "ELF shared object (AArch64)", "Mach-O dylib (arm64)", "gzip-compressed
+                            tar archive of ELF relocatable objects (AArch64)", "ar archive of Mach-O
+                            objects (arm64, x86-64)", "Mach-O universal file of Mach-O dylibs
+                            (x86-64, arm64)", "tar archive of ... and other files" (raw bytes) */
   const uint8_t *bytes;  /* the whole file (mapped) */
   uint64_t size;
   mpk_obj_object *objects;
