@@ -20,11 +20,11 @@ int mpk_obj_gunzip(const uint8_t *d, uint64_t n, uint64_t limit, const char *sho
   if (n < 18 || d[0] != 0x1f || d[1] != 0x8b)
     return mpk_fail_at(err, MPK_EMALFORMED, shown, 0, "gzip: shorter than a gzip header and trailer (%llu bytes)",
                        (unsigned long long)n);
-  /* The trailer's ISIZE (the size modulo 2^32) is a hint for the first allocation, never trusted. */
-  uint64_t cap = mpk_obj_rd32(d + n - 4, false);
-  if (cap < 4096) cap = 4096;
+  /* The trailer's ISIZE (the size modulo 2^32) is a hint for the first growth, never trusted, and
+     not used before the first block has shown a tar: a stream that is refused allocates 64 KiB. */
+  uint64_t hint = mpk_obj_rd32(d + n - 4, false), cap = 64 * 1024;
+  if (limit < 512) limit = 512;
   if (cap > limit) cap = limit;
-  if (cap < 512) cap = 512;
   uint8_t *buf = malloc(cap);
   if (!buf) return mpk_fail(err, MPK_ENOMEM, shown, NULL, "out of memory inflating %llu bytes", (unsigned long long)cap);
   z_stream z;
@@ -44,7 +44,8 @@ int mpk_obj_gunzip(const uint8_t *d, uint64_t n, uint64_t limit, const char *sho
                       (unsigned long long)limit);
         break;
       }
-      uint64_t ncap = cap * 2 > limit ? limit : cap * 2;
+      uint64_t ncap = hint > cap * 2 ? hint : cap * 2;
+      if (ncap > limit) ncap = limit;
       uint8_t *nb = realloc(buf, ncap);
       if (!nb) {
         rc = mpk_fail(err, MPK_ENOMEM, shown, NULL, "out of memory inflating %llu bytes", (unsigned long long)ncap);
