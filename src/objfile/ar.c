@@ -81,7 +81,7 @@ int mpk_obj_read_ar(mpk_obj_list *l, mpk_arena *a, const char *path, const char 
       memcpy(name, h, nlen);
     }
     name[nlen] = '\0';
-    if (!skip && strncmp(name, "__.SYMDEF", 9) == 0) skip = true; /* the BSD symbol table */
+    if (!skip && nlen >= 9 && memcmp(name, "__.SYMDEF", 9) == 0) skip = true; /* the BSD symbol table */
     if (!skip) {
       if (!nlen || memchr(name, '\0', nlen))
         return mpk_fail_at(err, MPK_EMALFORMED, shown, (int64_t)off, "ar: member at byte %llu has no name", (unsigned long long)off);
