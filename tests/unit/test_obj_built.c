@@ -1,6 +1,6 @@
 /* objfile on objects built at test time with clang, lld and the archivers, whose contents the test
-   controls: ELF64 .o and .so (x86-64, AArch64), ELF32 (x86), big-endian ELF (s390x), Mach-O .o and
-   dylib (arm64, x86-64), a universal file (llvm-lipo), ar archives (GNU ar with a long-name table,
+   controls: ELF64 .o and .so (x86-64, AArch64), ELF32 (x86), big-endian ELF64 (s390x) and ELF32
+   (MIPS), Mach-O .o and dylib (arm64, x86-64), 32-bit Mach-O (ARM, x86), a universal file (llvm-lipo), ar archives (GNU ar with a long-name table,
    llvm-ar's BSD/darwin format, a universal static library), tar and tar.gz (GNU long names, pax
    headers, directories, links, AppleDouble members). Each object holds the symbol __tvm_dev_mblob
    (64 bytes starting "MBLOB-MAGIC"), exports exported_fn and imports imported_fn. */
@@ -97,6 +97,9 @@ static int setup(void **state) {
   tu_sh("cd %s && %s --target=aarch64-linux-gnu -fPIC -shared -nostdlib -fuse-ld=lld m.c -o a64.so", dir, c);
   tu_sh("cd %s && %s --target=i386-linux-gnu -O1 -c m.c -o x86.o", dir, c);
   tu_sh("cd %s && %s --target=s390x-linux-gnu -O1 -c m.c -o s390.o", dir, c);
+  tu_sh("cd %s && %s --target=mips-linux-gnu -O1 -c m.c -o mips.o", dir, c);
+  tu_sh("cd %s && %s --target=armv7-apple-ios9 -O1 -c m.c -o armv7.o", dir, c);
+  tu_sh("cd %s && %s --target=i386-apple-macos10.6 -O1 -c m.c -o i386mac.o", dir, c);
   tu_sh("cd %s && %s --target=arm64-apple-macos11 -O1 -c m.c -o mac.o", dir, c);
   tu_sh("cd %s && %s --target=x86_64-apple-macos11 -O1 -c m.c -o macx.o", dir, c);
   tu_sh("cd %s && %s -dylib -arch arm64 -platform_version macos 11 11 -undefined dynamic_lookup mac.o -o mac.dylib", dir, LD64);
@@ -130,6 +133,7 @@ static void test_elf(void **state) {
       {"a64.so", "ELF shared object", "AArch64", "ELF shared object (AArch64)", false},
       {"x86.o", "ELF relocatable object", "x86", "ELF relocatable object (x86)", false},
       {"s390.o", "ELF relocatable object", "s390x", "ELF relocatable object (s390x)", true},
+      {"mips.o", "ELF relocatable object", "MIPS", "ELF relocatable object (MIPS)", true}, /* ELF32 big-endian */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     mpk_obj_file *f = open_ok(cases[i].file);
@@ -156,6 +160,8 @@ static void test_macho(void **state) {
       {"macx.o", "Mach-O object", "x86-64", "Mach-O object (x86-64)"},
       {"mac.dylib", "Mach-O dylib", "arm64", "Mach-O dylib (arm64)"},
       {"macx.dylib", "Mach-O dylib", "x86-64", "Mach-O dylib (x86-64)"},
+      {"armv7.o", "Mach-O object", "ARM", "Mach-O object (ARM)"}, /* 32-bit Mach-O */
+      {"i386mac.o", "Mach-O object", "x86", "Mach-O object (x86)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     mpk_obj_file *f = open_ok(cases[i].file);

@@ -509,6 +509,94 @@ static void test_gzip(void **state) {
   free(zeros);
 }
 
+/* ---- a Mach-O made by hand, in each width and byte order (clang 14 emits no big-endian Mach-O):
+   __TEXT,__text (4 bytes, instructions) at address 0x1000, __TEXT,__const ("MBLOB...", 32 bytes)
+   at 0x1010, __DATA,__bss (zerofill); symbols _exported_fn, ___tvm_dev_mblob, _imported_fn (undefined)
+   and a debugging entry. */
+
+static void put(uint8_t *p, uint64_t v, int n, bool be) {
+  for (int i = 0; i < n; i++) p[be ? n - 1 - i : i] = (uint8_t)(v >> (8 * i));
+}
+
+static size_t macho_by_hand(uint8_t *d, bool is64, bool be) {
+  memset(d, 0, 1024);
+  size_t hsize = is64 ? 32 : 28, seg = is64 ? 72 : 56, sect = is64 ? 80 : 68, w = is64 ? 8 : 4;
+  size_t cmds = seg + 3 * sect + 24;
+  size_t data = hsize + cmds, symoff = data + 48, stroff = symoff + 4 * (is64 ? 16 : 12);
+  put(d, is64 ? 0xfeedfacf : 0xfeedface, 4, be);
+  put(d + 4, is64 ? 0x0100000c : 12, 4, be);
+  put(d + 12, 1, 4, be); /* MH_OBJECT */
+  put(d + 16, 2, 4, be);
+  put(d + 20, cmds, 4, be);
+  uint8_t *c = d + hsize;
+  put(c, is64 ? 0x19 : 0x1, 4, be);
+  put(c + 4, seg + 3 * sect, 4, be);
+  put(c + (is64 ? 64 : 48), 3, 4, be);
+  static const char *names[3][2] = {{"__text", "__TEXT"}, {"__const", "__TEXT"}, {"__bss", "__DATA"}};
+  static const uint64_t addr[3] = {0x1000, 0x1010, 0x2000}, size[3] = {4, 32, 64};
+  static const uint32_t flags[3] = {0x80000400, 0, 1};
+  for (int i = 0; i < 3; i++) {
+    uint8_t *q = c + seg + i * sect;
+    memcpy(q, names[i][0], strlen(names[i][0]));
+    memcpy(q + 16, names[i][1], strlen(names[i][1]));
+    put(q + 32, addr[i], (int)w, be);
+    put(q + 32 + w, size[i], (int)w, be);
+    put(q + 32 + 2 * w, i == 2 ? 0 : data + (i ? 16 : 0), 4, be);
+    put(q + 32 + 2 * w + 16, flags[i], 4, be);
+  }
+  uint8_t *st = c + seg + 3 * sect;
+  put(st, 2, 4, be);
+  put(st + 4, 24, 4, be);
+  put(st + 8, symoff, 4, be), put(st + 12, 4, 4, be), put(st + 16, stroff, 4, be), put(st + 20, 64, 4, be);
+  memcpy(d + data, "\xc0\x03\x5f\xd6", 4);
+  memcpy(d + data + 16, "MBLOB-MAGIC-0123456789", 22);
+  static const char strs[] = "\0_exported_fn\0___tvm_dev_mblob\0_imported_fn\0_debug";
+  memcpy(d + stroff, strs, sizeof strs);
+  static const struct { uint32_t strx; uint8_t type, sect; uint64_t value; } syms[4] = {
+      {1, 0x0f, 1, 0x1000}, {14, 0x0f, 2, 0x1010}, {31, 0x01, 0, 0}, {44, 0x24, 1, 0x1000}};
+  for (int i = 0; i < 4; i++) {
+    uint8_t *q = d + symoff + i * (is64 ? 16 : 12);
+    put(q, syms[i].strx, 4, be);
+    q[4] = syms[i].type, q[5] = syms[i].sect;
+    put(q + 8, syms[i].value, (int)w, be);
+  }
+  return stroff + 64;
+}
+
+static void test_macho_by_hand(void **state) {
+  (void)state;
+  uint8_t d[1024];
+  for (int v = 0; v < 4; v++) {
+    bool is64 = v & 1, be = v & 2;
+    size_t n = macho_by_hand(d, is64, be);
+    mpk_obj_file *f = NULL;
+    mpk_error err;
+    if (mpk_obj_from_bytes(d, n, "hand", &f, &err)) fail_msg("%d: %s", v, tu_err(&err));
+    const mpk_obj_object *o = &f->objects[0];
+    assert_string_equal(o->format, "Mach-O object");
+    assert_string_equal(o->arch, is64 ? "arm64" : "ARM");
+    assert_int_equal(o->big_endian, be);
+    assert_int_equal(o->n_sections, 3);
+    assert_string_equal(o->sections[1].name, "__TEXT,__const");
+    assert_null(o->sections[2].data);
+    assert_int_equal(o->n_symbols, 3); /* the debugging entry skipped */
+    const mpk_obj_symbol *s = mpk_obj_find_symbol(o, "__tvm_dev_mblob");
+    assert_non_null(s);
+    assert_int_equal(s->section, 1);
+    assert_int_equal(s->value, 0);
+    uint64_t avail;
+    assert_memory_equal(mpk_obj_symbol_bytes(o, s, &avail), "MBLOB-MAGIC", 11);
+    assert_int_equal(avail, 32);
+    assert_true(mpk_obj_find_symbol(o, "exported_fn")->function);
+    assert_int_equal(o->n_exports, 1);
+    assert_string_equal(o->exports[0], "exported_fn");
+    assert_int_equal(o->n_imports, 1);
+    assert_string_equal(o->imports[0].name, "imported_fn");
+    mpk_obj_free(f);
+    for (size_t at = 4; at < n - 1; at++) truncate_at(d, at, "hand-made Mach-O");
+  }
+}
+
 /* ---- what is no library */
 
 static void test_not_libraries(void **state) {
@@ -561,7 +649,7 @@ int main(void) {
       cmocka_unit_test(test_elf_truncations), cmocka_unit_test(test_elf_fields), cmocka_unit_test(test_macho_truncations),
       cmocka_unit_test(test_macho_fields),    cmocka_unit_test(test_universal),  cmocka_unit_test(test_tar),
       cmocka_unit_test(test_tar_built),       cmocka_unit_test(test_ar),         cmocka_unit_test(test_gzip),
-      cmocka_unit_test(test_not_libraries),   cmocka_unit_test(test_sparse_10g),
+      cmocka_unit_test(test_macho_by_hand),   cmocka_unit_test(test_not_libraries),   cmocka_unit_test(test_sparse_10g),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
