@@ -118,6 +118,7 @@ static int setup(void **state) {
   tu_sh("cd %s/t && tar --format=gnu -cf ../gnu.tar lib0.o ._lib0.o link.o sub", dir);
   tu_sh("cd %s/t && tar --format=pax -cf ../pax.tar lib0.o ._lib0.o link.o sub && gzip -c ../pax.tar > ../pax.tar.gz", dir);
   tu_sh("cd %s/t && tar --format=ustar -cf ../ustar.tar lib0.o sub/model_devc.o", dir);
+  tu_sh("cd %s/t && tar --format=v7 -cf ../v7.tar lib0.o", dir); /* no "ustar" magic: known by its checksum */
   return 0;
 }
 
@@ -247,6 +248,10 @@ static void test_tar(void **state) {
   assert_string_equal(f->container,
                       "gzip-compressed tar archive of ELF relocatable objects (AArch64, x86-64) and Mach-O objects (arm64)");
   check_tar(f, true);
+  mpk_obj_free(f);
+  f = open_ok("v7.tar");
+  assert_string_equal(f->container, "tar archive of ELF relocatable objects (AArch64)");
+  assert_int_equal(f->n_objects, 1);
   mpk_obj_free(f);
   f = open_ok("ustar.tar");
   assert_int_equal(f->n_objects, 2);
