@@ -24,7 +24,7 @@
 #define STB_LOCAL 0
 #define STV_INTERNAL 1
 #define STV_HIDDEN 2
-#define MAX_SYMBOLS (1u << 24)
+#define MAX_SYMBOLS (1u << 21) /* 2M: ~100 MiB of parsed symbols; real libraries hold thousands */
 
 static const char *arch_name(uint16_t machine, bool is64) {
   switch (machine) {

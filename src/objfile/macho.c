@@ -23,7 +23,7 @@
 #define S_ATTR_PURE_INSTRUCTIONS 0x80000000u
 #define S_ATTR_SOME_INSTRUCTIONS 0x00000400u
 #define MAX_SECTIONS 255 /* n_sect is one byte */
-#define MAX_SYMBOLS (1u << 24)
+#define MAX_SYMBOLS (1u << 21) /* 2M: ~100 MiB of parsed symbols; real libraries hold thousands */
 #define MAX_SLICES 30    /* Java class files share 0xcafebabe; their "count" is a version, 45 or more */
 
 const char *mpk_obj_macho_arch(uint32_t cputype, uint32_t cpusubtype) {

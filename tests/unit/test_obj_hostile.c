@@ -234,7 +234,7 @@ static void test_macho_fields(void **state) {
   uint32_t symoff = (uint32_t)le(d + at + 8, 4);
   RESET(), put_le(d + at + 12, 0x0fffffff, 4);
   assert_int_equal(parse(d, macho_n, &err), MPK_ELIMIT);
-  RESET(), put_le(d + at + 12, 0x00ffffff, 4);
+  RESET(), put_le(d + at + 12, 0x001fffff, 4);
   assert_int_equal(parse(d, macho_n, &err), MPK_EMALFORMED);
   RESET(), put_le(d + symoff, 0x7fffffff, 4);
   assert_int_equal(parse(d, macho_n, &err), MPK_EMALFORMED);
