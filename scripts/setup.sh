@@ -41,6 +41,7 @@ TEST_PACKAGES=(
   sox espeak-ng                              # audio quality script and bench: speech, sox -v reference
   util-linux procps                          # prlimit and ps in the hostile-input tests
   wabt                                       # mlc embed test: wasm-validate checks the rewritten libraries
+  llvm lld binutils tar gzip                 # objfile tests: llvm-ar, llvm-lipo, ld.lld, ld64.lld, GNU ar build test objects and archives
 )
 BENCH_PACKAGES=(
   nginx curl time                            # install benches: the server, curl the peer, /usr/bin/time for peak RSS

@@ -65,7 +65,8 @@ typedef struct mpk_obj_segment {
 
 typedef struct mpk_obj_object {
   const char *member;    /* NULL: the file itself; else the archive member's name, or
-                            "arm64 slice" for a universal file */
+                            "arm64 slice" for a universal file ("arm64 slice: x.o" for a member of
+                            a universal static library's slice) */
   const char *format;    /* "WebAssembly module", "ELF shared object", "ELF relocatable object",
                             "ELF executable", "Mach-O dylib", "Mach-O object", "Mach-O bundle",
                             "raw bytes" (an object that is none of these, searched as one section) */
@@ -88,8 +89,11 @@ typedef struct mpk_obj_object {
 
 typedef struct mpk_obj_file {
   const char *path;      /* as given (messages) */
-  const char *container; /* "WebAssembly module", "ELF shared object", "tar archive",
-                            "gzip-compressed tar archive", "ar archive", "Mach-O universal file", ... */
+  const char *container; /* what the file is and holds (docs/objfile.md): "WebAssembly module",
+                            "ELF shared object (AArch64)", "Mach-O dylib (arm64)", "gzip-compressed
+                            tar archive of ELF relocatable objects (AArch64)", "ar archive of Mach-O
+                            objects (arm64, x86-64)", "Mach-O universal file of Mach-O dylibs
+                            (x86-64, arm64)", "tar archive of ... and other files" (raw bytes) */
   const uint8_t *bytes;  /* the whole file (mapped) */
   uint64_t size;
   mpk_obj_object *objects;
@@ -113,6 +117,13 @@ const char *mpk_obj_sniff(const uint8_t *head, size_t n, const char **refusal);
 
 /* The defined symbol `name` of `o` (exact match after Mach-O's '_' is removed), or NULL. */
 const mpk_obj_symbol *mpk_obj_find_symbol(const mpk_obj_object *o, const char *name);
+
+/* The bytes of a defined symbol: a pointer to its first byte in its section and, in *avail, how
+   many bytes of that section follow (from there to the section's end; compare with the symbol's
+   size when the format gives one). NULL (and *avail 0) when the symbol has no bytes: undefined,
+   absolute, in a section without bytes (ELF SHT_NOBITS, Mach-O zerofill), or placed past its
+   section's end. */
+const uint8_t *mpk_obj_symbol_bytes(const mpk_obj_object *o, const mpk_obj_symbol *s, uint64_t *avail);
 
 /* "member M: " or "" — the prefix naming an object in messages and in "where" strings. */
 const char *mpk_obj_where(const mpk_obj_object *o, char *buf, size_t cap);

@@ -1,0 +1,5 @@
+/* Fuzz target: objfile's ar reader (GNU and BSD) through
+   mpk_obj_from_bytes, every field of every object walked (fuzz_obj_walk.h). */
+#include "fuzz_obj_walk.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_obj_one(data, size); }
