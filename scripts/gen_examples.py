@@ -6,9 +6,11 @@ Python producer computes them (json.dumps(sort_keys=True, separators=(",", ":"),
 ensure_ascii=False) then SHA-256), independently of modelpkg, so `modelpkg check` on these
 packages is a cross-check, not a tautology.
 
-The compiled libraries are SYNTHETIC: a WebAssembly header, filler bytes, and the _metadata
-JSON stored the way TVM stores it (u64 little-endian length, then the JSON text). They carry no
-code; they exist to show and test the contract check.
+The compiled libraries are valid WebAssembly modules laid out like MLC's WebGPU builds but without
+code: their memory (data segments split at zero runs) holds TVM's module blob, whose Relax VM
+executable has the function table the example's artifact names and the _metadata JSON as its
+string constant (tests/tools/make_tvm_lib.py writes both). They exist to show and test the
+contract check, the function checks and `mlc embed`; they cannot run.
 
 usage: python3 scripts/gen_examples.py [OUTDIR]   (default: examples/)
 """
@@ -20,6 +22,8 @@ import struct
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+import make_tvm_lib as tvm_lib  # noqa: E402  (the TVM blob and WebAssembly writers)
 
 
 def canonical(v):
@@ -97,15 +101,15 @@ def chat_config(model_type, vocab):
             "tokenizer_files": ["tokenizer.json"], "conv_template": {"name": "example"}}
 
 
-def library(path, metadata, seed):
-    """A synthetic .wasm: header, filler, a decoy '{', then u64 LE length + _metadata JSON."""
-    rng = random.Random(seed)
+def library(path, metadata, preset):
+    """A WebAssembly library as MLC's WebGPU builds hold it, without the code: memory initialized by
+    data segments (split at zero runs) holding TVM's module blob, whose Relax VM executable has the
+    preset's function table (tests/tools/make_tvm_lib.py) and the _metadata JSON as its string
+    constant (docs/mlc-library.md)."""
     text = json.dumps(metadata, indent=1, ensure_ascii=False).encode("utf-8")
-    filler = bytes(rng.getrandbits(8) for _ in range(4096))
-    decoy = struct.pack("<Q", 10 ** 9) + b"{not metadata}"
-    body = (b"\0asm\x01\0\0\0" + filler + decoy + filler[:333] + b"\x07\0\0\0" +
-            struct.pack("<Q", len(text)) + text + filler[:1000])
-    write(path, body)
+    table = tvm_lib.build_table(tvm_lib.PRESETS[preset], set(), {}, [], [])
+    blob = tvm_lib.module_blob("relax.Executable", tvm_lib.executable(table, text, "0.14"))
+    write(path, tvm_lib.split_wasm_zeros(tvm_lib.data_wasm(blob), 8))
 
 
 def gemma4_audio(out):
@@ -142,13 +146,13 @@ def gemma4_audio(out):
                              "head_dim": 4},
                 "memory_usage": {"prefill": 2048, "decode": 256, "embed": 512, "audio_embed": 1024},
                 "artifact": artifact}
-    library(os.path.join(d, "lib", "gemma4-audio-webgpu.wasm"), metadata, 2)
+    library(os.path.join(d, "lib", "gemma4-audio-webgpu.wasm"), metadata, "gemma4")
     # A library compiled for other weights (a larger vocabulary): the check must refuse it.
     other_params = [dict(params[0], shape=[64, 8])] + params[1:]
     other = dict(artifact, parameter_schema_id=parameter_schema_id(other_params),
                  resources=dict(required_features=["shader-f16"], **resources(other_params)))
     library(os.path.join(out, "mismatched-lib", "gemma4-audio-other-weights-webgpu.wasm"),
-            dict(metadata, params=[dict(p, preprocs=[]) for p in other_params], artifact=other), 3)
+            dict(metadata, params=[dict(p, preprocs=[]) for p in other_params], artifact=other), "gemma4")
 
 
 def llava_image(out):
@@ -186,7 +190,7 @@ def llava_image(out):
                              "head_dim": 4},
                 "memory_usage": {"prefill": 4096, "decode": 512, "embed": 640, "image_embed": 2048},
                 "artifact": artifact}
-    library(os.path.join(d, "lib", "llava-image-webgpu.wasm"), metadata, 5)
+    library(os.path.join(d, "lib", "llava-image-webgpu.wasm"), metadata, "llava")
 
 
 def legacy(out):

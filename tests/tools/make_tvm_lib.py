@@ -335,6 +335,18 @@ def split_wasm_zeros(wasm, min_run):
     return bytes(out)
 
 
+def data_wasm(blob, base=1024):
+    """A WebAssembly module with no code whose memory holds `blob` at `base` (one active data
+    segment, `memory` exported): what a reader of MLC's WebGPU libraries sees of them, built without
+    a toolchain (scripts/gen_examples.py's example libraries). Valid: wasm-validate, WebAssembly.compile."""
+    pages = -(-(base + len(blob)) // 65536)
+    memory = uleb(1) + b"\x00" + uleb(pages)
+    export = uleb(1) + uleb(6) + b"memory" + b"\x02" + uleb(0)
+    data = uleb(1) + b"\x00\x41" + sleb(base) + b"\x0b" + uleb(len(blob)) + blob
+    sec = lambda sid, body: bytes([sid]) + uleb(len(body)) + body
+    return b"\0asm\x01\0\0\0" + sec(5, memory) + sec(7, export) + sec(11, data)
+
+
 def write(path, data):
     with open(path, "wb") as f:
         f.write(data)
