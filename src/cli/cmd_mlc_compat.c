@@ -24,55 +24,51 @@ static size_t missing_count(const mpk_mlc_compat_report *r) {
          r->n_missing_exports;
 }
 
-/* One group of missing names: a heading with what it means, then each name (and where the
-   description says the runtime needs it). */
-static void group(const char *heading, const char *const *names, size_t n, const mpk_mlc_runtime *rt,
-                  const char *list) {
+/* One kind of missing names: what they are, what it means for the library, then each name (and
+   where the description says the runtime needs it, when `list` names that list). */
+static void group(const char *kind, const char *what, const char *means, const char *const *names, size_t n,
+                  const mpk_mlc_runtime *rt, const char *list) {
   if (!n) return;
-  printf("\n%s (%zu):\n", heading, n);
+  printf("\n%s (%zu): %s\n  what it means: %s\n", kind, n, what, means);
   for (size_t i = 0; i < n; i++) {
     const char *where = list ? mpk_mlc_runtime_where(rt, list, NULL, names[i]) : NULL;
-    if (where) printf("  %s  (%s)\n", names[i], where);
-    else printf("  %s\n", names[i]);
+    if (where) printf("  - %s  (%s)\n", names[i], where);
+    else printf("  - %s\n", names[i]);
   }
 }
 
 static void print_text(const char *lib_path, const mpk_mlc_compat_report *r, const mpk_mlc_runtime *rt) {
-  size_t n = missing_count(r);
   if (r->compatible) printf("%s: compatible with %s\n", lib_path, r->runtime);
-  else printf("%s: NOT compatible with %s: %zu missing\n", lib_path, r->runtime, n);
-  printf("checked as: %s\n", r->pipeline ? (strcmp(r->pipeline, "chat") == 0 ? "a chat library (it has a decode function)"
-                                                                              : "an embedding library (prefill, no decode)")
-                                         : "neither a chat nor an embedding library (only what every library needs)");
+  else printf("%s: NOT compatible with %s: %zu missing\n", lib_path, r->runtime, missing_count(r));
+  printf("checked as: %s\n", !r->pipeline                        ? "neither a chat nor an embedding library (what every library needs)"
+                             : strcmp(r->pipeline, "chat") == 0 ? "a chat library (it has a decode function)"
+                                                                : "an embedding library (prefill, no decode)");
+  char what[256];
   if (r->n_missing_imports) {
-    printf("\nimports %s does not provide (%zu): the library cannot be instantiated (WebAssembly LinkError:\n"
-           "\"function import requires a callable\")\n",
-           r->runtime, r->n_missing_imports);
+    printf("\nmissing imports (%zu): host functions %s does not provide\n"
+           "  what it means: the library cannot be instantiated (WebAssembly LinkError: function import requires a "
+           "callable)\n",
+           r->n_missing_imports, r->runtime);
     for (size_t i = 0; i < r->n_missing_imports; i++) {
       const mpk_mlc_import *im = &r->missing_imports[i];
-      if (im->module) printf("  %s.%s\n", im->module, im->name);
-      else printf("  %s\n", im->name);
+      if (im->module) printf("  - %s.%s\n", im->module, im->name);
+      else printf("  - %s\n", im->name);
     }
   }
-  char h[512];
-  snprintf(h, sizeof h,
-           "global functions %s looks up that the library's runtime does not define: the library's runtime\n"
-           "is another generation (\"Cannot find global function NAME\")",
+  snprintf(what, sizeof what, "global functions %s looks up that the library's runtime does not define",
            r->runtime);
-  group(h, r->missing_required, r->n_missing_required, rt, "requires.globals");
-  snprintf(h, sizeof h,
-           "global functions the library's VM code calls that neither it nor %s defines: the call fails\n"
-           "when the VM reaches it",
+  group("missing runtime globals", what, "the library's runtime is another generation (Cannot find global function NAME)", r->missing_required,
+        r->n_missing_required, rt, "requires.globals");
+  snprintf(what, sizeof what, "global functions the library's VM code calls that neither it nor %s defines",
            r->runtime);
-  group(h, r->missing_globals, r->n_missing_globals, rt, NULL);
-  snprintf(h, sizeof h, "VM functions %s calls by name that the library does not have (\"Cannot find required\n"
-                        "VM function\")", r->runtime);
-  group(h, r->missing_functions, r->n_missing_functions, rt, "requires.functions");
-  snprintf(h, sizeof h,
-           "exports %s calls that the library does not export: its C API is another generation (TypeError:\n"
-           "not a function)",
+  group("missing VM globals", what, "the call fails when the VM reaches it", r->missing_globals, r->n_missing_globals, rt, NULL);
+  snprintf(what, sizeof what, "functions %s calls by name that the library's function table lacks",
            r->runtime);
-  group(h, r->missing_exports, r->n_missing_exports, rt, "requires.exports");
+  group("missing VM functions", what, "Cannot find required VM function NAME", r->missing_functions, r->n_missing_functions, rt,
+        "requires.functions");
+  snprintf(what, sizeof what, "functions %s calls that the library does not export", r->runtime);
+  group("missing exports", what, "its C API is another generation (TypeError: ... is not a function)", r->missing_exports,
+        r->n_missing_exports, rt, "requires.exports");
   if (!r->exports_checked) printf("\nnote: the library's exports were not read: not compared\n");
 }
 
@@ -97,8 +93,33 @@ static void print_json(const char *lib_path, const mpk_mlc_compat_report *r) {
   json_object_set_new(root, "missing_exports", r->exports_checked
                                                    ? mpk_cli_json_strings(r->missing_exports, r->n_missing_exports)
                                                    : json_null());
+  /* "ok" is true exactly when "problems" is empty: one problem per kind of missing name (the
+     names themselves are in the missing_* keys). */
+  mpk_error problems[5];
+  size_t np = 0;
+  if (r->n_missing_imports)
+    mpk_fail(&problems[np++], MPK_EMISMATCH, lib_path, NULL,
+             "%zu imported host functions %s does not provide (missing_imports): the library cannot be instantiated",
+             r->n_missing_imports, r->runtime);
+  if (r->n_missing_required)
+    mpk_fail(&problems[np++], MPK_EMISMATCH, lib_path, NULL,
+             "%zu global functions %s looks up are not defined by the library's runtime (missing_required): another "
+             "generation",
+             r->n_missing_required, r->runtime);
+  if (r->n_missing_globals)
+    mpk_fail(&problems[np++], MPK_EMISMATCH, lib_path, NULL,
+             "%zu global functions the library's VM code calls are defined by neither it nor %s (missing_globals)",
+             r->n_missing_globals, r->runtime);
+  if (r->n_missing_functions)
+    mpk_fail(&problems[np++], MPK_EMISMATCH, lib_path, NULL,
+             "%zu VM functions %s calls by name are not in the library (missing_functions)", r->n_missing_functions,
+             r->runtime);
+  if (r->n_missing_exports)
+    mpk_fail(&problems[np++], MPK_EMISMATCH, lib_path, NULL,
+             "%zu functions %s calls are not exported by the library (missing_exports)", r->n_missing_exports,
+             r->runtime);
   const char *note = "the library's exports were not read: not compared";
-  mpk_cli_json_end(root, NULL, 0, r->exports_checked ? NULL : &note, r->exports_checked ? 0 : 1);
+  mpk_cli_json_end(root, problems, np, r->exports_checked ? NULL : &note, r->exports_checked ? 0 : 1);
 }
 
 int mpk_cmd_mlc_compat(int argc, char **argv) {

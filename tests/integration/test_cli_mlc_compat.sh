@@ -137,7 +137,7 @@ PY
   else bad "$name: compat differs from the facts"; first_lines 30 "$(cat "$T/why" "$T/err")"; fi
 done
 expect "text verdict Phi-3" 1 "NOT compatible with WebLLM 0.2.86: 39 missing" -- "$CLI" mlc compat "$PHI3" --runtime "$RT"
-expect "text: older generation explained" 1 "ffi.ModuleGetFunction  \(RuntimeContext.constructor \(lib/index.js:7163\)\)" -- "$CLI" mlc compat "$PHI3" --runtime "$RT"
+expect "text: older generation explained" 1 "- ffi.ModuleGetFunction  \(RuntimeContext.constructor \(lib/index.js:7163\)\)" -- "$CLI" mlc compat "$PHI3" --runtime "$RT"
 expect "text verdict snowflake" 1 "NOT compatible with WebLLM 0.2.86: 2 missing" -- "$CLI" mlc compat "$SNOW" --runtime "$RT"
 expect "text: LinkError explained" 1 "cannot be instantiated" -- "$CLI" mlc compat "$SNOW" --runtime "$RT"
 expect "not WebAssembly" 1 "loads WebAssembly libraries only" -- "$CLI" mlc compat "$LIBS/Llama-2-7b-chat-hf-q4f16_1-mali.so" --runtime "$RT"

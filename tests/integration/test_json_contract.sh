@@ -169,6 +169,8 @@ run mlc_urls_ok 0 "$MPK" mlc urls https://huggingface.co/o/m --manifest "$G"; ke
 run mlc_urls_refused 1 "$MPK" mlc urls ftp://h/m; keep urls_no
 same_keys mlc_urls "$T/urls_ok.json" "$T/urls_no.json"
 run mlc_urls_usage 2 "$MPK" mlc urls
+run mlc_compat_refused 1 "$MPK" mlc compat "$GLIB" --runtime "$T/no-such.json"
+run mlc_compat_usage 2 "$MPK" mlc compat "$GLIB"
 HMAP=$(find "$EX/mt-tiny" -name weight_handoff_map.json -print -quit)
 cp "$HMAP" "$T/hm.json" && chmod u+w "$T/hm.json"
 run mt_handoff_fmt_ok 0 "$MPK" mt handoff fmt "$T/hm.json"; keep fmt_ok
