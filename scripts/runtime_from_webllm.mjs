@@ -35,6 +35,11 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const bundle = resolve(process.argv[2] || join(here, "..", ".deps/node_modules/@mlc-ai/web-llm/lib/index.js"));
+// Every failure is one line naming the bundle, exit 1 (nothing is written to stdout).
+process.on("uncaughtException", (e) => {
+  process.stderr.write(`runtime_from_webllm: ${bundle}: ${e && e.message ? e.message : e}\n`);
+  process.exit(1);
+});
 const pkg = JSON.parse(readFileSync(join(dirname(bundle), "..", "package.json"), "utf8"));
 const bytes = readFileSync(bundle);
 const src = bytes.toString("utf8");
@@ -405,8 +410,6 @@ const addImport = (module, name, at) => { const key = module + "\0" + name; if (
 }
 // (2) createPolyfillWASI(): return new X(); X's `info = {MODULE: Y, ...}` with Y an object literal.
 {
-  const def = calls(new Set(["createPolyfillWASI"])); // calls only; find the definition by hand below
-  void def;
   let ctor = null;
   for (let k = 0; k < N - 4; k++)
     if (V(k) === "function" && V(k + 1) === "createPolyfillWASI") {

@@ -223,6 +223,13 @@ int mpk_mlc_runtime_load(const char *path, mpk_mlc_runtime **out, mpk_error *err
   return mpk_document_load(&d, path, err);
 }
 
+int mpk_mlc_runtime_parse(const void *data, size_t len, const char *file, mpk_mlc_runtime **out, mpk_error *err) {
+  if (!out) return mpk_fail(err, MPK_EINVAL, file, NULL, "NULL argument");
+  *out = NULL;
+  const mpk_document d = {.name = "runtime.json", .validate = rt_validate, .ctx = out};
+  return mpk_document_parse(&d, data, len, file, err);
+}
+
 void mpk_mlc_runtime_free(mpk_mlc_runtime *rt) {
   if (rt) mpk_arena_free(rt->arena);
 }

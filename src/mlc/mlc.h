@@ -97,4 +97,8 @@ int mpk_mlc_named_dims_from_json(const json_t *root, const char *file, mpk_mlc_n
 int mpk_mlc_tensor_cache_load_beneath(const char *dir, const char *rel, mpk_mlc_tensor_cache **out,
                                       mpk_error *err);
 
+/* compat.c: a runtime description from bytes, with mpk_mlc_runtime_load's rules (`file` names it in
+   errors; the fuzz target's entry). */
+int mpk_mlc_runtime_parse(const void *data, size_t len, const char *file, mpk_mlc_runtime **out, mpk_error *err);
+
 #endif
