@@ -426,6 +426,15 @@ static void test_compat_refusals(void **state) {
   assert_false(r->exports_checked);
   mpk_mlc_compat_report_free(r);
   mpk_mlc_runtime_free(rt);
+  /* The runtime's lists in any order in the document: the report's are sorted. */
+  char *text = mutate("/requires/globals", "[{\"name\": \"z.b\"}, {\"name\": \"a.c\"}, {\"name\": \"m\"}]");
+  rt = NULL;
+  if (mpk_mlc_runtime_load(write_tmp("runtime.json", text), &rt, &err)) fail_msg("%s", tu_err(&err));
+  free(text);
+  if (mpk_mlc_compat(&empty, rt, &r, &err)) fail_msg("%s", tu_err(&err));
+  assert_names("missing_required", r->missing_required, r->n_missing_required, (const char *const[]){"a.c", "m", "z.b", NULL});
+  mpk_mlc_compat_report_free(r);
+  mpk_mlc_runtime_free(rt);
 }
 
 int main(void) {
