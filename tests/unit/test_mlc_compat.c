@@ -12,7 +12,7 @@
 
 /* One temporary directory for the whole run (tu_tmpdir() makes a new one each call). */
 static const char *dir(void) {
-  static char d[4096];
+  static char d[1024];
   if (!d[0]) snprintf(d, sizeof d, "%s", tu_tmpdir());
   return d;
 }
