@@ -19,7 +19,11 @@
 #   - missing exports: requires.exports entries (same rule) not in the export section.
 #   - missing globals (what the VM code calls): every dotted packed entry of the function table is a
 #     string in memory in all three: none.
-# These need the WebAssembly reader and the VM table reader (mpk_mlc_library_open); until they land
+# Where node and the bundle are here, the verdicts are also checked against WebLLM 0.2.86 itself:
+# its own instantiate() fails at a listed missing import, and with those imports stubbed snowflake
+# gets its tvmjs Instance (every "always" global and export present) while the older two fail at a
+# listed missing export.
+# The modelpkg cases need the WebAssembly reader and the VM table reader (mpk_mlc_library_open); until they land
 # the library cases fail, the runtime cases pass.
 set -uo pipefail
 CLI=$1 SRC=$2 SHARED=$3
@@ -136,6 +140,53 @@ PY
   then ok "$name: NOT compatible, exactly what is missing"
   else bad "$name: compat differs from the facts"; first_lines 30 "$(cat "$T/why" "$T/err")"; fi
 done
+# The facts themselves, where node and WebLLM's bundle are here: the bundle's own tvmjs instantiate()
+# (what WebLLM 0.2.86 runs) fails to link each library at an import listed above as missing.
+BUNDLE="$SRC/.deps/node_modules/@mlc-ai/web-llm/lib/index.js"
+if ! have_tool node; then skip_case "the bundle's instantiate() on the real libraries" node
+elif [ ! -f "$BUNDLE" ]; then skip_case "the bundle's instantiate() on the real libraries" "the @mlc-ai/web-llm 0.2.86 bundle (scripts/deps_node.sh webllm)"
+else
+  { echo 'globalThis.__dirname = "/";'; cat "$BUNDLE"; echo 'export { libExports$2 as __tvmjs };'; } >"$T/bundle.mjs"
+  # link.mjs BUNDLE LIB [stub]: what the bundle's instantiate() says; with "stub", the imports the
+  # import object lacks are given as no-op functions first, so it goes on to create the tvmjs
+  # Instance (its RuntimeContext looks up every "always" global; the C API exports are called).
+  cat >"$T/link.mjs" <<'JS'
+import { readFileSync } from "node:fs";
+const { __tvmjs: tvmjs } = await import(process.argv[2]);
+if (process.argv[4] === "stub") {
+  const real = WebAssembly.instantiate;
+  WebAssembly.instantiate = (buf, imports) => {
+    for (const i of WebAssembly.Module.imports(new WebAssembly.Module(buf)))
+      if (i.kind === "function" && !(imports[i.module] && i.name in imports[i.module])) {
+        imports[i.module] ??= {};
+        imports[i.module][i.name] = () => 0;
+      }
+    return real(buf, imports);
+  };
+}
+try {
+  await tvmjs.instantiate(new Uint8Array(readFileSync(process.argv[3])).buffer, tvmjs.createPolyfillWASI(), () => {});
+  console.log("instance created");
+} catch (e) {
+  const m = /module="([^"]*)" function="([^"]*)"/.exec(String(e)) || /exports\.([A-Za-z0-9_]+) is not a function/.exec(String(e));
+  console.log(m ? (m[2] ? `${m[1]}.${m[2]}` : m[1]) : String(e));
+}
+JS
+  for lib in "$PHI3" "$TINY" "$SNOW"; do
+    name="$(basename "$lib")"
+    got="$(timeout 120 node "$T/link.mjs" "$T/bundle.mjs" "$lib" 2>&1)"
+    if $PY -c 'import json,sys; sys.exit(0 if sys.argv[3] in json.load(open(sys.argv[1]))[sys.argv[2]]["missing_imports"] else 1)' \
+        "$T/expected.json" "$name" "$got"; then ok "$name: WebLLM 0.2.86's instantiate() fails at $got, listed as missing"
+    else bad "$name: WebLLM 0.2.86's instantiate() says '$got', not an import listed as missing"; fi
+    # With those imports given: snowflake (only imports missing) gets its tvmjs Instance; the older
+    # two fail at an export listed as missing.
+    got="$(timeout 120 node "$T/link.mjs" "$T/bundle.mjs" "$lib" stub 2>&1)"
+    if $PY -c 'import json,sys; w=json.load(open(sys.argv[1]))[sys.argv[2]]; g=sys.argv[3]
+sys.exit(0 if (g == "instance created" and not w["missing_exports"] and not w["missing_required"]) or g in w["missing_exports"] else 1)' \
+        "$T/expected.json" "$name" "$got"; then ok "$name: imports stubbed, WebLLM 0.2.86 gets to: $got"
+    else bad "$name: imports stubbed, WebLLM 0.2.86 says '$got', which the expected verdict does not explain"; fi
+  done
+fi
 expect "text verdict Phi-3" 1 "NOT compatible with WebLLM 0.2.86: 39 missing" -- "$CLI" mlc compat "$PHI3" --runtime "$RT"
 expect "text: older generation explained" 1 "- ffi.ModuleGetFunction  \(RuntimeContext.constructor \(lib/index.js:7163\)\)" -- "$CLI" mlc compat "$PHI3" --runtime "$RT"
 expect "text verdict snowflake" 1 "NOT compatible with WebLLM 0.2.86: 2 missing" -- "$CLI" mlc compat "$SNOW" --runtime "$RT"
