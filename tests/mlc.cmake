@@ -48,3 +48,12 @@ set_tests_properties(test_mlc_install_http PROPERTIES TIMEOUT 420)
 mpk_script_test(test_mlc_libs_built e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_mlc_libs_built.sh ${MPK_CLI}
   ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
 set_tests_properties(test_mlc_libs_built PROPERTIES TIMEOUT 900)
+# ---- mlc: runtime descriptions and `mlc compat` (docs/mlc-library.md "Runtime descriptions")
+mpk_test(test_mlc_compat unit unit/test_mlc_compat.c)   # strict loading, each kind of missing name
+# The committed data/runtimes/webllm-0.2.86.json is what scripts/runtime_from_webllm.mjs derives
+# from WebLLM 0.2.86's bundle, and its import object is the one the bundle really builds (skipped
+# without node or the bundle: scripts/deps_node.sh webllm).
+mpk_script_test(test_runtime_webllm integration ${MPK_IT}/test_runtime_webllm.sh ${PROJECT_SOURCE_DIR})
+# `mlc compat` on the three real WebAssembly libraries against WebLLM 0.2.86 (expected verdicts
+# worked out from the files themselves, see the script).
+mpk_script_test(test_cli_mlc_compat integration ${MPK_IT}/test_cli_mlc_compat.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})

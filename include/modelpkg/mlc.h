@@ -262,6 +262,11 @@ typedef struct mpk_mlc_library {
                                            runtime compiled into a WebAssembly library), sorted */
   size_t n_globals_defined;
   struct mpk_mlc_library_priv *priv_;
+  /* Added after the foundation (issue 20, runtime compatibility): */
+  const char *const *exports;      /**< the functions a WebAssembly library exports (the C API its
+                                        host calls), sorted; NULL when not read (mlc compat then
+                                        does not check them) */
+  size_t n_exports;
 } mpk_mlc_library;
 
 /**
@@ -325,12 +330,30 @@ typedef struct mpk_mlc_legacy_abi {
  */
 MPK_API int mpk_mlc_legacy_abi_of(const mpk_mlc_library *lib, mpk_mlc_legacy_abi *out, mpk_error *err);
 
-/** A runtime description (docs/mlc-library.md, "Runtime descriptions"): what a host provides. */
+/**
+ * A runtime description (docs/mlc-library.md, "Runtime descriptions"): what a host gives a
+ * WebAssembly library (import functions, global functions it registers) and what it needs from
+ * one (global functions it looks up, VM functions it calls, exports it calls), each need with when
+ * it applies ("always", "chat", "embedding", "optional"). Immutable, shareable.
+ */
 typedef struct mpk_mlc_runtime mpk_mlc_runtime;
-/** Load a runtime description JSON (e.g. data/runtimes/webllm-0.2.86.json). */
+/**
+ * Load a runtime description JSON (e.g. data/runtimes/webllm-0.2.86.json), strictly: "schema"
+ * "modelpkg.runtime", "schema_version" 1, every field checked, unknown fields and names listed
+ * twice refused (MPK_EMALFORMED naming the file, the JSON pointer and the rule; MPK_ELIMIT past
+ * 65536 entries in a list); another schema_version is MPK_EVERSION.
+ */
 MPK_API int mpk_mlc_runtime_load(const char *path, mpk_mlc_runtime **out, mpk_error *err);
 /** Free it; accepts NULL. */
 MPK_API void mpk_mlc_runtime_free(mpk_mlc_runtime *rt);
+/**
+ * Where the description says the runtime provides or needs `name` (its "where", e.g.
+ * "RuntimeContext.constructor (lib/index.js:7162)"), or NULL when it does not say. `list` is the
+ * description's field: "provides.imports" (`module` names the import module), "provides.globals",
+ * "requires.globals", "requires.functions", "requires.exports". Borrowed from `rt`.
+ */
+MPK_API const char *mpk_mlc_runtime_where(const mpk_mlc_runtime *rt, const char *list, const char *module,
+                                          const char *name);
 
 /** A library against a runtime. Immutable; freed with mpk_mlc_compat_report_free(). */
 typedef struct mpk_mlc_compat_report {
@@ -345,9 +368,25 @@ typedef struct mpk_mlc_compat_report {
                                             (with the runtime's own) does not define */
   size_t n_missing_required;
   struct mpk_mlc_compat_priv *priv_;
+  /* Added after the foundation (issue 20, runtime compatibility): */
+  const char *pipeline;               /**< whose needs were checked besides "always": "chat" (the
+                                           library has a decode function), "embedding" (prefill,
+                                           no decode); NULL: neither */
+  const char *const *missing_functions; /**< VM functions the runtime calls by name that the
+                                             library's function table does not have */
+  size_t n_missing_functions;
+  const char *const *missing_exports; /**< exports the runtime calls that the library does not
+                                           export (only when the library's exports were read) */
+  size_t n_missing_exports;
+  int exports_checked;                /**< 1: the library's exports were known and compared */
 } mpk_mlc_compat_report;
 
-/** Compare; 0 when the comparison ran (see `compatible`), negative when it could not. */
+/**
+ * Compare, every list sorted and without duplicates; `compatible` when all are empty. Needs marked
+ * "optional" are never missing; "chat" and "embedding" ones only for that pipeline. 0 when the
+ * comparison ran (see `compatible`); MPK_EUNSUPPORTED for a library that is not a WebAssembly
+ * module (the hosts schema 1 describes load only those).
+ */
 MPK_API int mpk_mlc_compat(const mpk_mlc_library *lib, const mpk_mlc_runtime *rt,
                            mpk_mlc_compat_report **out, mpk_error *err);
 /** Free the report; accepts NULL. */

@@ -315,6 +315,29 @@ static int imports(ctx *c, mpk_error *err) {
   return 0;
 }
 
+/* The functions a WebAssembly library exports (what its host calls: mlc compat); left NULL for
+   other containers, whose exports no runtime description lists. */
+static int exports(ctx *c, mpk_error *err) {
+  size_t total = 0;
+  bool wasm = false;
+  for (size_t i = 0; i < c->f->n_objects; i++)
+    if (strcmp(c->f->objects[i].format, "WebAssembly module") == 0) {
+      wasm = true;
+      total += c->f->objects[i].n_exports;
+    }
+  if (!wasm) return 0;
+  const char **v = mpk_arena_array(c->a, total ? total : 1, sizeof *v);
+  if (!v) return oom(c->f->path, err);
+  size_t n = 0;
+  for (size_t i = 0; i < c->f->n_objects; i++)
+    if (strcmp(c->f->objects[i].format, "WebAssembly module") == 0)
+      for (size_t k = 0; k < c->f->objects[i].n_exports; k++)
+        if (!(v[n++] = mpk_arena_strdup(c->a, c->f->objects[i].exports[k]))) return oom(c->f->path, err);
+  c->lib->exports = v;
+  c->lib->n_exports = sort_unique(v, n);
+  return 0;
+}
+
 /* ------------------------------------------------------------------------ the library */
 
 int mpk_mlc_library_from_obj(const mpk_obj_file *f, mpk_mlc_library **out, mpk_error *err) {
@@ -362,6 +385,7 @@ int mpk_mlc_library_from_obj(const mpk_obj_file *f, mpk_mlc_library **out, mpk_e
     rc = metadata_by_scan(&c, err);
   }
   if (!rc) rc = imports(&c, err);
+  if (!rc) rc = exports(&c, err);
   if (!rc) rc = globals_needed(&c, err);
   if (!rc) rc = globals_defined(&c, have_vm ? &v : NULL, err);
   if (!rc && !lib->metadata && !have_vm) {

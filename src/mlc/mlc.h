@@ -123,5 +123,8 @@ int mpk_mlc_tensor_cache_load_beneath(const char *dir, const char *rel, mpk_mlc_
    summary line with the count). Returns the number of mismatches (0: they all match). */
 size_t mpk_mlc_check_functions_each(const mpk_mlc_library *lib, const mpk_mlc_artifact *art, mpk_problem_fn fn,
                                     void *ctx);
+/* compat.c: a runtime description from bytes, with mpk_mlc_runtime_load's rules (`file` names it in
+   errors; the fuzz target's entry). */
+int mpk_mlc_runtime_parse(const void *data, size_t len, const char *file, mpk_mlc_runtime **out, mpk_error *err);
 
 #endif

@@ -10,7 +10,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$(dirname "$0")/expect.sh"
 
-commands=("check" "fit" "audio" "image" "mlc id" "mlc metadata" "mlc embed" "mlc build" "mlc plan" "mlc urls" "mlc install" "mt build" "mt reseal"
+commands=("check" "fit" "audio" "image" "mlc id" "mlc metadata" "mlc functions" "mlc embed" "mlc compat" "mlc build" "mlc plan" "mlc urls" "mlc install" "mt build" "mt reseal"
   "mt handoff fmt" "mt handoff build" "mt graph" "mt inspect" "mt tensors" "mt merge" "mt restore" "mt select" "mt plan"
   "mt install")
 for c in "${commands[@]}"; do

@@ -189,9 +189,12 @@ seg = b"\x01\x00\x41\x10\x0b" + leb(len(b)) + b
 open(sys.argv[2], "wb").write(b"\0asm\x01\0\0\0" + b"\x05\x03\x01\x00\x01" + b"\x0b" + leb(len(seg)) + seg)
 EOF
 run mlc_embed_ok 0 "$MPK" mlc embed "$T/emb.wasm" --artifact "$T/emb.art.json" -o "$T/emb.out.wasm"; keep emb_ok
-run mlc_embed_refused 1 "$MPK" mlc embed "$GLIB" --artifact "$T/emb.art.json" -o "$T/emb.no.wasm"; keep emb_no
+printf '\000asm\001\000\000\000\364\000' > "$T/broken.wasm"   # section id 244: no such section
+run mlc_embed_refused 1 "$MPK" mlc embed "$T/broken.wasm" --artifact "$T/emb.art.json" -o "$T/emb.no.wasm"; keep emb_no
 same_keys mlc_embed "$T/emb_ok.json" "$T/emb_no.json"
 run mlc_embed_usage 2 "$MPK" mlc embed "$T/emb.wasm" -o "$T/emb.u.wasm"
+run mlc_compat_refused 1 "$MPK" mlc compat "$GLIB" --runtime "$T/no-such.json"
+run mlc_compat_usage 2 "$MPK" mlc compat "$GLIB"
 HMAP=$(find "$EX/mt-tiny" -name weight_handoff_map.json -print -quit)
 cp "$HMAP" "$T/hm.json" && chmod u+w "$T/hm.json"
 run mt_handoff_fmt_ok 0 "$MPK" mt handoff fmt "$T/hm.json"; keep fmt_ok
