@@ -408,19 +408,32 @@ static int search(finder *fd, const mpk_obj_object *o, const mpk_obj_section *s,
   return 0;
 }
 
+/* The blob's symbol: `name` itself (a shared library), else one named with a system-lib prefix
+   (`<prefix>_` + name: phi_msft_q4f16_1___tvm_dev_mblob in the *_devc.o of a static library). */
+static const mpk_obj_symbol *blob_symbol(const mpk_obj_object *o, const char *name) {
+  const mpk_obj_symbol *sym = mpk_obj_find_symbol(o, name);
+  size_t n = strlen(name);
+  for (size_t i = 0; !sym && i < o->n_symbols; i++) {
+    const char *s = o->symbols[i].name;
+    size_t m = s ? strlen(s) : 0;
+    if (o->symbols[i].defined && m > n + 1 && s[m - n - 1] == '_' && strcmp(s + m - n, name) == 0) sym = &o->symbols[i];
+  }
+  return sym;
+}
+
 int mpk_vm_find(const mpk_obj_file *f, mpk_arena *a, mpk_vm_found *found, mpk_error *err) {
   finder fd = {.f = f, .a = a, .err = err};
   static const char *const blob_symbols[] = {"__tvm_dev_mblob", "__tvm_ffi__library_bin"};
   for (size_t i = 0; i < f->n_objects; i++) {
     const mpk_obj_object *o = &f->objects[i];
     for (size_t k = 0; k < 2; k++) {
-      const mpk_obj_symbol *sym = mpk_obj_find_symbol(o, blob_symbols[k]);
+      const mpk_obj_symbol *sym = blob_symbol(o, blob_symbols[k]);
       if (!sym || sym->section >= o->n_sections) continue;
       const mpk_obj_section *s = &o->sections[sym->section];
       if (sym->value >= s->size) continue;
       uint64_t hi = sym->size && sym->size <= s->size - sym->value ? sym->value + sym->size : s->size;
       char via[200];
-      snprintf(via, sizeof via, "symbol %s in ", blob_symbols[k]);
+      snprintf(via, sizeof via, "symbol %.120s in ", sym->name);
       int rc = search(&fd, o, s, sym->value, hi, via);
       if (rc) return rc;
     }
