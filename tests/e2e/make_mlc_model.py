@@ -12,8 +12,9 @@ OUT/ receives what a hub repository `ORG/MODEL` holds under `resolve/main/`:
                                interface_id and parameter_schema_id computed here as MLC's Python
                                producer does (scripts/gen_examples.py's functions), independently of
                                modelpkg: `modelpkg check OUT` on the result is a cross-check.
---lib FILE writes a synthetic compiled library (scripts/gen_examples.py's: a wasm header, filler,
-the `_metadata` JSON with `params` and the `artifact`) bound to these weights.
+--lib FILE writes a compiled library (scripts/gen_examples.py's: a WebAssembly module whose TVM
+module blob holds the `_metadata` JSON with `params` and the `artifact`, and a function table with
+every role the artifact names) bound to these weights.
 
 Sizes: --shards N shards of --shard-kib KiB each, shard 0 (the embedding) --big-kib KiB (one
 shard larger than 32 MiB by default, so that ranged transfers happen). Every size is a multiple of
@@ -120,7 +121,7 @@ def main():
                     "memory_usage": {"prefill": 1 << 20, "decode": 1 << 16, "embed": 1 << 16},
                     "artifact": artifact}
         os.makedirs(os.path.dirname(os.path.abspath(a.lib)), exist_ok=True)
-        gx.library(a.lib, metadata, a.seed)
+        gx.library(a.lib, metadata, "gemma4")  # its function table has every role the artifact names
     print("%d shards, %d bytes" % (len(shards), total))
 
 
