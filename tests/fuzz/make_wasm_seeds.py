@@ -9,10 +9,13 @@ The corpus is committed; rerun this only when the real files change.
 import glob
 import hashlib
 import os
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus", "fuzz_obj_wasm")
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+from make_tvm_lib import read_uleb as rleb, sleb, uleb as leb  # noqa: E402  (one LEB128 writer)
 
 
 def write(data):
@@ -20,38 +23,6 @@ def write(data):
     assert len(data) < 65536
     with open(os.path.join(CORPUS, hashlib.sha1(data).hexdigest()[:16]), "wb") as f:
         f.write(data)
-
-
-def leb(v):
-    o = bytearray()
-    while True:
-        c = v & 0x7F
-        v >>= 7
-        o.append(c | (0x80 if v else 0))
-        if not v:
-            return bytes(o)
-
-
-def sleb(v):
-    o = bytearray()
-    while True:
-        c = v & 0x7F
-        v >>= 7
-        done = (v == 0 and not c & 0x40) or (v == -1 and c & 0x40)
-        o.append(c | (0 if done else 0x80))
-        if done:
-            return bytes(o)
-
-
-def rleb(b, i):
-    r = s = 0
-    while True:
-        x = b[i]
-        i += 1
-        r |= (x & 0x7F) << s
-        s += 7
-        if x < 0x80:
-            return r, i
 
 
 def sec(i, body):
