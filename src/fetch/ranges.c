@@ -1,7 +1,7 @@
 /* The download of a plan over HTTP (docs/fetch.md, "Ranged transfers"): `connections` workers on
-   core's pool, each with ONE libcurl handle kept alive for all its transfers, take work units in
-   plan order — a whole file (at most range_bytes: engine.c's mpk_fx_fetch_whole), or a piece of a
-   larger file. A split file's first piece is its discovery ("Range: bytes=0-(k-1)"): a 206 whose
+   core's pool, each with ONE libcurl handle kept alive for all its transfers, take work units —
+   a whole file (at most range_bytes: engine.c's mpk_fx_fetch_whole), or a piece of a larger file,
+   whose pieces its owner takes in order (take(), below). A split file's first piece is its discovery ("Range: bytes=0-(k-1)"): a 206 whose
    total is the declared size releases the other pieces, a 200 means no ranges (that connection
    takes the whole file). Pieces are written where they belong in the staged file; the file's digest
    is computed over its contiguous prefix as it grows: the bytes that extend it in order are hashed
@@ -50,6 +50,7 @@ typedef struct rfile {
   size_t np, hp; /* hp: the piece holding `prefix` */
   unsigned active; /* pieces in transfer */
   bool hashing, serial, changed;
+  unsigned owner; /* 1 + the worker taking its pieces in order; 0 none */
   unsigned restarts, downloads;
   char validator[256], old_validator[256];
   double t_end;
@@ -150,6 +151,7 @@ static int reset_file(sched *S, rfile *f, mpk_error *err) {
   f->prefix = f->kept = f->present = 0;
   f->validator[0] = '\0';
   f->changed = f->serial = false;
+  f->owner = 0; /* the next discovery owns it */
   if (layout(S, f, 0)) return mpk_fail(err, MPK_ENOMEM, f->sf.path, NULL, "out of memory");
   mpk_fx_staged_record(&f->sf, "", 0, 0, NULL);
   mpk_fx_set_done(S->pool, S->r, f->it, 0);
@@ -399,10 +401,42 @@ static int run_piece(sched *S, unit *u, void *curl, bool discovery) {
   return rc;
 }
 
-/* The next unit in plan order (S->mu held): 1 found, 0 none now (wait), -1 none ever (exit). */
-static int take(sched *S, unit *u, bool *discovery, bool *whole) {
-  bool open_left = false;
+/* The lowest pending piece of f if one may be taken now, else NULL. */
+static piece *pending_piece(rfile *f) {
+  if (f->phase != F_RELEASED || f->changed || (f->serial && f->active)) return NULL;
+  for (size_t k = 0; k < f->np; k++)
+    if (f->pieces[k].state == P_PENDING) return &f->pieces[k];
+  return NULL;
+}
+
+static void take_piece(unit *u, rfile *f, piece *p) {
+  p->state = P_ACTIVE;
+  f->active++;
+  u->f = f;
+  u->p = p;
+}
+
+/* The next unit for worker `w` (S->mu held): 1 found, 0 none now (wait), -1 none ever (exit).
+   A split file has an owner, the worker that discovered it, which takes its pieces in order: its
+   bytes extend the hashed prefix as they arrive (hashed from memory, never read back) and one
+   thread writes the file. Otherwise, in plan order, the first file not started (a whole file, or a
+   discovery: the worker owns it), or a file without an owner. Only when every file has started
+   do the idle workers take pieces of files others own — the lowest pending piece of the file with
+   the most left (in order, so that the hashed prefix keeps up) — so that no connection idles at
+   the tail. Measured (docs/PERFORMANCE.md,
+   section 11): every worker on the pieces of the first files made several threads write into one
+   file at once, whose inode lock they contend for (spinning: a third more CPU on loopback). */
+static int take(sched *S, unsigned w, unit *u, bool *discovery, bool *whole) {
   while (S->first < S->n && S->files[S->first].phase == F_DONE) S->first++;
+  for (size_t i = S->first; i < S->n; i++) { /* its own file first */
+    rfile *f = &S->files[i];
+    piece *p = f->ranged && f->owner == w + 1 ? pending_piece(f) : NULL;
+    if (p) {
+      take_piece(u, f, p);
+      return 1;
+    }
+  }
+  bool open_left = false;
   for (size_t i = S->first; i < S->n; i++) {
     rfile *f = &S->files[i];
     if (f->phase == F_DONE) continue;
@@ -419,6 +453,7 @@ static int take(sched *S, unit *u, bool *discovery, bool *whole) {
     if (f->changed) continue;
     if (f->phase == F_NEW) {
       f->phase = F_DISCOVER;
+      f->owner = w + 1;
       f->active++;
       u->f = f;
       u->p = f->np ? &f->pieces[0] : NULL;
@@ -426,15 +461,25 @@ static int take(sched *S, unit *u, bool *discovery, bool *whole) {
       *discovery = true;
       return 1;
     }
-    if (f->phase != F_RELEASED || (f->serial && f->active)) continue;
-    for (size_t k = 0; k < f->np; k++)
-      if (f->pieces[k].state == P_PENDING) {
-        f->pieces[k].state = P_ACTIVE;
-        f->active++;
-        u->f = f;
-        u->p = &f->pieces[k];
-        return 1;
-      }
+    piece *p = f->owner == 0 ? pending_piece(f) : NULL;
+    if (p) {
+      f->owner = w + 1;
+      take_piece(u, f, p);
+      return 1;
+    }
+  }
+  rfile *most = NULL; /* the tail: help the file with the most pending pieces */
+  size_t most_left = 0;
+  for (size_t i = S->first; i < S->n; i++) {
+    rfile *f = &S->files[i];
+    if (!f->ranged || !pending_piece(f)) continue;
+    size_t left = 0;
+    for (size_t k = 0; k < f->np; k++) left += f->pieces[k].state == P_PENDING;
+    if (left > most_left) most = f, most_left = left;
+  }
+  if (most) {
+    take_piece(u, most, pending_piece(most));
+    return 1;
   }
   return open_left ? 0 : -1;
 }
@@ -502,7 +547,7 @@ static int worker(mpk_pool *pool, void *ctx, size_t w, void *scratch, mpk_error 
     unit u = {.S = S, .buf = scratch};
     mpk_error_clear(&u.err);
     bool discovery = false, whole = false;
-    int t = take(S, &u, &discovery, &whole);
+    int t = take(S, (unsigned)w, &u, &discovery, &whole);
     if (t < 0) break;
     if (t == 0) {
       wait_a_little(&S->cv, &S->mu);

@@ -35,6 +35,7 @@ MiB=1048576
 # ---- files: 64 MiB and 256 MiB for nginx; 8 MiB (and another 8 MiB, its ".a" version) for python
 mkdir -p "$T/www" "$T/py"
 head -c $((64 * MiB)) /dev/urandom > "$T/www/big64.bin"
+for f in a b c; do head -c $((12 * MiB)) /dev/urandom > "$T/www/own_$f.bin"; done
 head -c $((8 * MiB)) /dev/urandom > "$T/py/f8.bin"
 head -c $((8 * MiB)) /dev/urandom > "$T/py/f8.bin.a"
 echo $((2 * MiB)) > "$T/py/f8.bin.drop"
@@ -112,6 +113,32 @@ read -r nreq nconn peak n206 < "$T/an.txt"
 if [ "$nreq" -eq 16 ] && [ "$n206" -eq 16 ] && [ "$nconn" -le 4 ] && [ "$peak" -ge 3 ]; then
   ok "nginx saw $nreq Range requests (206) over $nconn connections, $peak at once"
 else bad "nginx access log: $nreq range requests, $n206 206s, $nconn connections, $peak at once"; fi
+
+# ---- 1b. who takes the pieces: 3 files of 12 MiB (3 pieces of 4 MiB), 2 connections. Each file is
+# fetched in order by the connection that started it while another file is still to start (one
+# writer per file); the last file's pieces are then shared (no connection idles at the tail).
+: > "$T/ngx/access.log"
+OWN=""
+for f in a b c; do OWN="$OWN own_$f.bin:$((12 * MiB)):$(md5 "$T/www/own_$f.bin")"; done
+# shellcheck disable=SC2086  # OWN: one word per file
+get "$BASE/slow" "$T/c1b" --connections 2 --range-bytes $((4 * MiB)) $OWN
+if [ $rc -eq 0 ] && committed_ok "$T/c1b/m/own_c.bin" "$T/www/own_c.bin"; then ok "3 split files verified ($out)"; else bad "3 split files: $out"; fi
+/usr/bin/python3 - "$T/ngx/access.log" > "$T/own.txt" <<'EOF'
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if " bytes=" in l]
+req = [(r[1].rsplit("/", 1)[-1], float(r[4]) - float(r[5]), float(r[4])) for r in rows]  # file, start, end
+last_start = min(s for f, s, e in req if f == "own_c.bin")
+# two requests of one file in flight at once (by more than 50 ms), begun before own_c.bin started
+shared = sum(1 for i, (f, s, e) in enumerate(req) for (g, t, u) in req[i + 1:]
+             if f == g and min(e, u) - max(s, t) > 0.05 and max(s, t) < last_start - 0.05)
+c = [(s, e) for f, s, e in req if f == "own_c.bin"]
+tail = max(sum(1 for a, b in c if a <= t < b) for t, _ in c)
+print(len(req), shared, tail)
+EOF
+read -r nreq shared tail < "$T/own.txt"
+if [ "$nreq" -eq 9 ] && [ "$shared" -eq 0 ] && [ "$tail" -ge 2 ]; then
+  ok "each file in order on one connection until the last started; its pieces then on $tail at once"
+else bad "piece ownership: $nreq requests, $shared overlaps within a file before the last started, $tail at once at the tail"; fi
 
 # ---- 2. piece 0 completes last: the digest is still right (hashed in order)
 get "$PY/delay0" "$T/c2" --connections 4 --range-bytes $MiB "$F8"
