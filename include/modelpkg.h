@@ -22,6 +22,7 @@
 #include "modelpkg/core.h"
 #include "modelpkg/fetch.h"
 #include "modelpkg/mlc.h"
+#include "modelpkg/ort.h"
 #include "modelpkg/mt.h"
 #include "modelpkg/media.h"
 

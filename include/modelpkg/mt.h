@@ -1128,6 +1128,11 @@ typedef struct mpk_mt_merge_options {
   mpk_safetensors_budget adapter_budget;    /**< the adapter reader's memory budget (zeros: the defaults) */
   int keep_base;                   /**< 1: keep the shipped tensors the merge replaces inside the inference
                                         directory, in the same transaction, for mpk_mt_restore() */
+  /* appended: the post-merge check (docs/mt-numeric.md) */
+  struct mpk_ort *ort;             /**< with `probe`: the ONNX Runtime that runs the inference graph */
+  const char *probe;               /**< a probe file (PROBE.json: token sequences); NULL: no check */
+  double max_ratio;                /**< post/pre cross-entropy above it rolls the merge back; 0: 2.0 */
+  int force;                       /**< 1: commit even when the ratio is above max_ratio (reported) */
 } mpk_mt_merge_options;
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_MT_MERGE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_merge_options)
@@ -1160,6 +1165,13 @@ typedef struct mpk_mt_merge_report {
   size_t n_notes;
   int written;                     /**< 1: the transaction committed (0 with dry_run) */
   struct mpk_mt_merge_priv *priv_;
+  /* appended: the post-merge check (opts->probe) */
+  int verified;                    /**< 1: the probe ran before and after */
+  double ce_before, ce_after;      /**< mean next-token cross-entropy on the probe, nats */
+  double ratio;                    /**< ce_after / ce_before */
+  double max_ratio;                /**< the bound applied */
+  int rolled_back;                 /**< 1: ratio > max_ratio without force: nothing was changed */
+  const char *verdict;             /**< the check in one sentence (NULL without a probe) */
 } mpk_mt_merge_report;
 
 /**
@@ -1468,6 +1480,56 @@ MPK_API int mpk_mt_variant_gate_open(const char *dir, const char *variant, const
                                      mpk_mt_variant_gate **out, mpk_error *err);
 /** Accepts NULL. */
 MPK_API void mpk_mt_variant_gate_free(mpk_mt_variant_gate *g);
+
+/* ============================================================================================
+ * mt: the train/inference parity gate (docs/mt-numeric.md; needs ONNX Runtime: modelpkg/ort.h)
+ * ========================================================================================== */
+
+/** The spec's bound: the two graphs' cross-entropies may differ by at most this many nats. */
+#define MPK_MT_PARITY_MAX_DIFF 1.5
+/** The default training-side graph, relative to the variant's train/ directory. */
+#define MPK_MT_PARITY_TRAIN_GRAPH "eval_model.onnx"
+
+typedef struct mpk_mt_parity_options {
+  size_t struct_size;        /**< sizeof as compiled, set by the _INIT macro */
+  struct mpk_ort *ort;       /**< required: the ONNX Runtime that runs both graphs */
+  const char *variant;       /**< NULL: the manifest's defaultVariant */
+  const char *train_graph;   /**< the training-side graph; NULL: <variant>/train/eval_model.onnx */
+  const int64_t *tokens;     /**< the token ids; NULL: `length` ids drawn from `seed` (docs/mt-numeric.md) */
+  size_t n_tokens;
+  uint64_t seed;             /**< with tokens NULL */
+  size_t length;             /**< with tokens NULL; 0: 64 */
+  double max_diff;           /**< 0: MPK_MT_PARITY_MAX_DIFF */
+} mpk_mt_parity_options;
+/** Every field its default, struct_size set (C and C++17). */
+#define MPK_MT_PARITY_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_parity_options)
+
+typedef struct mpk_mt_parity_report {
+  const char *variant;
+  const char *train_graph;      /**< the graphs run, as paths */
+  const char *inference_graph;
+  size_t n_tokens;
+  int64_t vocab;
+  double ce_train, ce_inference; /**< mean next-token cross-entropy, nats */
+  double diff;                   /**< |ce_train - ce_inference| */
+  double uniform_floor;          /**< ln(vocab) */
+  double max_diff;               /**< the bound applied */
+  int pass;                      /**< 1: diff <= max_diff */
+  const char *verdict;           /**< in one sentence, naming the bound */
+  struct mpk_mt_parity_priv *priv_;
+} mpk_mt_parity_report;
+
+/**
+ * The parity gate (spec 001, verify_train_inference_parity): the same token ids through the
+ * variant's training-side graph and its inference graph (inference/model.onnx, its merged weights
+ * handed over from the load gate's views), the mean next-token cross-entropy of each, and the
+ * verdict |difference| <= max_diff. Returns 0 when both graphs ran (`pass` is the verdict), else
+ * the code of the step that failed. `*out` is the caller's (NULL on failure).
+ */
+MPK_API int mpk_mt_parity(const char *dir, const mpk_mt_parity_options *opts, mpk_mt_parity_report **out,
+                          mpk_error *err);
+/** Accepts NULL. */
+MPK_API void mpk_mt_parity_report_free(mpk_mt_parity_report *r);
 
 #ifdef __cplusplus
 }

@@ -31,6 +31,7 @@ int mpk_cmd_mt_inspect(int argc, char **argv);   /* mt inspect (cmd_mt_graph.c) 
 int mpk_cmd_mt_tensors(int argc, char **argv);   /* mt tensors (cmd_mt_tensors.c) */
 int mpk_cmd_mt_merge(int argc, char **argv);     /* mt merge (cmd_mt_merge.c) */
 int mpk_cmd_mt_restore(int argc, char **argv);   /* mt restore (cmd_mt_restore.c) */
+int mpk_cmd_mt_parity(int argc, char **argv);    /* mt parity (cmd_mt_parity.c) */
 int mpk_cmd_mt_select(int argc, char **argv);    /* mt select (cmd_mt_select.c) */
 int mpk_cmd_mt_plan(int argc, char **argv);      /* mt plan (cmd_mt_select.c) */
 int mpk_cmd_mt_install(int argc, char **argv);   /* mt install (cmd_mt_install.c) */

@@ -53,6 +53,8 @@ static const command mt_commands[] = {
      "the merged-weight tensors of a variant under the load gate"},
     {"merge", mpk_cmd_mt_merge, "DIR --adapter ADAPTER.safetensors [options]",
      "merge a trained LoRA adapter into a variant's weights (one transaction)"},
+    {"parity", mpk_cmd_mt_parity, "DIR [--variant ID] [--tokens TOKENS.json | --seed N --length L] [--json]",
+     "the train/inference parity gate: both graphs' cross-entropy in ONNX Runtime"},
     {"restore", mpk_cmd_mt_restore, "DIR [--source DIR|URL] [--json]",
      "return merged tensors to the shipped bytes (kept base or re-fetched; one transaction)"},
     {"select", mpk_cmd_mt_select, "DIR [device options] [--json]", "the variant a device gets, and why"},

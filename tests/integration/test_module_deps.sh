@@ -11,7 +11,8 @@ declare -A may=(
   [media]="core"
   [objfile]="core"
   [mlc]="core objfile"
-  [mt]="core fetch"
+  [ort]="core"
+  [mt]="core fetch ort"
 )
 bad=0
 for mod in "${!may[@]}"; do
