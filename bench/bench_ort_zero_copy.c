@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
   mpk_tensor_view *views = NULL;
   mpk_ort_initializer *init = NULL;
   size_t n_init = 0;
-  char model[4096], inf[4096];
+  char model[8192], inf[4096];
   if (strcmp(mode, "views") == 0) {
     rc = mpk_mt_variant_gate_open(pkg, "cpu", NULL, &vg, &err);
     if (rc) return die("mpk_mt_variant_gate_open", rc, &err);
