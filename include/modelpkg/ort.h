@@ -68,7 +68,7 @@ typedef struct mpk_ort_initializer {
 
 typedef struct mpk_ort_session_options {
   size_t struct_size;                      /**< sizeof as compiled, set by the _INIT macro */
-  const mpk_ort_initializer *initializers; /**< handed over without a copy (AddExternalInitializers) */
+  const mpk_ort_initializer *initializers; /**< handed over without a copy (AddInitializer) */
   size_t n_initializers;
   /** 1: no graph optimization and no weight prepacking, so that no initializer is copied into a
       second, transformed form (set automatically when initializers are given). */
