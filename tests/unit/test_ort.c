@@ -175,6 +175,9 @@ static void test_lm_cross_entropy(void **state) {
   assert_string_equal(r2.logits_sha256, r.logits_sha256);
   ce_of(o, "lm_past.onnx", NULL, &r3);
   assert_true(r3.cross_entropy == r.cross_entropy);
+  ce_of(o, "lm_f16.onnx", NULL, &r3); /* float16 logits, widened exactly */
+  assert_true(r3.cross_entropy == r.cross_entropy);
+  assert_string_not_equal(r3.logits_sha256, r.logits_sha256); /* 2-byte elements hashed as returned */
 
   /* onnxruntime-node, the independent reference, within 1e-5. */
   if (mpk_test_have_tool("node")) {
