@@ -76,7 +76,6 @@ int mpk_ort_lm_cross_entropy(mpk_ort_session *s, const int64_t *ids, size_t n, m
   lm_input in[MAX_INPUTS];
   memset(in, 0, sizeof in);
   char *out_name = NULL;
-  int out_elem = 0;
   int64_t vocab_static = -1;
   int64_t *pos = NULL, *mask = NULL;
   OrtValue *logits = NULL;
@@ -159,7 +158,6 @@ int mpk_ort_lm_cross_entropy(mpk_ort_session *s, const int64_t *ids, size_t n, m
   {
     size_t n_float = 0;
     char *chosen = NULL;
-    int chosen_elem = 0;
     int64_t chosen_vocab = -1;
     for (size_t i = 0; !rc && i < n_out; i++) {
       char *name = NULL;
@@ -193,7 +191,6 @@ int mpk_ort_lm_cross_entropy(mpk_ort_session *s, const int64_t *ids, size_t n, m
             if (st) ORT(api, ReleaseStatus)(st);
           }
           chosen = name, name = NULL;
-          chosen_elem = elem;
           chosen_vocab = nd == 3 ? dims[2] : -1;
         }
       }
@@ -205,7 +202,6 @@ int mpk_ort_lm_cross_entropy(mpk_ort_session *s, const int64_t *ids, size_t n, m
     if (!rc && (!chosen || (strcmp(chosen, "logits") != 0 && n_float != 1)))
       rc = mpk_fail(err, MPK_EUNSUPPORTED, model, NULL, "no output named 'logits' and %zu float outputs (one needed)", n_float);
     out_name = chosen;
-    out_elem = chosen_elem;
     vocab_static = chosen_vocab;
   }
   if (!rc && vocab_static > 0)
@@ -252,7 +248,6 @@ int mpk_ort_lm_cross_entropy(mpk_ort_session *s, const int64_t *ids, size_t n, m
                   (long long)ld[0], (long long)ld[1], (long long)ld[2], n);
   if (!rc && lelem != MPK_ORT_ELEM_FLOAT && lelem != MPK_ORT_ELEM_FLOAT16)
     rc = mpk_fail(err, MPK_EUNSUPPORTED, model, NULL, "output '%s' has element type %d (float32 or float16 supported)", out_name, lelem);
-  (void)out_elem;
   if (!rc) rc = mpk_ort_status(o, ORT(api, GetTensorMutableData)(logits, &ldata), err, MPK_EIO, model, "logits");
   if (!rc) {
     int64_t vocab = ld[2];
