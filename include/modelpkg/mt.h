@@ -1531,6 +1531,16 @@ MPK_API int mpk_mt_parity(const char *dir, const mpk_mt_parity_options *opts, mp
 /** Accepts NULL. */
 MPK_API void mpk_mt_parity_report_free(mpk_mt_parity_report *r);
 
+/** The most token ids TOKENS.json may hold. */
+#define MPK_MT_PARITY_MAX_TOKENS 1048576
+/**
+ * Read TOKENS.json (docs/mt-numeric.md, "Tokens"): strict JSON, the object {"tokens": [id, ...]}
+ * and nothing else, at least 2 and at most MPK_MT_PARITY_MAX_TOKENS ids, each an integer >= 0
+ * (whether it is below the vocabulary is the graph's to say). Errors name the file, the JSON
+ * pointer and the rule. `*ids` is the caller's (mpk_free()); NULL and `*n` 0 on failure.
+ */
+MPK_API int mpk_mt_parity_tokens_load(const char *path, int64_t **ids, size_t *n, mpk_error *err);
+
 #ifdef __cplusplus
 }
 #endif
