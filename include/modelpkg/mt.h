@@ -277,6 +277,13 @@ typedef struct mpk_mt_build_input {
   mpk_progress_fn progress;    /**< hashing progress (bytes); may be NULL; non-zero return cancels */
   void *progress_ctx;
   int dry_run;                 /**< 1: compute everything, write nothing */
+  /* appended: the parity gate (docs/mt-numeric.md, "mt build --parity") */
+  /** Non-NULL: run the train/inference parity gate (mpk_mt_parity() with these options; `variant`
+      NULL: the defaultVariant) on the package as it is about to be sealed — the manifest built in
+      memory, the tree's files — after every other check and before anything is written. A gate
+      that fails or cannot run refuses the build: nothing is written (MPK_EMISMATCH naming the
+      verdict, or the gate's own error). */
+  const struct mpk_mt_parity_options *parity;
 } mpk_mt_build_input;
 
 typedef enum mpk_mt_change_kind {
@@ -305,6 +312,9 @@ typedef struct mpk_mt_build_result {
   char *manifest;                /**< the manifest's bytes (NUL-terminated) */
   size_t manifest_len;
   struct mpk_mt_build_result_priv *priv_;
+  /* appended: the parity gate */
+  struct mpk_mt_parity_report *parity; /**< with in->parity: the gate's report when it ran (also when it
+                                            failed and refused the build); freed with the result */
 } mpk_mt_build_result;
 
 /**

@@ -65,24 +65,38 @@ static int run_ce(mpk_ort_session *s, const int64_t *ids, size_t n, double *ce, 
 int mpk_mt_parity(const char *dir, const mpk_mt_parity_options *opts, mpk_mt_parity_report **out, mpk_error *err) {
   if (out) *out = NULL;
   if (!dir || !opts || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "mpk_mt_parity: a required argument is NULL");
+  return mpk_mtn_parity_with(dir, NULL, opts, out, err);
+}
+
+int mpk_mtn_parity_with(const char *dir, mpk_mt_manifest *given, const mpk_mt_parity_options *opts,
+                        mpk_mt_parity_report **out, mpk_error *err) {
+  *out = NULL;
   mpk_mt_parity_options o;
   int rc = MPK_OPTIONS_READ(mpk_mt_parity_options, &o, opts, err);
-  if (rc) return rc;
+  if (rc) {
+    mpk_mt_manifest_free(given);
+    return rc;
+  }
   if (!o.ort)
-    return mpk_fail(err, MPK_EINVAL, dir, NULL, "mpk_mt_parity: no ONNX Runtime (opts->ort is NULL: mpk_ort_open() one)");
-  if (o.tokens && o.n_tokens < 2)
-    return mpk_fail(err, MPK_EINVAL, dir, NULL, "the parity gate needs at least 2 token ids (one prediction); %zu given",
-                    o.n_tokens);
-  if (!o.tokens && o.length == 1)
-    return mpk_fail(err, MPK_EINVAL, dir, NULL, "the parity gate needs a length of at least 2 token ids");
-  if (o.max_diff < 0 || isnan(o.max_diff))
-    return mpk_fail(err, MPK_EINVAL, dir, NULL, "max_diff must be a number >= 0 (nats)");
+    rc = mpk_fail(err, MPK_EINVAL, dir, NULL, "mpk_mt_parity: no ONNX Runtime (opts->ort is NULL: mpk_ort_open() one)");
+  else if (o.tokens && o.n_tokens < 2)
+    rc = mpk_fail(err, MPK_EINVAL, dir, NULL, "the parity gate needs at least 2 token ids (one prediction); %zu given",
+                  o.n_tokens);
+  else if (!o.tokens && o.length == 1)
+    rc = mpk_fail(err, MPK_EINVAL, dir, NULL, "the parity gate needs a length of at least 2 token ids");
+  else if (o.max_diff < 0 || isnan(o.max_diff))
+    rc = mpk_fail(err, MPK_EINVAL, dir, NULL, "max_diff must be a number >= 0 (nats)");
+  if (rc) {
+    mpk_mt_manifest_free(given);
+    return rc;
+  }
   double max_diff = o.max_diff > 0 ? o.max_diff : MPK_MT_PARITY_MAX_DIFF;
 
   mpk_mt_parity_report *r = calloc(1, sizeof *r);
   struct mpk_mt_parity_priv *p = r ? calloc(1, sizeof *p) : NULL;
   if (!p) {
     free(r);
+    mpk_mt_manifest_free(given);
     return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
   }
   r->priv_ = p;
@@ -93,7 +107,8 @@ int mpk_mt_parity(const char *dir, const mpk_mt_parity_options *opts, mpk_mt_par
 
   /* The variant and its merged weights, verified by the load gate (which holds the directory
      against merges until it is freed: the session runs exactly the bytes it verified). */
-  if ((rc = mpk_mt_variant_gate_open(dir, o.variant, NULL, &g, err))) goto fail;
+  rc = mpk_mt_variant_gate_open_with(dir, given, o.variant, NULL, &g, err); /* takes `given` */
+  if (rc) goto fail;
   const mpk_mt_located *loc = mpk_mt_variant_gate_located(g);
   if (!(p->variant = strdup(g->variant))) goto oom;
   if (!loc->inference_dir) {
