@@ -27,7 +27,8 @@ train/eval_model.onnx takes input_ids and gives logits, its weights inline. The 
 
 Cases (OUT/<case>/pkg, OUT/<case>/tokens.json = {"tokens": [...]}: one Markov sequence, and
 OUT/<case>/expected.json: numpy float64 cross-entropies of both graphs on those tokens):
-  f32          inference float32; train twin float32, the same numbers: difference ~0
+  f32          inference float32; train twin float32, the same numbers: difference ~0; beside it
+               not_lm.onnx, a training-style eval graph (parameters and labels as inputs, a loss out)
   quant        train twin weight-only uint8 (per-output-channel scale and zero point,
                DequantizeLinear -> MatMul) as the exporter's training graph: a small difference, passes
   zeroed       the inference weights (handoff tensors and frozen base) are all zero: the inference
@@ -247,6 +248,31 @@ def write_train(pkg, w, quant):
     return used
 
 
+def write_not_lm(path, w):
+    """An ONNX Runtime training-style eval model: it takes its parameter and the labels as inputs and
+    gives a loss — not a language model's graph (the parity gate refuses it, naming an input)."""
+    nodes = [helper.make_node("Gather", ["embed", "input_ids"], ["h"], axis=0),
+             helper.make_node("MatMul", ["h", "lm_head"], ["logits"]),
+             helper.make_node("SoftmaxCrossEntropyLoss", ["logits2d", "labels1d"], ["loss"]),
+             ]
+    nodes[2:2] = [helper.make_node("Reshape", ["logits", "shape2"], ["logits2d"]),
+                  helper.make_node("Reshape", ["labels", "shape1"], ["labels1d"])]
+    g = helper.make_graph(
+        nodes, "modelpkg-decoder-training-eval",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "sequence"]),
+         helper.make_tensor_value_info("labels", TensorProto.INT64, [1, "sequence"]),
+         helper.make_tensor_value_info("embed", TensorProto.FLOAT, [V, H])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+        initializer=[numpy_helper.from_array(w["lm_head"], "lm_head"),
+                     numpy_helper.from_array(np.array([-1, V], np.int64), "shape2"),
+                     numpy_helper.from_array(np.array([-1], np.int64), "shape1")])
+    m = helper.make_model(g, producer_name="modelpkg tests/tools/make_decoder.py",
+                          opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    onnx.checker.check_model(path)
+
+
 def adapter(a_attn, b_attn, rng, big=1.0):
     """The adapter's factors for every map entry: attn's given, up/down with B = 0 (no change)."""
     t = {}
@@ -288,6 +314,8 @@ def make_case(out, case, mpk):
     write(os.path.join(root, "tokens.json"), json.dumps({"tokens": tokens}) + "\n")
     exp = {"case": case, "vocab": V, "uniform_floor": math.log(V),
            "ce_train": forward_ce(used, tokens), "ce_inference": forward_ce(inf_w, tokens)}
+    if case == "f32":
+        write_not_lm(os.path.join(root, "not_lm.onnx"), w)
     if case == "damaged":
         rng = np.random.RandomState(5)
         write(os.path.join(root, "adapter-improve.safetensors"), safetensors(adapter(a, b, rng)))
