@@ -37,8 +37,9 @@ OUT/<case>/expected.json: numpy float64 cross-entropies of both graphs on those 
   damaged      inference attn = attn + D (D of rank RANK): worse than f32 but far from the floor;
                for the merge's post-merge check, with
                  adapter-improve.safetensors  factors whose delta is -D: the merge repairs the layer
-                 adapter-destroy.safetensors  factors with a huge delta (random, x DESTROY):
-                                              the merged model is far worse than before
+                 adapter-destroy.safetensors  random factors N(0, 0.09) for every entry, a delta
+                                              as large as the weights: the probe CE goes from ~1.7 to ~41
+                                              nats (expected.json probe_ce_destroyed)
                (the scale is the package's training_config.json alpha / rank = ALPHA / RANK)
   OUT/probe.json   {"sequences": [[ids], ...]}: PROBE sequences from the same Markov chain
 
@@ -60,7 +61,7 @@ V, H, F = 64, 64, 96
 P_NEXT = 0.8
 C = math.log((P_NEXT + (1 - P_NEXT) / V) / ((1 - P_NEXT) / V))  # the likely token's logit: the chain's odds
 RANK, ALPHA = 4, 8           # the damage and the adapters: rank 4, scale alpha / rank = 2
-DESTROY = 40.0               # the destructive adapter's factors, times this
+DESTROY = 0.3                # the destructive adapter's factors: N(0, DESTROY²)
 VARIANT = "cpu"
 SEQ_LEN = 128
 PROBE_SEQS, PROBE_LEN = 4, 48
@@ -273,17 +274,18 @@ def write_not_lm(path, w):
     onnx.checker.check_model(path)
 
 
-def adapter(a_attn, b_attn, rng, big=1.0):
-    """The adapter's factors for every map entry: attn's given, up/down with B = 0 (no change)."""
+def adapter(a_attn, b_attn, rng, destroy=False):
+    """The adapter's factors for every map entry: attn's given; up/down with B = 0 (no change), or
+    random N(0, DESTROY²) with `destroy`."""
     t = {}
     for stem, key in HANDOFF:
         ckpt = "base_model.model." + stem
         n_in, n_out = (H, H) if key == "attn" else ((H, F) if key == "up" else (F, H))
         if key == "attn":
             a, b = a_attn, b_attn
-        elif big != 1.0:
-            a = (rng.standard_normal((RANK, n_in)) * big).astype(np.float32)
-            b = (rng.standard_normal((n_out, RANK)) * big).astype(np.float32)
+        elif destroy:
+            a = (rng.standard_normal((RANK, n_in)) * DESTROY).astype(np.float32)
+            b = (rng.standard_normal((n_out, RANK)) * DESTROY).astype(np.float32)
         else:
             a, b = rng.standard_normal((RANK, n_in)).astype(np.float32), np.zeros((n_out, RANK), np.float32)
         t[ckpt + ".lora_A.weight"], t[ckpt + ".lora_B.weight"] = a, b
@@ -321,10 +323,17 @@ def make_case(out, case, mpk):
         write(os.path.join(root, "adapter-improve.safetensors"), safetensors(adapter(a, b, rng)))
         ba = rng.standard_normal((RANK, H)).astype(np.float32) * DESTROY
         bb = rng.standard_normal((H, RANK)).astype(np.float32) * DESTROY
-        write(os.path.join(root, "adapter-destroy.safetensors"), safetensors(adapter(ba, bb, rng, big=DESTROY)))
+        destroy_factors = adapter(ba, bb, rng, destroy=True)
+        write(os.path.join(root, "adapter-destroy.safetensors"), safetensors(destroy_factors))
         probe = probe_sequences()
         exp["probe_ce_before"] = float(np.mean([forward_ce(inf_w, s) for s in probe]))
         exp["probe_ce_repaired"] = float(np.mean([forward_ce(w, s) for s in probe]))
+        destroyed = dict(inf_w)
+        for stem, key in HANDOFF:  # merged = W + scale · (B A)ᵀ for every entry, as the merge does
+            ckpt = "base_model.model." + stem
+            fa, fb = destroy_factors[ckpt + ".lora_A.weight"], destroy_factors[ckpt + ".lora_B.weight"]
+            destroyed[key] = (inf_w[key].astype(np.float64) + (ALPHA / RANK) * (fb.astype(np.float64) @ fa).T)
+        exp["probe_ce_destroyed"] = float(np.mean([forward_ce(destroyed, s) for s in probe]))
     write(os.path.join(root, "expected.json"), json.dumps(exp, indent=1) + "\n")
     return root
 
