@@ -1545,8 +1545,8 @@ MPK_API void mpk_mt_parity_report_free(mpk_mt_parity_report *r);
 #define MPK_MT_PARITY_MAX_TOKENS 1048576
 /**
  * Read TOKENS.json (docs/mt-numeric.md, "Tokens"): strict JSON, the object {"tokens": [id, ...]}
- * and nothing else, at least 2 and at most MPK_MT_PARITY_MAX_TOKENS ids, each an integer >= 0
- * (whether it is below the vocabulary is the graph's to say). Errors name the file, the JSON
+ * and nothing else, at least 2 and at most MPK_MT_PARITY_MAX_TOKENS ids, each an integer from 0
+ * to 2^31 - 1 as in PROBE.json (3.0 is 3; whether it is below the vocabulary is the graph's to say). Errors name the file, the JSON
  * pointer and the rule. `*ids` is the caller's (mpk_free()); NULL and `*n` 0 on failure.
  */
 MPK_API int mpk_mt_parity_tokens_load(const char *path, int64_t **ids, size_t *n, mpk_error *err);

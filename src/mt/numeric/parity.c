@@ -261,15 +261,18 @@ int mpk_mt_parity_tokens_load(const char *path, int64_t **ids, size_t *n, mpk_er
     goto out;
   }
   for (size_t i = 0; i < count; i++) {
+    /* The probe's rule (probe.c): an integer from 0 to 2^31 - 1; 3.0 is the integer 3 (JSON has
+       one number type). */
     json_t *e = json_array_get(tokens, i);
-    if (!json_is_integer(e) || json_integer_value(e) < 0) {
+    double x = json_is_integer(e) ? (double)json_integer_value(e) : json_is_real(e) ? json_real_value(e) : -1;
+    if (!(x >= 0 && x <= 2147483647.0 && floor(x) == x)) {
       char ptr[48];
       snprintf(ptr, sizeof ptr, "/tokens/%zu", i);
       free(out);
-      rc = mpk_fail(err, MPK_EMALFORMED, path, ptr, "a token id must be an integer >= 0");
+      rc = mpk_fail(err, MPK_EMALFORMED, path, ptr, "a token id must be an integer from 0 to 2147483647");
       goto out;
     }
-    out[i] = (int64_t)json_integer_value(e);
+    out[i] = (int64_t)x;
   }
   *ids = out;
   *n = count;
