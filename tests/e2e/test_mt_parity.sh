@@ -123,7 +123,7 @@ expect "tokens: only one" 1 't-one.json.*/tokens.*at least 2' -- "$MPK" mt parit
 expect "tokens: unknown key" 1 't-key.json.*/ids.*unknown key' -- "$MPK" mt parity "$TMP/f32/pkg" --tokens "$TMP/t-key.json"
 expect "tokens: truncated JSON" 1 't-trunc.json.*invalid JSON' -- "$MPK" mt parity "$TMP/f32/pkg" --tokens "$TMP/t-trunc.json"
 expect "tokens: not an array" 1 't-str.json.*/tokens.*not an array' -- "$MPK" mt parity "$TMP/f32/pkg" --tokens "$TMP/t-str.json"
-expect "tokens: an id outside the vocabulary" 1 '64' -- "$MPK" mt parity "$TMP/f32/pkg" --tokens "$TMP/t-vocab.json"
+expect "tokens: an id outside the vocabulary" 1 'model.onnx: token id 64 at position 2 is outside \[0, 64\)' -- "$MPK" mt parity "$TMP/f32/pkg" --tokens "$TMP/t-vocab.json"
 printf '{"tokens": [1, 2.0, 3]}' >"$TMP/t-int.json"
 expect "tokens: 2.0 is the integer 2 (PROBE.json's rule)" 0 'tokens: 3 ids' -- "$MPK" mt parity "$TMP/f32/pkg" --tokens "$TMP/t-int.json"
 printf '{"tokens": [1, 2147483648]}' >"$TMP/t-big.json"
