@@ -54,7 +54,8 @@ MPK_API int mpk_ort_open(const mpk_ort_options *opts, mpk_ort **out, mpk_error *
 MPK_API const char *mpk_ort_version(const mpk_ort *ort);
 /** The path the library was loaded from, as resolved by the loader (dladdr). */
 MPK_API const char *mpk_ort_library(const mpk_ort *ort);
-/** Release the environment and unload the library; every session must be closed first. Accepts NULL. */
+/** Release the environment and the library handle; every session must be closed first. The library
+    itself stays mapped (it is opened RTLD_NODELETE: ONNX Runtime does not support being unloaded). Accepts NULL. */
 MPK_API void mpk_ort_close(mpk_ort *ort);
 
 /** An initializer the caller supplies in place of the graph's own: ONNX Runtime reads `view`'s

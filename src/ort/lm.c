@@ -100,6 +100,13 @@ int mpk_ort_lm_cross_entropy(mpk_ort_session *s, const int64_t *ids, size_t n, m
       snprintf(what, sizeof what, "input '%s'", x->name);
       rc = tensor_info(o, ti, &x->elem, &x->ndim, x->dims, sym, err, model, what);
     }
+    /* The symbolic names live in the type info: copied before it is released. */
+    char symbuf[8][128];
+    for (size_t d = 0; d < 8; d++) {
+      symbuf[d][0] = 0;
+      if (!rc && d < x->ndim && sym[d]) snprintf(symbuf[d], sizeof symbuf[d], "%s", sym[d]);
+      sym[d] = symbuf[d][0] ? symbuf[d] : NULL;
+    }
     if (ti) ORT(api, ReleaseTypeInfo)(ti);
     if (rc) break;
     if (strcmp(x->name, "input_ids") == 0) x->kind = 1, has_ids = 1;

@@ -65,7 +65,9 @@ int mpk_ort_open(const mpk_ort_options *given, mpk_ort **out, mpk_error *err) {
     }
   }
   dlerror();
-  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  /* RTLD_NODELETE: dlclose() releases the handle, never unmaps ONNX Runtime (its thread pools and
+     static state do not support unloading; a later mpk_ort_open finds it already loaded). */
+  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!dl) {
     const char *e = dlerror();
     return mpk_fail(err, MPK_EUNSUPPORTED, path, NULL, "ONNX Runtime not available: tried %s (from %s): %s; " INSTALL_HINT,

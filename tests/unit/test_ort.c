@@ -126,6 +126,27 @@ static void test_library_missing(void **state) {
   expect_unavailable(libz, "has no OrtGetApiBase");
 }
 
+/* A library with OrtGetApiBase but too old (1.11.0), or new enough by its version string but
+   without API 12: MPK_EVERSION naming its version and path. */
+static void test_version_refused(void **state) {
+  (void)state;
+  mpk_ort *o = (mpk_ort *)1;
+  mpk_error err = {0};
+  mpk_ort_options opts = MPK_ORT_OPTIONS_INIT;
+  opts.library = MPK_FAKE_ORT;
+  unsetenv("FAKE_ORT_VERSION");
+  assert_int_equal(mpk_ort_open(&opts, &o, &err), MPK_EVERSION);
+  assert_null(o);
+  if (!strstr(tu_err(&err), "1.11.0") || !strstr(tu_err(&err), "too old") || !strstr(tu_err(&err), "fake_ort"))
+    fail_msg("message: %s", tu_err(&err));
+  setenv("FAKE_ORT_VERSION", "1.30.0", 1);
+  assert_int_equal(mpk_ort_open(&opts, &o, &err), MPK_EVERSION);
+  if (!strstr(tu_err(&err), "does not provide C API version 12")) fail_msg("message: %s", tu_err(&err));
+  setenv("FAKE_ORT_VERSION", "garbage", 1);
+  assert_int_equal(mpk_ort_open(&opts, &o, &err), MPK_EVERSION);
+  unsetenv("FAKE_ORT_VERSION");
+}
+
 static void test_session_bad_model(void **state) {
   (void)state;
   mpk_ort *o = open_ort();
@@ -319,7 +340,8 @@ static void test_initializers(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_open_version),      cmocka_unit_test(test_library_missing),
-      cmocka_unit_test(test_session_bad_model), cmocka_unit_test(test_lm_cross_entropy),
+      cmocka_unit_test(test_version_refused),   cmocka_unit_test(test_session_bad_model),
+      cmocka_unit_test(test_lm_cross_entropy),
       cmocka_unit_test(test_initializers),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
