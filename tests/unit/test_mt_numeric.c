@@ -1,7 +1,9 @@
 /* mt/numeric without ONNX Runtime: the parity gate's random tokens (splitmix64, docs/mt-numeric.md)
    pinned by vectors computed independently (Python integers mod 2^64; the first raw output for seed
-   0 is Vigna's published 0xe220a8397b1dcdaf), and the cross-entropy's argument rules. */
+   0 is Vigna's published 0xe220a8397b1dcdaf), the functions' argument rules, and TOKENS.json's rules
+   (the file and the JSON pointer of each refusal). */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "testutil.h"
@@ -64,11 +66,71 @@ static void test_cross_entropy_arguments(void **state) {
   mpk_mtn_views_close(NULL);
 }
 
+static void test_parity_arguments(void **state) {
+  (void)state;
+  mpk_error err;
+  mpk_mt_parity_report *r = (mpk_mt_parity_report *)&err; /* must be reset to NULL */
+  mpk_mt_parity_options o = MPK_MT_PARITY_OPTIONS_INIT;
+  assert_int_equal(mpk_mt_parity("pkg", &o, &r, &err), MPK_EINVAL); /* no ONNX Runtime */
+  assert_null(r);
+  assert_non_null(strstr(err.message, "ONNX Runtime"));
+  assert_int_equal(mpk_mt_parity("pkg", NULL, &r, &err), MPK_EINVAL);
+  mpk_mt_parity_report_free(NULL);
+  int64_t *ids = (int64_t *)&err;
+  size_t n = 9;
+  assert_int_equal(mpk_mt_parity_tokens_load(NULL, &ids, &n, &err), MPK_EINVAL);
+  assert_null(ids);
+  assert_int_equal(n, 0);
+}
+
+static void test_tokens_file(void **state) {
+  (void)state;
+  const char *dir = tu_tmpdir();
+  char path[1024];
+  snprintf(path, sizeof path, "%s/tokens.json", dir);
+  static const struct {
+    const char *text, *pointer;
+    int code;
+  } cases[] = {
+      {"{\"tokens\": [5, 6, 7.0]}", NULL, 0},
+      {"{\"tokens\": [5]}", "/tokens", MPK_EMALFORMED},
+      {"{\"tokens\": [5, -1]}", "/tokens/1", MPK_EMALFORMED},
+      {"{\"tokens\": [5, 6.5]}", "/tokens/1", MPK_EMALFORMED},
+      {"{\"tokens\": [5, true]}", "/tokens/1", MPK_EMALFORMED},
+      {"{\"tokens\": [5, 6], \"x\": 1}", "/x", MPK_EMALFORMED},
+      {"{}", "/tokens", MPK_EMALFORMED},
+      {"[5, 6]", "", MPK_EMALFORMED},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(cases[i].text, f);
+    fclose(f);
+    mpk_error err;
+    mpk_error_clear(&err);
+    int64_t *ids = NULL;
+    size_t n = 0;
+    int rc = mpk_mt_parity_tokens_load(path, &ids, &n, &err);
+    if (rc != cases[i].code) fail_msg("%s: rc %d, want %d (%s)", cases[i].text, rc, cases[i].code, tu_err(&err));
+    if (!rc) {
+      assert_int_equal(n, 3);
+      assert_true(ids[0] == 5 && ids[1] == 6 && ids[2] == 7);
+    } else {
+      assert_null(ids);
+      assert_string_equal(err.pointer, cases[i].pointer);
+      assert_string_equal(err.file, path);
+    }
+    mpk_free(ids);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_random_tokens_vectors),
       cmocka_unit_test(test_random_tokens_prefix_and_range),
       cmocka_unit_test(test_cross_entropy_arguments),
+      cmocka_unit_test(test_parity_arguments),
+      cmocka_unit_test(test_tokens_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
