@@ -12,23 +12,7 @@ const fs = require('fs');
 const path = require('path');
 
 function loadOrt() {
-  const dirs = [];
-  if (process.env.MPK_NODE_MODULES) dirs.push(process.env.MPK_NODE_MODULES);
-  dirs.push(path.resolve(__dirname, '..', '..', '.deps', 'node_modules'));
-  const tried = [];
-  for (const dir of dirs) {
-    const where = path.join(dir, 'onnxruntime-node');
-    if (!fs.existsSync(where)) { tried.push(where + ' (absent)'); continue; }
-    try {
-      return require(where);
-    } catch (e) {
-      tried.push(where + ' (' + e.message.split('\n')[0] + ')');
-    }
-  }
-  process.stderr.write('run_onnx: onnxruntime-node cannot be loaded; tried ' + tried.join(', ') + '\n' +
-    '  install it with scripts/deps_node.sh (npm install --ignore-scripts onnxruntime-node@1.30.0 into .deps/),\n' +
-    '  or point MPK_NODE_MODULES at a node_modules directory that holds it\n');
-  process.exit(3);
+  return require('./load_ort.js')('run_onnx');
 }
 
 async function main() {
