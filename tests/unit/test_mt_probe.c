@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "mt/numeric/numeric.h"
+#include "mt/numeric/probe.h"
 
 static void write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "wb");

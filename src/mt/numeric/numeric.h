@@ -37,21 +37,7 @@ typedef struct mpk_mtn_probe {
   mpk_mtn_tokens tokens;
   void *priv_;
 } mpk_mtn_probe;
-/* The limits of a probe: a probe is a few thousand tokens run twice, not a data set. */
-#define MPK_MTN_PROBE_MAX_BYTES (16u << 20)   /* the file */
-#define MPK_MTN_PROBE_MAX_SEQUENCES 1024
-#define MPK_MTN_PROBE_MAX_LENGTH 8192         /* ids in one sequence (at least 2) */
-#define MPK_MTN_PROBE_MAX_TOKENS 65536        /* ids in all */
-#define MPK_MTN_PROBE_MAX_ID INT64_C(2147483647)
-/* {"sequences": [[id, ...], ...]}: exactly that key; 1..MAX_SEQUENCES sequences of 2..MAX_LENGTH
-   integers in [0, MAX_ID] (whether an id is below the graph's vocabulary is the run's check), at
-   most MAX_TOKENS in all. Errors name the file and the JSON pointer: MPK_EMALFORMED for the shape,
-   MPK_ELIMIT for a limit. The file is opened by mpk_map_file's rules (a regular file: a FIFO is
-   refused, never waited on). */
 int mpk_mtn_probe_load(const char *path, mpk_mtn_probe **out, mpk_error *err);
-/* The same on bytes in memory (`file` names them in errors; the unit tests' and a fuzzer's entry). */
-int mpk_mtn_probe_parse(const void *data, size_t len, const char *file, mpk_mtn_probe **out, mpk_error *err);
-/* Accepts NULL. */
 void mpk_mtn_probe_free(mpk_mtn_probe *p);
 
 #endif

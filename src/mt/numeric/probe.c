@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "mt/numeric/numeric.h"
+#include "mt/numeric/probe.h"
 
 struct probe_priv {
   int64_t *ids;           /* every sequence's ids, one after the other */
