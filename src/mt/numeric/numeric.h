@@ -29,7 +29,9 @@ int mpk_mtn_open_inference(mpk_ort *ort, const char *inference_dir, const mpk_or
                            mpk_ort_session **out, mpk_error *err);
 
 /* `n` token ids in [0, vocab) drawn from `seed` (splitmix64; the sequence is documented in
-   docs/mt-numeric.md so that any implementation reproduces it). */
+   docs/mt-numeric.md so that any implementation reproduces it): state = seed; for each id:
+   state += 0x9E3779B97F4A7C15; z = state; z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9;
+   z = (z ^ (z >> 27)) * 0x94D049BB133111EB; z ^= z >> 31; id = z % vocab (uint64 arithmetic). */
 void mpk_mtn_random_tokens(uint64_t seed, int64_t vocab, int64_t *out, size_t n);
 
 /* PROBE.json (docs/mt-numeric.md, "The probe"): token sequences, read strictly. */
@@ -39,5 +41,20 @@ typedef struct mpk_mtn_probe {
 } mpk_mtn_probe;
 int mpk_mtn_probe_load(const char *path, mpk_mtn_probe **out, mpk_error *err);
 void mpk_mtn_probe_free(mpk_mtn_probe *p);
+
+/* appended (parity helper): the load gate's zero-copy views of a variant's handoff tensors, as the
+   initializers of its inference graph (for mpk_mtn_open_inference). */
+typedef struct mpk_mtn_views {
+  mpk_tensor_view *views;      /* n, each mapped read-only (mpk_mt_tensor_open beneath the inference dir) */
+  mpk_ort_initializer *inits;  /* n: inferenceInitializerNames[role] -> &views[i] */
+  size_t n;
+} mpk_mtn_views;
+/* Open the views of every tensor gate `g` verified, beneath `dir` (the package the gate was opened
+   on). A gate that is not ready is refused with its first problem (naming the layer and the file);
+   no map or no entries: zero views (the graph's own weights). Keep `g` (it holds the directory
+   against merges) and the views until the session is closed. */
+int mpk_mtn_gate_views(const char *dir, const mpk_mt_variant_gate *g, mpk_mtn_views *out, mpk_error *err);
+/* Accepts NULL and a zeroed struct. */
+void mpk_mtn_views_close(mpk_mtn_views *v);
 
 #endif

@@ -162,6 +162,9 @@ struct mpk_mt_variant_gate_priv {
   mpk_mt_gate_report *report;
 };
 
+const mpk_mt_located *mpk_mt_variant_gate_located(const mpk_mt_variant_gate *g) { return &g->priv_->loc; }
+const mpk_mt_handoff *mpk_mt_variant_gate_map(const mpk_mt_variant_gate *g) { return g->priv_->map; }
+
 void mpk_mt_variant_gate_free(mpk_mt_variant_gate *g) {
   if (!g) return;
   if (g->priv_) {

@@ -79,6 +79,9 @@ void mpk_mt_located_free(mpk_mt_located *l);
    (shipped inside the package: never replayed, never trusted). *fd -1 when the variant has no
    inference directory. */
 int mpk_mt_open_inference(const char *dir, const mpk_mt_located *loc, int *fd, mpk_error *err);
+/* The located variant and its map behind a public mpk_mt_variant_gate (map NULL when absent). */
+const mpk_mt_located *mpk_mt_variant_gate_located(const mpk_mt_variant_gate *g);
+const mpk_mt_handoff *mpk_mt_variant_gate_map(const mpk_mt_variant_gate *g);
 /* The variant's weight handoff map, read beneath the package root (MPK_ENOTFOUND when absent). */
 int mpk_mt_load_map(const char *dir, const mpk_mt_located *loc, mpk_mt_handoff **out, mpk_error *err);
 /* The first file the manifest lists that only modelpkg may write into inference directory
