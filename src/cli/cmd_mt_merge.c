@@ -53,7 +53,7 @@ static void print_text(const mpk_mt_merge_report *r, bool dry_run) {
   }
   for (size_t i = 0; i < r->n_notes; i++) printf("  note: %s\n", r->notes[i]);
   if (r->verified) {
-    printf("  post-merge check: cross-entropy on the probe %.6f nats before, %.6f after; ratio %.4g (bound %g)\n",
+    printf("  post-merge check: cross-entropy on the probe %.7g nats before, %.7g after; ratio %.4g (bound %g)\n",
            r->ce_before, r->ce_after, r->ratio, r->max_ratio);
     printf("    %s\n", r->verdict);
   }
