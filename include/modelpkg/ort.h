@@ -27,7 +27,7 @@ extern "C" {
 #define MPK_ORT_DEFAULT_LIBRARY "libonnxruntime.so.1"
 /** The ONNX Runtime C API version modelpkg asks for (ORT_API_VERSION of the oldest release whose
     API has every function modelpkg calls); a library that cannot give it is refused (MPK_EVERSION). */
-#define MPK_ORT_API_VERSION 17
+#define MPK_ORT_API_VERSION 12
 
 typedef struct mpk_ort mpk_ort;
 typedef struct mpk_ort_session mpk_ort_session;
@@ -92,6 +92,8 @@ typedef struct mpk_ort_lm_result {
   size_t n_tokens;        /**< the sequence's length */
   size_t n_predicted;     /**< n_tokens - 1 */
   char logits_output[128];/**< the output read as logits */
+  char logits_sha256[65]; /**< SHA-256 (hex) of the logits' bytes as ONNX Runtime returned them: two runs
+                               computed the same numbers bit for bit iff these are equal */
 } mpk_ort_lm_result;
 
 /**
