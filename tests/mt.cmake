@@ -45,7 +45,7 @@ mpk_script_test(test_merge_onnx e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_merge_o
 # (the tree byte-identical), --force, --dry-run, bad probes; cross-entropies against numpy and
 # onnxruntime-node. Skipped (exit 77) without ONNX Runtime, node + onnxruntime-node or numpy/onnx.
 mpk_script_test(test_merge_verify e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_merge_verify.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
-set_tests_properties(test_merge_verify PROPERTIES TIMEOUT 300)
+set_tests_properties(test_merge_verify PROPERTIES TIMEOUT 300 ENVIRONMENT "MPK_ORT_LIBRARY=${MPK_ORT_TEST_LIBRARY}")
 # The device lifecycle on the installed cache (issue 18, docs/mt-lifecycle-e2e.md): a real nginx serves
 # v1 then v2; install, gate, merge, ONNX Runtime, update under a live reader (the adapter re-applied),
 # restore, remove, gc. Skipped (exit 77) without nginx, curl, node + onnxruntime-node or numpy/onnx.

@@ -24,7 +24,7 @@ TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
 . "$SRC/tests/integration/expect.sh"
 
 # ---- what the test needs
-ORT_DEFAULT="$SRC/.deps/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1"
+ORT_DEFAULT="$SRC/.deps/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1" # ctest sets MPK_ORT_LIBRARY (tests/ort.cmake)
 export MPK_ORT_LIBRARY="${MPK_ORT_LIBRARY:-$ORT_DEFAULT}"
 [ -f "$MPK_ORT_LIBRARY" ] || skip_test "ONNX Runtime (libonnxruntime.so.1 from npm onnxruntime-node: scripts/deps_node.sh)"
 need_tool node
