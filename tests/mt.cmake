@@ -44,7 +44,8 @@ mpk_script_test(test_merge_onnx e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_merge_o
 # make_decoder.py's damaged decoder: an improving adapter committed, a destructive one rolled back
 # (the tree byte-identical), --force, --dry-run, bad probes; cross-entropies against numpy and
 # onnxruntime-node. Skipped (exit 77) without ONNX Runtime, node + onnxruntime-node or numpy/onnx.
-mpk_script_test(test_merge_verify e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_merge_verify.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+mpk_script_test(test_merge_verify e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_merge_verify.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR}
+  $<IF:$<BOOL:${MPK_SANITIZE}>,sanitize,plain>)
 set_tests_properties(test_merge_verify PROPERTIES TIMEOUT 300 ENVIRONMENT "MPK_ORT_LIBRARY=${MPK_ORT_TEST_LIBRARY}")
 # The device lifecycle on the installed cache (issue 18, docs/mt-lifecycle-e2e.md): a real nginx serves
 # v1 then v2; install, gate, merge, ONNX Runtime, update under a live reader (the adapter re-applied),
