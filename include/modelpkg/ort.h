@@ -25,8 +25,10 @@ extern "C" {
 #define MPK_ORT_LIBRARY_ENV "MPK_ORT_LIBRARY"
 /** The name searched last (the dynamic loader's search path): ONNX Runtime's soname on Linux. */
 #define MPK_ORT_DEFAULT_LIBRARY "libonnxruntime.so.1"
-/** The ONNX Runtime C API version modelpkg asks for (ORT_API_VERSION of the oldest release whose
-    API has every function modelpkg calls); a library that cannot give it is refused (MPK_EVERSION). */
+/** The ONNX Runtime C API version modelpkg asks for; a library that cannot give it, or older than
+    release 1.12, is refused (MPK_EVERSION). Every function modelpkg calls is older than API 12; 12 is
+    the floor because the no-copy settings (the "session.disable_prepacking" entry) are not checked by
+    older releases and were not tested there (docs/ort.md, "API version"). */
 #define MPK_ORT_API_VERSION 12
 
 typedef struct mpk_ort mpk_ort;
@@ -56,8 +58,9 @@ MPK_API const char *mpk_ort_library(const mpk_ort *ort);
 MPK_API void mpk_ort_close(mpk_ort *ort);
 
 /** An initializer the caller supplies in place of the graph's own: ONNX Runtime reads `view`'s
-    bytes where they are (no copy), so they must outlive the session. The view's dtype and shape
-    must be the graph initializer's (MPK_EMISMATCH otherwise, naming it). */
+    bytes where they are (no copy), so they must outlive the session. The graph must declare an
+    initializer of that name with the view's dtype and shape (MPK_EMISMATCH otherwise, naming it and
+    both layouts). */
 typedef struct mpk_ort_initializer {
   const char *name;
   const mpk_tensor_view *view;
@@ -65,7 +68,7 @@ typedef struct mpk_ort_initializer {
 
 typedef struct mpk_ort_session_options {
   size_t struct_size;                      /**< sizeof as compiled, set by the _INIT macro */
-  const mpk_ort_initializer *initializers; /**< handed over without a copy (AddExternalInitializers) */
+  const mpk_ort_initializer *initializers; /**< handed over without a copy (AddInitializer) */
   size_t n_initializers;
   /** 1: no graph optimization and no weight prepacking, so that no initializer is copied into a
       second, transformed form (set automatically when initializers are given). */

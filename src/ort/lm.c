@@ -181,7 +181,10 @@ int mpk_ort_lm_cross_entropy(mpk_ort_session *s, const int64_t *ids, size_t n, m
       if (!rc && is_float && (strcmp(name, "logits") == 0 || !chosen || strcmp(chosen, "logits") != 0)) {
         int named = strcmp(name, "logits") == 0;
         if (named || !chosen) {
-          if (chosen) ORT(api, AllocatorFree)(alloc, chosen);
+          if (chosen) {
+            OrtStatus *st = ORT(api, AllocatorFree)(alloc, chosen);
+            if (st) ORT(api, ReleaseStatus)(st);
+          }
           chosen = name, name = NULL;
           chosen_elem = elem;
           chosen_vocab = nd == 3 ? dims[2] : -1;

@@ -10,7 +10,7 @@
 #include "ort/ort_internal.h"
 
 /* The ONNX Runtime release that introduced C API version MPK_ORT_API_VERSION: API N arrived in
-   release 1.N (the "\since Version 1.12" of AddExternalInitializers, API 12). */
+   release 1.N (onnxruntime_c_api.h's "\since Version 1.12" marks API 12's additions). */
 #define MPK_ORT_MIN_MAJOR 1
 #define MPK_ORT_MIN_MINOR MPK_ORT_API_VERSION
 

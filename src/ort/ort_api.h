@@ -87,7 +87,9 @@ enum mpk_ort_slot {
   MPK_ORT_SLOT_ReleaseTensorTypeAndShapeInfo = 99,   /* slot 99, since API 1 */
   MPK_ORT_SLOT_ReleaseSessionOptions = 100,          /* slot 100, since API 1 */
   MPK_ORT_SLOT_AddSessionConfigEntry = 130,          /* slot 130, since API 2 (1.2) */
-  MPK_ORT_SLOT_AddExternalInitializers = 210,        /* slot 210, since API 12 (1.12) */
+  MPK_ORT_SLOT_AddInitializer = 150,                 /* slot 150, before API 12 (in the struct long before it) */
+  /* Not used: AddExternalInitializers (slot 210, API 12) copies the bytes into the graph — measured
+     on 1.30: RssAnon grew by the weights' size (docs/ort.md, "Zero-copy, measured"). */
 };
 
 /* Typed pointers, one per slot used (signatures from onnxruntime_c_api.h). */
@@ -133,8 +135,7 @@ typedef void (*mpk_ort_ReleaseTypeInfo_fn)(OrtTypeInfo *);
 typedef void (*mpk_ort_ReleaseTensorTypeAndShapeInfo_fn)(OrtTensorTypeAndShapeInfo *);
 typedef void (*mpk_ort_ReleaseSessionOptions_fn)(OrtSessionOptions *);
 typedef OrtStatus *(*mpk_ort_AddSessionConfigEntry_fn)(OrtSessionOptions *, const char *key, const char *value);
-typedef OrtStatus *(*mpk_ort_AddExternalInitializers_fn)(OrtSessionOptions *, const char *const *names,
-                                                         const OrtValue *const *values, size_t n);
+typedef OrtStatus *(*mpk_ort_AddInitializer_fn)(OrtSessionOptions *, const char *name, const OrtValue *value);
 
 /* The function in slot `name` of the OrtApi `api`, typed: ORT(api, CreateEnv)(...). Converting an
    object pointer to a function pointer is what dlsym() already relies on (POSIX). */

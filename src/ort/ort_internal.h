@@ -32,4 +32,16 @@ int mpk_ort_status(const mpk_ort *o, OrtStatus *st, mpk_error *err, int code, co
    of failing: 0 when `st` is NULL, 1 otherwise. */
 int mpk_ort_status_text(const mpk_ort *o, OrtStatus *st, char *msg, size_t cap);
 
+/* An initializer as the model file declares it (graph_inits.c); `name` points into the mapping. */
+typedef struct mpk_ort_graph_init {
+  const char *name;
+  size_t name_len;
+  int32_t data_type; /* ONNX TensorProto.DataType */
+  size_t ndim;       /* may exceed MPK_TENSOR_MAX_DIMS: then dims holds the first ones */
+  int64_t dims[MPK_TENSOR_MAX_DIMS];
+} mpk_ort_graph_init;
+/* The initializers of the ONNX model in `m` (malloc'ed array, *n entries; free()). -1: not an
+   ONNX model this reader understands (no graph, a truncated field). */
+int mpk_ort_graph_inits(const mpk_mapped *m, mpk_ort_graph_init **out, size_t *n);
+
 #endif

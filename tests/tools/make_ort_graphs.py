@@ -11,6 +11,7 @@ with numpy independently of modelpkg and of ONNX Runtime.
   lm_past.onnx   lm.onnx plus a past input past_key_values.0.key float32 [batch, 2,
                  past_sequence_length, 2] added as ReduceSum (0 when the past is empty)
   lm_odd.onnx    lm.onnx plus an input 'token_type_ids' the cross-entropy does not feed
+  lm_f16.onnx    lm.onnx with float16 logits (Cast; exact, see below)
   tokens.json    the token ids; expected.json: {"lm": cross-entropy, "vocab": V, "E": [...], "W": [...]}
 
 Every weight is a multiple of 1/8 with |w| <= 2 and the hidden width is 4, so every float32 product
@@ -43,7 +44,7 @@ def weights():
     return E, P, W
 
 
-def lm_graph(E, P, W, external=None, past=False, odd=False):
+def lm_graph(E, P, W, external=None, past=False, odd=False, f16=False):
     seq = "sequence_length"
     inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", seq]),
               helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", seq]),
@@ -54,7 +55,7 @@ def lm_graph(E, P, W, external=None, past=False, odd=False):
              helper.make_node("Cast", ["attention_mask"], ["mf"], to=TensorProto.FLOAT),
              helper.make_node("Unsqueeze", ["mf", "axis_last"], ["m3"]),
              helper.make_node("Mul", ["h0", "m3"], ["h"]),
-             helper.make_node("MatMul", ["h", "W"], ["logits0" if past else "logits"])]
+             helper.make_node("MatMul", ["h", "W"], ["logits0" if past or f16 else "logits"])]
     inits = [numpy_helper.from_array(E, "E"), numpy_helper.from_array(P, "P"), numpy_helper.from_array(W, "W"),
              numpy_helper.from_array(np.array([-1], dtype=np.int64), "axis_last")]
     if past:
@@ -62,9 +63,11 @@ def lm_graph(E, P, W, external=None, past=False, odd=False):
                                                     ["batch", 2, "past_sequence_length", 2]))
         nodes += [helper.make_node("ReduceSum", ["past_key_values.0.key"], ["ps"], keepdims=0),
                   helper.make_node("Add", ["logits0", "ps"], ["logits"])]
+    if f16:  # float16 logits: every value here is k/64 with |k| < 2048, exact in float16
+        nodes.append(helper.make_node("Cast", ["logits0"], ["logits"], to=TensorProto.FLOAT16))
     if odd:
         inputs.append(helper.make_tensor_value_info("token_type_ids", TensorProto.INT64, ["batch", seq]))
-    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", seq, V])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT16 if f16 else TensorProto.FLOAT, ["batch", seq, V])]
     if external:
         outdir = external
         for t in inits:
@@ -113,7 +116,8 @@ def main():
     onnx.save(lm_graph(E, P, W, external=out), os.path.join(out, "lm_ext.onnx"))
     onnx.save(lm_graph(E, P, W, past=True), os.path.join(out, "lm_past.onnx"))
     onnx.save(lm_graph(E, P, W, odd=True), os.path.join(out, "lm_odd.onnx"))
-    for name in ("add", "lm", "lm_ext", "lm_past", "lm_odd"):
+    onnx.save(lm_graph(E, P, W, f16=True), os.path.join(out, "lm_f16.onnx"))
+    for name in ("add", "lm", "lm_ext", "lm_past", "lm_odd", "lm_f16"):
         onnx.checker.check_model(os.path.join(out, name + ".onnx"))
     with open(os.path.join(out, "tokens.json"), "w") as f:
         json.dump(TOKENS, f)

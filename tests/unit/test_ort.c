@@ -175,6 +175,9 @@ static void test_lm_cross_entropy(void **state) {
   assert_string_equal(r2.logits_sha256, r.logits_sha256);
   ce_of(o, "lm_past.onnx", NULL, &r3);
   assert_true(r3.cross_entropy == r.cross_entropy);
+  ce_of(o, "lm_f16.onnx", NULL, &r3); /* float16 logits, widened exactly */
+  assert_true(r3.cross_entropy == r.cross_entropy);
+  assert_string_not_equal(r3.logits_sha256, r.logits_sha256); /* 2-byte elements hashed as returned */
 
   /* onnxruntime-node, the independent reference, within 1e-5. */
   if (mpk_test_have_tool("node")) {
@@ -276,6 +279,37 @@ static void test_initializers(void **state) {
   vshort.nbytes = 8;
   init[1].view = &vshort;
   assert_int_equal(mpk_ort_session_open(o, p, &so, &s, &err), MPK_EMISMATCH);
+  /* The right shape, the wrong dtype; a view of a dtype ONNX Runtime cannot take in place. */
+  mpk_tensor_view vh = view_of(W, 4, 11);
+  snprintf(vh.dtype, sizeof vh.dtype, "float16");
+  vh.nbytes = 44 * 2;
+  init[1].view = &vh;
+  assert_int_equal(mpk_ort_session_open(o, p, &so, &s, &err), MPK_EMISMATCH);
+  if (!strstr(tu_err(&err), "float16[4,11]") || !strstr(tu_err(&err), "float32[4,11]")) fail_msg("message: %s", tu_err(&err));
+  mpk_tensor_view vi4 = view_of(W, 4, 11);
+  snprintf(vi4.dtype, sizeof vi4.dtype, "int4");
+  init[1].view = &vi4;
+  assert_int_equal(mpk_ort_session_open(o, p, &so, &s, &err), MPK_EUNSUPPORTED);
+  init[1].view = &vw;
+  /* Hostile model files with initializers supplied: truncated anywhere, or not protobuf — refused
+     with the file named, never a crash or a read past the end (ASan build). */
+  char src[700], cut[700];
+  path_of(src, sizeof src, "lm.onnx");
+  path_of(cut, sizeof cut, "cut.onnx");
+  size_t len = 0;
+  uint8_t *bytes = tu_read_file(src, &len);
+  assert_non_null(bytes);
+  for (size_t k = 0; k < len; k += len / 23 + 1) {
+    FILE *f = fopen(cut, "wb");
+    assert_non_null(f);
+    fwrite(bytes, 1, k, f);
+    fclose(f);
+    int rc = mpk_ort_session_open(o, cut, &so, &s, &err);
+    assert_int_not_equal(rc, 0);
+    assert_null(s);
+    if (!strstr(tu_err(&err), "cut.onnx")) fail_msg("cut at %zu: %s", k, tu_err(&err));
+  }
+  free(bytes);
   /* n_initializers without an array. */
   so.initializers = NULL;
   assert_int_equal(mpk_ort_session_open(o, p, &so, &s, &err), MPK_EINVAL);
