@@ -17,6 +17,8 @@
 # 3. Loopback (server A), REPEAT interleaved rounds, order rotated each round:
 #      curl      one curl process, one connection, every file in turn (-K config of url/output pairs)
 #      md5sum    md5sum of the served shards, one process (the page cache warm: hashing alone)
+#      curl+sync the same curl, then `sync -f` of its directory: its files made durable, as the
+#                install makes every file before its commit (a reference, not a target's peer)
 #      install   modelpkg mlc install URL --cache C --name bench (default connections) into an empty cache
 #    target: install <= 1.2 x max(curl, md5sum), the median of the per-round ratios.
 # 4. Throttled (server B), THROTTLE_REPEAT rounds:
@@ -227,6 +229,7 @@ measure() {
   sync
   case $peer in
     curl)   cmd=(curl -fsS -K "$WORK/curl.$which.cfg") ;;
+    curl+sync) cmd=(sh -c 'curl -fsS -K "$1" && sync -f "$2"' sh "$WORK/curl.$which.cfg" "$WORK/dl") ;;
     md5sum) cmd=(md5sum -- "${SHARDS[@]/#/$MODEL/}") ;;
     install | install-*)
       local -a extra=()
@@ -266,7 +269,7 @@ measure() {
     md5sum)
       [[ $VERIFY == 1 ]] && { diff <(sed "s|  $MODEL/|  |" "$out") "$WORK/md5sums.txt" >/dev/null ||
         { echo "run_mlc_install.sh: md5sum's digests differ from the model's" >&2; exit 1; }; } ;;
-    curl | aria2c-*) check_files "$WORK/dl" "$peer" ;;
+    curl | curl+sync | aria2c-*) check_files "$WORK/dl" "$peer" ;;
     install*)
       grep -q "\"files\": $NSHARDS," "$out" || { echo "run_mlc_install.sh: $peer did not report $NSHARDS shards:" >&2; head -20 "$out" >&2; exit 1; }
       check_files "$WORK/cache/bench" "$peer"
@@ -301,7 +304,7 @@ for w in $SWEEP; do SWEEP_OPTS[${w%%=*}]=${w#*=}; SWEEP_PEERS+=("install-${w%%=*
 
 echo "== 3. loopback, no cap (the served files read once first: the page cache is warm for every peer)"
 cat "${FILES[@]/#/$MODEL/}" >/dev/null
-LOOP_PEERS=(curl md5sum)
+LOOP_PEERS=(curl md5sum curl+sync)
 ((HAVE_INSTALL)) && LOOP_PEERS+=(install)
 [[ $REPEAT != 0 ]] && rounds loopback "$REPEAT" "${LOOP_PEERS[@]}"
 
@@ -364,6 +367,7 @@ awk -v conns="$CONNECTIONS" -v rate="$THROTTLE" -v have_install="$HAVE_INSTALL" 
     FAIR["j1x4"] = 1; FAIR["j4x1"] = 1; FAIR["j2x2"] = 1
     names["curl"] = "curl, one connection, file after file"
     names["md5sum"] = "md5sum of the shards (warm page cache)"
+    names["curl+sync"] = "curl, then sync -f (durable; reference)"
     names["install"] = "modelpkg mlc install"
     names["aria2c-j1x4"] = "aria2c -j1 -x4 -s4 -k1M"
     names["aria2c-j4x1"] = "aria2c -j4 -x1 -s1"
@@ -398,7 +402,7 @@ awk -v conns="$CONNECTIONS" -v rate="$THROTTLE" -v have_install="$HAVE_INSTALL" 
     noinst = have_install ? "" : "modelpkg mlc install not available"
     verdict("loopback: install / max(curl, md5sum)", ratio("loopback", "install", "max:curl,md5sum"), "<=", 1.2, noinst)
     if (noinst == "" && ("loopback", "install") in seen) {
-      x = ratio("loopback", "install", "curl"); printf "        (install / curl %.3f, install / md5sum %.3f;", x, ratio("loopback", "install", "md5sum")
+      x = ratio("loopback", "install", "curl"); printf "        (install / curl %.3f, install / md5sum %.3f, install / (curl, then sync) %.3f;", x, ratio("loopback", "install", "md5sum"), ratio("loopback", "install", "curl+sync")
       printf " CPU-s: install %.2f, curl + md5sum %.2f)\n", med_of("loopback", "install", "cpu"), med_of("loopback", "curl", "cpu") + med_of("loopback", "md5sum", "cpu")
     }
     verdict("throttled " rate ": curl / install --connections " conns " (speed-up)", ratio("throttled", "curl", "install"), ">=", 3.5, noinst)

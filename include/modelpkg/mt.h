@@ -277,6 +277,13 @@ typedef struct mpk_mt_build_input {
   mpk_progress_fn progress;    /**< hashing progress (bytes); may be NULL; non-zero return cancels */
   void *progress_ctx;
   int dry_run;                 /**< 1: compute everything, write nothing */
+  /* appended: the parity gate (docs/mt-numeric.md, "mt build --parity") */
+  /** Non-NULL: run the train/inference parity gate (mpk_mt_parity() with these options; `variant`
+      NULL: the defaultVariant) on the package as it is about to be sealed — the manifest built in
+      memory, the tree's files — after every other check and before anything is written. A gate
+      that fails or cannot run refuses the build: nothing is written (MPK_EMISMATCH naming the
+      verdict, or the gate's own error). */
+  const struct mpk_mt_parity_options *parity;
 } mpk_mt_build_input;
 
 typedef enum mpk_mt_change_kind {
@@ -305,6 +312,9 @@ typedef struct mpk_mt_build_result {
   char *manifest;                /**< the manifest's bytes (NUL-terminated) */
   size_t manifest_len;
   struct mpk_mt_build_result_priv *priv_;
+  /* appended: the parity gate */
+  struct mpk_mt_parity_report *parity; /**< with in->parity: the gate's report when it ran (also when it
+                                            failed and refused the build); freed with the result */
 } mpk_mt_build_result;
 
 /**
@@ -1537,6 +1547,16 @@ MPK_API int mpk_mt_parity(const char *dir, const mpk_mt_parity_options *opts, mp
                           mpk_error *err);
 /** Accepts NULL. */
 MPK_API void mpk_mt_parity_report_free(mpk_mt_parity_report *r);
+
+/** The most token ids TOKENS.json may hold. */
+#define MPK_MT_PARITY_MAX_TOKENS 1048576
+/**
+ * Read TOKENS.json (docs/mt-numeric.md, "Tokens"): strict JSON, the object {"tokens": [id, ...]}
+ * and nothing else, at least 2 and at most MPK_MT_PARITY_MAX_TOKENS ids, each an integer from 0
+ * to 2^31 - 1 as in PROBE.json (3.0 is 3; whether it is below the vocabulary is the graph's to say). Errors name the file, the JSON
+ * pointer and the rule. `*ids` is the caller's (mpk_free()); NULL and `*n` 0 on failure.
+ */
+MPK_API int mpk_mt_parity_tokens_load(const char *path, int64_t **ids, size_t *n, mpk_error *err);
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,11 @@ static const char build_about[] =
     "variant's paths, weightHandoff and download plan; requiredFiles; the checksums files. Each\n"
     "document is replaced atomically, and only when its bytes change: checksums first, the manifest\n"
     "last. Refused: a symbolic link or special file in the tree, a variant without its\n"
-    "variants/<id>/ directory, a missing required file, invalid BUILD.json fields.\n";
+    "variants/<id>/ directory, a missing required file, invalid BUILD.json fields.\n"
+    "\n"
+    "--parity runs the train/inference parity gate (modelpkg mt parity; docs/mt-numeric.md) on the\n"
+    "default variant as it is about to be sealed, after every other check: a gate that fails (or\n"
+    "cannot run, e.g. without ONNX Runtime) refuses the build and nothing is written.\n";
 static const char build_more[] = "exit status: 0 sealed (or nothing to change), 1 refused or failed, 2 usage error\n";
 static const char fmt_about[] =
     "Read a weight_handoff_map.json (version gate, every invariant) and rewrite it atomically in\n"
@@ -129,18 +133,57 @@ int mpk_cmd_mt_handoff_fmt(int argc, char **argv) {
 
 static const char *const kind_names[] = {"added", "removed", "changed"};
 
-static const char *const build_keys[] = {"dir", "dry_run", "files", "bytes", "had_manifest", "changes", "written", NULL};
+static const char *const build_keys[] = {"dir",     "dry_run", "files",  "bytes", "had_manifest",
+                                         "changes", "written", "parity", NULL};
 
-static int run(const char *verb, const char *dir, const char *describe, long long jobs, bool dry_run, bool json) {
+/* --parity: the gate's numbers (human) / its JSON object. */
+static void parity_text(const mpk_mt_parity_report *p) {
+  printf("  parity:  variant %s, %zu tokens: training-side %.6f nats, inference %.6f nats, difference %.6f "
+         "(bound %g), uniform floor %.6f\n",
+         p->variant, p->n_tokens, p->ce_train, p->ce_inference, p->diff, p->max_diff, p->uniform_floor);
+  printf("           %s\n", p->verdict);
+}
+static json_t *parity_json(const mpk_mt_parity_report *p) {
+  if (!p) return json_null();
+  return json_pack("{s:s, s:s, s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:b, s:s}", "variant", p->variant, "train_graph",
+                   p->train_graph, "inference_graph", p->inference_graph, "n_tokens", (json_int_t)p->n_tokens, "vocab",
+                   (json_int_t)p->vocab, "ce_train", p->ce_train, "ce_inference", p->ce_inference, "diff", p->diff,
+                   "uniform_floor", p->uniform_floor, "max_diff", p->max_diff, "pass", p->pass, "verdict", p->verdict);
+}
+
+typedef struct parity_args {
+  bool on;
+  const char *tokens, *library;
+} parity_args;
+
+static int run(const char *verb, const char *dir, const char *describe, long long jobs, bool dry_run, bool json,
+               const parity_args *pa) {
   char cmd[32];
   snprintf(cmd, sizeof cmd, "mt %s", verb);
   mpk_error err;
   mpk_error_clear(&err);
   mpk_mapped desc = {0};
+  mpk_ort *ort = NULL;
+  int64_t *ids = NULL;
+  size_t n_ids = 0;
   int rc = describe ? mpk_map_file(describe, MPK_DOCUMENT_MAX_BYTES, &desc, &err) : 0;
+  /* --parity: ONNX Runtime and the tokens before anything is hashed. */
+  mpk_mt_parity_options po = MPK_MT_PARITY_OPTIONS_INIT;
+  if (!rc && pa->on) {
+    mpk_ort_options oo = MPK_ORT_OPTIONS_INIT;
+    oo.library = pa->library;
+    if (pa->tokens) rc = mpk_mt_parity_tokens_load(pa->tokens, &ids, &n_ids, &err);
+    if (!rc) rc = mpk_ort_open(&oo, &ort, &err);
+    po.ort = ort;
+    po.tokens = ids;
+    po.n_tokens = n_ids;
+  }
   if (rc) {
     mpk_cli_error(&err);
     if (json) mpk_cli_json_refuse(cmd, build_keys, &err);
+    mpk_unmap_file(&desc);
+    mpk_free(ids);
+    mpk_ort_close(ort);
     return MPK_EXIT_FAIL;
   }
   mpk_cli_bar bar;
@@ -151,14 +194,19 @@ static int run(const char *verb, const char *dir, const char *describe, long lon
                            .workers = (unsigned)jobs,
                            .progress = bar.enabled ? mpk_cli_progress : NULL,
                            .progress_ctx = &bar,
-                           .dry_run = dry_run};
+                           .dry_run = dry_run,
+                           .parity = pa->on ? &po : NULL};
   mpk_mt_build_result res;
   rc = mpk_mt_build(dir, &in, &res, &err);
   mpk_cli_bar_done(&bar);
   mpk_unmap_file(&desc);
+  mpk_free(ids);
   if (rc) {
+    if (res.parity && !json) parity_text(res.parity);
     mpk_cli_error(&err);
     if (json) mpk_cli_json_refuse(cmd, build_keys, &err);
+    mpk_mt_build_result_free(&res);
+    mpk_ort_close(ort);
     return MPK_EXIT_FAIL;
   }
   if (json) {
@@ -173,8 +221,10 @@ static int run(const char *verb, const char *dir, const char *describe, long lon
                                                res.changes[i].path));
     json_object_set_new(root, "changes", res.had_manifest ? changes : (json_decref(changes), json_null()));
     json_object_set_new(root, "written", mpk_cli_json_strings((const char *const *)res.written, res.n_written));
+    json_object_set_new(root, "parity", parity_json(res.parity));
     mpk_cli_json_end(root, NULL, 0, NULL, 0);
     mpk_mt_build_result_free(&res);
+    mpk_ort_close(ort);
     return MPK_EXIT_OK;
   }
   printf("modelpkg mt %s %s\n", verb, dir);
@@ -187,11 +237,13 @@ static int run(const char *verb, const char *dir, const char *describe, long lon
     for (size_t i = 0; i < res.n_changes; i++)
       printf("  %-8s %s\n", kind_names[res.changes[i].kind], res.changes[i].path);
   }
+  if (res.parity) parity_text(res.parity);
   for (size_t i = 0; i < res.n_written; i++) printf("  %-8s %s\n", dry_run ? "would write" : "wrote", res.written[i]);
   if (res.n_written == 0) printf("OK: already sealed, nothing written\n");
   else if (dry_run) printf("DRY RUN: %zu document%s would be written\n", res.n_written, res.n_written == 1 ? "" : "s");
   else printf("OK: sealed (%zu document%s written)\n", res.n_written, res.n_written == 1 ? "" : "s");
   mpk_mt_build_result_free(&res);
+  mpk_ort_close(ort);
   return MPK_EXIT_OK;
 }
 
@@ -199,15 +251,24 @@ static int run(const char *verb, const char *dir, const char *describe, long lon
 int mpk_cmd_mt_build(int argc, char **argv) {
   const char *verb = argv[0], *describe = NULL, *jobs_s = NULL;
   bool build = strcmp(verb, "build") == 0, dry_run = false, json = false;
+  parity_args pa = {0};
   const mpk_cli_opt opts[] = {
       {"--describe", 0, "FILE", "BUILD.json: the descriptive inputs (build only)", .str = &describe, .once = true},
       {"--jobs", 0, "N", "threads hashing files (default: one per CPU, at most 8)", .str = &jobs_s},
       {"--dry-run", 0, NULL, "compute everything and tell what would change; write nothing", .flag = &dry_run},
+      {"--parity", 0, NULL, "run the train/inference parity gate (mt parity) on the default variant\n"
+                            "before anything is written: a failing gate writes nothing", .flag = &pa.on},
+      {"--parity-tokens", 0, "TOKENS.json", "the gate's token ids (default: 64 drawn from seed 0)", .str = &pa.tokens,
+       .once = true},
+      {"--ort-library", 0, "PATH", "ONNX Runtime's library for --parity (default: $MPK_ORT_LIBRARY, else\n"
+                                   "libonnxruntime.so.1)", .str = &pa.library, .once = true},
       {"--json", 0, NULL, "print one JSON document (docs/CLI.md)", .flag = &json},
       {0}};
   const mpk_cli_spec spec = {.name = build ? "mt build" : "mt reseal",
-                             .usage = build ? "DIR --describe BUILD.json [--jobs N] [--dry-run] [--json]"
-                                            : "DIR [--jobs N] [--dry-run] [--json]",
+                             .usage = build ? "DIR --describe BUILD.json [--jobs N] [--dry-run] [--parity [--parity-tokens TOKENS.json]\n"
+                                              "[--ort-library PATH]] [--json]"
+                                            : "DIR [--jobs N] [--dry-run] [--parity [--parity-tokens TOKENS.json]\n"
+                                              "[--ort-library PATH]] [--json]",
                              .about = build_about, .opts = opts, .more = build_more,
                              .json_keys = build_keys, .max_args = 1};
   mpk_cli_args a;
@@ -220,5 +281,7 @@ int mpk_cmd_mt_build(int argc, char **argv) {
   if (!build && describe) return mpk_cli_usage(&spec, json, "--describe is for mt build: reseal reads the manifest");
   if ((st = mpk_cli_parse_jobs(&spec, json, jobs_s, &jobs))) return st;
   if (!mpk_cli_is_dir(a.arg[0])) return mpk_cli_usage(&spec, json, "'%s' is not a directory", a.arg[0]);
-  return run(verb, a.arg[0], describe, jobs, dry_run, json);
+  if ((pa.tokens || pa.library) && !pa.on)
+    return mpk_cli_usage(&spec, json, "--%s is for --parity", pa.tokens ? "parity-tokens" : "ort-library");
+  return run(verb, a.arg[0], describe, jobs, dry_run, json, &pa);
 }

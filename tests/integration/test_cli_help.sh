@@ -12,7 +12,7 @@ trap 'rm -rf "$T"' EXIT
 
 commands=("check" "fit" "audio" "image" "mlc id" "mlc metadata" "mlc functions" "mlc embed" "mlc compat" "mlc build" "mlc plan" "mlc urls" "mlc install" "mt build" "mt reseal"
   "mt handoff fmt" "mt handoff build" "mt graph" "mt inspect" "mt tensors" "mt merge" "mt restore" "mt select" "mt plan"
-  "mt install")
+  "mt install" "mt parity")
 for c in "${commands[@]}"; do
   # shellcheck disable=SC2086
   timeout 10 "$MPK" $c --help >"$T/out" 2>"$T/err"

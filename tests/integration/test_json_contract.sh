@@ -144,6 +144,9 @@ run mt_tensors_ok 0 "$MPK" mt tensors "$EX/mt-tiny" --variant cpu-int4; keep ten
 run mt_tensors_refused 1 "$MPK" mt tensors "$EX/mt-tiny" --variant no-such-variant; keep tens_no
 same_keys mt_tensors "$T/tens_ok.json" "$T/tens_no.json"
 run mt_tensors_usage 2 "$MPK" mt tensors "$EX/mt-tiny" --jobs 0
+# mt parity without ONNX Runtime (its success document: tests/e2e/test_mt_parity.sh)
+run mt_parity_refused 1 env MPK_ORT_LIBRARY="$T/no-such-libonnxruntime.so" "$MPK" mt parity "$EX/mt-tiny" --ort-library "$T/no-such-libonnxruntime.so"
+run mt_parity_usage 2 "$MPK" mt parity "$EX/mt-tiny" --seed 1 --tokens "$T/t.json"
 cp -r "$EX/mt-tiny" "$T/seal"
 run mt_build_ok 0 "$MPK" mt build "$T/seal" --describe "$EX/mt-tiny.build.json" --dry-run; keep mtb_ok
 run mt_build_refused 1 "$MPK" mt build "$T/seal" --describe "$T/no-such.json"; keep mtb_no

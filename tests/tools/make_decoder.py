@@ -27,7 +27,8 @@ train/eval_model.onnx takes input_ids and gives logits, its weights inline. The 
 
 Cases (OUT/<case>/pkg, OUT/<case>/tokens.json = {"tokens": [...]}: one Markov sequence, and
 OUT/<case>/expected.json: numpy float64 cross-entropies of both graphs on those tokens):
-  f32          inference float32; train twin float32, the same numbers: difference ~0
+  f32          inference float32; train twin float32, the same numbers: difference ~0; beside it
+               not_lm.onnx, a training-style eval graph (parameters and labels as inputs, a loss out)
   quant        train twin weight-only uint8 (per-output-channel scale and zero point,
                DequantizeLinear -> MatMul) as the exporter's training graph: a small difference, passes
   zeroed       the inference weights (handoff tensors and frozen base) are all zero: the inference
@@ -36,8 +37,9 @@ OUT/<case>/expected.json: numpy float64 cross-entropies of both graphs on those 
   damaged      inference attn = attn + D (D of rank RANK): worse than f32 but far from the floor;
                for the merge's post-merge check, with
                  adapter-improve.safetensors  factors whose delta is -D: the merge repairs the layer
-                 adapter-destroy.safetensors  factors with a huge delta (random, x DESTROY):
-                                              the merged model is far worse than before
+                 adapter-destroy.safetensors  random factors N(0, 0.09) for every entry, a delta
+                                              as large as the weights: the probe CE goes from ~1.7 to ~41
+                                              nats (expected.json probe_ce_destroyed)
                (the scale is the package's training_config.json alpha / rank = ALPHA / RANK)
   OUT/probe.json   {"sequences": [[ids], ...]}: PROBE sequences from the same Markov chain
 
@@ -59,7 +61,7 @@ V, H, F = 64, 64, 96
 P_NEXT = 0.8
 C = math.log((P_NEXT + (1 - P_NEXT) / V) / ((1 - P_NEXT) / V))  # the likely token's logit: the chain's odds
 RANK, ALPHA = 4, 8           # the damage and the adapters: rank 4, scale alpha / rank = 2
-DESTROY = 40.0               # the destructive adapter's factors, times this
+DESTROY = 0.3                # the destructive adapter's factors: N(0, DESTROY²)
 VARIANT = "cpu"
 SEQ_LEN = 128
 PROBE_SEQS, PROBE_LEN = 4, 48
@@ -247,17 +249,43 @@ def write_train(pkg, w, quant):
     return used
 
 
-def adapter(a_attn, b_attn, rng, big=1.0):
-    """The adapter's factors for every map entry: attn's given, up/down with B = 0 (no change)."""
+def write_not_lm(path, w):
+    """An ONNX Runtime training-style eval model: it takes its parameter and the labels as inputs and
+    gives a loss — not a language model's graph (the parity gate refuses it, naming an input)."""
+    nodes = [helper.make_node("Gather", ["embed", "input_ids"], ["h"], axis=0),
+             helper.make_node("MatMul", ["h", "lm_head"], ["logits"]),
+             helper.make_node("SoftmaxCrossEntropyLoss", ["logits2d", "labels1d"], ["loss"]),
+             ]
+    nodes[2:2] = [helper.make_node("Reshape", ["logits", "shape2"], ["logits2d"]),
+                  helper.make_node("Reshape", ["labels", "shape1"], ["labels1d"])]
+    g = helper.make_graph(
+        nodes, "modelpkg-decoder-training-eval",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "sequence"]),
+         helper.make_tensor_value_info("labels", TensorProto.INT64, [1, "sequence"]),
+         helper.make_tensor_value_info("embed", TensorProto.FLOAT, [V, H])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+        initializer=[numpy_helper.from_array(w["lm_head"], "lm_head"),
+                     numpy_helper.from_array(np.array([-1, V], np.int64), "shape2"),
+                     numpy_helper.from_array(np.array([-1], np.int64), "shape1")])
+    m = helper.make_model(g, producer_name="modelpkg tests/tools/make_decoder.py",
+                          opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, path)
+    onnx.checker.check_model(path)
+
+
+def adapter(a_attn, b_attn, rng, destroy=False):
+    """The adapter's factors for every map entry: attn's given; up/down with B = 0 (no change), or
+    random N(0, DESTROY²) with `destroy`."""
     t = {}
     for stem, key in HANDOFF:
         ckpt = "base_model.model." + stem
         n_in, n_out = (H, H) if key == "attn" else ((H, F) if key == "up" else (F, H))
         if key == "attn":
             a, b = a_attn, b_attn
-        elif big != 1.0:
-            a = (rng.standard_normal((RANK, n_in)) * big).astype(np.float32)
-            b = (rng.standard_normal((n_out, RANK)) * big).astype(np.float32)
+        elif destroy:
+            a = (rng.standard_normal((RANK, n_in)) * DESTROY).astype(np.float32)
+            b = (rng.standard_normal((n_out, RANK)) * DESTROY).astype(np.float32)
         else:
             a, b = rng.standard_normal((RANK, n_in)).astype(np.float32), np.zeros((n_out, RANK), np.float32)
         t[ckpt + ".lora_A.weight"], t[ckpt + ".lora_B.weight"] = a, b
@@ -288,15 +316,24 @@ def make_case(out, case, mpk):
     write(os.path.join(root, "tokens.json"), json.dumps({"tokens": tokens}) + "\n")
     exp = {"case": case, "vocab": V, "uniform_floor": math.log(V),
            "ce_train": forward_ce(used, tokens), "ce_inference": forward_ce(inf_w, tokens)}
+    if case == "f32":
+        write_not_lm(os.path.join(root, "not_lm.onnx"), w)
     if case == "damaged":
         rng = np.random.RandomState(5)
         write(os.path.join(root, "adapter-improve.safetensors"), safetensors(adapter(a, b, rng)))
         ba = rng.standard_normal((RANK, H)).astype(np.float32) * DESTROY
         bb = rng.standard_normal((H, RANK)).astype(np.float32) * DESTROY
-        write(os.path.join(root, "adapter-destroy.safetensors"), safetensors(adapter(ba, bb, rng, big=DESTROY)))
+        destroy_factors = adapter(ba, bb, rng, destroy=True)
+        write(os.path.join(root, "adapter-destroy.safetensors"), safetensors(destroy_factors))
         probe = probe_sequences()
         exp["probe_ce_before"] = float(np.mean([forward_ce(inf_w, s) for s in probe]))
         exp["probe_ce_repaired"] = float(np.mean([forward_ce(w, s) for s in probe]))
+        destroyed = dict(inf_w)
+        for stem, key in HANDOFF:  # merged = W + scale · (B A)ᵀ for every entry, as the merge does
+            ckpt = "base_model.model." + stem
+            fa, fb = destroy_factors[ckpt + ".lora_A.weight"], destroy_factors[ckpt + ".lora_B.weight"]
+            destroyed[key] = (inf_w[key].astype(np.float64) + (ALPHA / RANK) * (fb.astype(np.float64) @ fa).T)
+        exp["probe_ce_destroyed"] = float(np.mean([forward_ce(destroyed, s) for s in probe]))
     write(os.path.join(root, "expected.json"), json.dumps(exp, indent=1) + "\n")
     return root
 

@@ -57,4 +57,10 @@ int mpk_mtn_gate_views(const char *dir, const mpk_mt_variant_gate *g, mpk_mtn_vi
 /* Accepts NULL and a zeroed struct. */
 void mpk_mtn_views_close(mpk_mtn_views *v);
 
+/* mpk_mt_parity with the package's manifest given (parsed; taken over, freed in every case)
+   instead of read from `dir`: mt build --parity runs the gate on the manifest it is about to
+   write, before anything is written. NULL: read it. */
+int mpk_mtn_parity_with(const char *dir, mpk_mt_manifest *given, const mpk_mt_parity_options *opts,
+                        mpk_mt_parity_report **out, mpk_error *err);
+
 #endif

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "mt/mt.h"
+#include "mt/numeric/numeric.h"
 
 #define MANIFEST MPK_MT_MANIFEST_FILENAME
 #define CHECKSUMS MPK_MT_CHECKSUMS_FILENAME
@@ -797,6 +798,19 @@ int mpk_mt_build(const char *dir, const mpk_mt_build_input *in, mpk_mt_build_res
     goto done;
   }
 
+  /* The parity gate: on the manifest about to be written and the tree as it is, before anything
+     is written (a failing gate leaves the package unchanged). */
+  if (in->parity) {
+    mpk_mt_manifest *given = readback;
+    readback = NULL;
+    if ((rc = mpk_mtn_parity_with(dir, given, in->parity, &out->parity, err))) goto done;
+    if (!out->parity->pass) {
+      rc = mpk_fail(err, MPK_EMISMATCH, dir, NULL, "the parity gate failed (variant \"%s\"), nothing written: %s",
+                    out->parity->variant, out->parity->verdict);
+      goto done;
+    }
+  }
+
   out->had_manifest = prev != NULL;
   out->n_files = t.n;
   if (prev && (rc = diff_files(&r, prev, &t))) {
@@ -836,6 +850,7 @@ done:
 void mpk_mt_build_result_free(mpk_mt_build_result *r) {
   if (!r) return;
   mpk_free(r->manifest);
+  mpk_mt_parity_report_free(r->parity);
   if (r->priv_) mpk_arena_free(r->priv_->arena);
   memset(r, 0, sizeof *r);
 }

@@ -36,13 +36,23 @@ void mpk_mt_located_free(mpk_mt_located *l) {
 }
 
 int mpk_mt_locate(const char *dir, const char *variant, mpk_mt_located *out, mpk_error *err) {
+  return mpk_mt_locate_with(dir, NULL, variant, out, err);
+}
+
+int mpk_mt_locate_with(const char *dir, mpk_mt_manifest *given, const char *variant, mpk_mt_located *out,
+                       mpk_error *err) {
   memset(out, 0, sizeof *out);
   int rc = mpk_mt_tree_open(dir, &out->tree, err);
-  if (rc) return rc;
-  if (!(out->manifest_file = mpk_path_join(dir, MPK_MT_MANIFEST_FILENAME)))
-    return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
-  rc = mpk_mt_manifest_load(out->manifest_file, &out->manifest, err);
-  if (rc) goto fail;
+  if (rc) {
+    mpk_mt_manifest_free(given);
+    return rc;
+  }
+  out->manifest = given;
+  if (!(out->manifest_file = mpk_path_join(dir, MPK_MT_MANIFEST_FILENAME))) {
+    rc = mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
+    goto fail;
+  }
+  if (!given && (rc = mpk_mt_manifest_load(out->manifest_file, &out->manifest, err))) goto fail;
   if ((rc = mpk_mt_tree_variant(&out->tree, out->manifest, variant, out->manifest_file, &out->variant, err))) goto fail;
   const mpk_mt_variant *v = out->variant;
   const char *mf = out->manifest_file, *why = NULL;
@@ -181,14 +191,21 @@ int mpk_mt_variant_gate_open(const char *dir, const char *variant, const mpk_mt_
   if (!out) return mpk_fail(err, MPK_EINVAL, dir ? dir : "package", NULL, "no place for the gate");
   *out = NULL;
   if (!dir) return mpk_fail(err, MPK_EINVAL, "package", NULL, "no package directory");
+  return mpk_mt_variant_gate_open_with(dir, NULL, variant, opts, out, err);
+}
+
+int mpk_mt_variant_gate_open_with(const char *dir, mpk_mt_manifest *given, const char *variant,
+                                  const mpk_mt_gate_options *opts, mpk_mt_variant_gate **out, mpk_error *err) {
+  *out = NULL;
   mpk_mt_variant_gate *g = calloc(1, sizeof *g);
   struct mpk_mt_variant_gate_priv *p = g ? calloc(1, sizeof *p) : NULL;
   if (!p) {
     free(g);
+    mpk_mt_manifest_free(given);
     return mpk_fail(err, MPK_ENOMEM, dir, NULL, "out of memory");
   }
   g->priv_ = p;
-  int rc = mpk_mt_locate(dir, variant, &p->loc, err);
+  int rc = mpk_mt_locate_with(dir, given, variant, &p->loc, err);
   if (rc) {
     free(p);
     free(g);

@@ -72,6 +72,14 @@ typedef struct mpk_mt_located {
   char *map_rel, *inference_rel;
 } mpk_mt_located;
 int mpk_mt_locate(const char *dir, const char *variant, mpk_mt_located *out, mpk_error *err);
+/* The same with the manifest given (parsed, taken over: freed with the result or on failure)
+   instead of read from the package: mt build --parity locates the variant in the manifest it is
+   about to write. NULL: read it. */
+int mpk_mt_locate_with(const char *dir, mpk_mt_manifest *given, const char *variant, mpk_mt_located *out,
+                       mpk_error *err);
+/* mpk_mt_variant_gate_open over mpk_mt_locate_with. */
+int mpk_mt_variant_gate_open_with(const char *dir, mpk_mt_manifest *given, const char *variant,
+                                  const mpk_mt_gate_options *opts, mpk_mt_variant_gate **out, mpk_error *err);
 void mpk_mt_located_free(mpk_mt_located *l);
 
 /* locate.c: the variant's inference directory opened from the package root with mpk_open_dir_at
