@@ -9,6 +9,7 @@ mpk_test(test_mt_tensor unit unit/test_mt_tensor.c)
 mpk_test(test_mt_stamp unit unit/test_mt_stamp.c)
 mpk_script_test(test_mt_stamp_cli integration ${MPK_IT}/test_mt_stamp_cli.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
 mpk_test(test_mt_safetensors unit unit/test_mt_safetensors.c)
+mpk_test(test_mt_probe unit unit/test_mt_probe.c)
 mpk_test(test_mt_merge_kernel unit unit/test_mt_merge_kernel.c)
 mpk_test(test_mt_merge unit unit/test_mt_merge.c)
 mpk_test(test_mt_merge_crash unit unit/test_mt_merge_crash.c)
@@ -39,6 +40,13 @@ mpk_script_test(test_cli_mt_cache integration ${MPK_IT}/test_mt_cache.sh ${MPK_C
 # A real client proves the merge: ONNX Runtime (npm onnxruntime-node) runs a model before and after
 # `mt merge` (docs/mt-merge-e2e.md). Skipped (exit 77) when node, onnxruntime-node or numpy/onnx are absent.
 mpk_script_test(test_merge_onnx e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_merge_onnx.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+# The post-merge check (issue 21, docs/mt-numeric.md): mt merge --verify PROBE.json on
+# make_decoder.py's damaged decoder: an improving adapter committed, a destructive one rolled back
+# (the tree byte-identical), --force, --dry-run, bad probes; cross-entropies against numpy and
+# onnxruntime-node. Skipped (exit 77) without ONNX Runtime, node + onnxruntime-node or numpy/onnx.
+mpk_script_test(test_merge_verify e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_merge_verify.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR}
+  $<IF:$<BOOL:${MPK_SANITIZE}>,sanitize,plain>)
+set_tests_properties(test_merge_verify PROPERTIES TIMEOUT 300 ENVIRONMENT "MPK_ORT_LIBRARY=${MPK_ORT_TEST_LIBRARY}")
 # The device lifecycle on the installed cache (issue 18, docs/mt-lifecycle-e2e.md): a real nginx serves
 # v1 then v2; install, gate, merge, ONNX Runtime, update under a live reader (the adapter re-applied),
 # restore, remove, gc. Skipped (exit 77) without nginx, curl, node + onnxruntime-node or numpy/onnx.

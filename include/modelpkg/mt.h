@@ -1180,7 +1180,8 @@ typedef struct mpk_mt_merge_report {
   double ce_before, ce_after;      /**< mean next-token cross-entropy on the probe, nats */
   double ratio;                    /**< ce_after / ce_before */
   double max_ratio;                /**< the bound applied */
-  int rolled_back;                 /**< 1: ratio > max_ratio without force: nothing was changed */
+  int rolled_back;                 /**< 1: ratio > max_ratio (or a cross-entropy not finite) without force:
+                                        nothing was changed (a dry run: it would be rolled back) */
   const char *verdict;             /**< the check in one sentence (NULL without a probe) */
 } mpk_mt_merge_report;
 
@@ -1192,7 +1193,13 @@ typedef struct mpk_mt_merge_report {
  * adapter — never a default; the base is the adapter's frozen weight, else the shipped .bin, only
  * while it still hashes to the map's sha256 (a merged base is refused: no merge applies twice); the
  * orientation is observed from non-square entries. An interrupted earlier merge is recovered first.
- * On failure nothing is changed and `*out` is NULL.
+ * On failure nothing is changed and `*out` is NULL — except a merge the post-merge check rolled back
+ * (opts->probe, docs/mt-numeric.md): MPK_EMISMATCH with `*out` set (rolled_back 1, written 0, the
+ * cross-entropies, the verdict; err carries the verdict), the package byte-identical. With a probe
+ * and opts->ort NULL, ONNX Runtime is opened by mpk_ort_open(NULL)'s rules (MPK_EUNSUPPORTED before
+ * anything is written when it is missing); ort, max_ratio or force without a probe: MPK_EINVAL.
+ * dry_run with a probe: both cross-entropies computed (the merged tensors in unlinked temporary
+ * files outside the package), nothing written; above the bound MPK_EMISMATCH, as a rollback.
  */
 MPK_API int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *opts, mpk_mt_merge_report **out,
                          mpk_error *err);

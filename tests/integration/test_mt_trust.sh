@@ -169,10 +169,11 @@ P="$TMP/json"; fresh "$P"
 expect merge_json 0 '^ok$' -- python3 -c '
 import json, sys
 docs = [json.load(open(f)) for f in sys.argv[1:]]
-keys = ["modelpkg_version", "command", "ok", "variant", "inference_dir", "orientation", "evidence", "written", "entries", "problems", "notes"]
+keys = ["modelpkg_version", "command", "ok", "variant", "inference_dir", "orientation", "evidence", "written", "entries", "verify", "problems", "notes"]
 for d in docs:
     assert list(d) == keys, list(d)
     assert d["command"] == "mt merge", d
+    assert d["verify"] is None, d  # no --verify: no post-merge check (docs/mt-numeric.md)
 ok, refused, usage = docs
 assert ok["ok"] is True and ok["written"] is False and len(ok["entries"]) == 2 and ok["problems"] == [], ok
 assert refused["ok"] is False and refused["entries"] is None and "symbolic link" in refused["problems"][0]["message"], refused

@@ -595,6 +595,78 @@ static void test_gate_holds_against_merge(void **state) {
   tu_sh("rm -rf '%s'", root);
 }
 
+/* ---------------------------------------------------------------- the post-merge check's options */
+
+/* The inference directory's names, sizes, modes and mtimes, and every file's SHA-256, into `out`. */
+static void snapshot(const char *root, const char *out) {
+  tu_sh("cd '%s' && { find . -printf '%%y %%m %%s %%T@ %%p\\n' | LC_ALL=C sort; find . -type f -print0 | LC_ALL=C sort -z "
+        "| xargs -0 sha256sum; } > '%s'",
+        fx_inference(root), out);
+}
+
+/* Refused before anything is written (docs/mt-numeric.md): the check's options without a probe, a
+   bound that is not a positive finite number, a bad probe, no ONNX Runtime. The end-to-end check
+   itself (ONNX Runtime, rollback, force, dry run) is test_merge_verify. */
+static void test_verify_refusals(void **state) {
+  (void)state;
+  const char *root = tu_tmpdir();
+  fx_entry es[] = {{L0, "float32", 24, 40, 24, 40, 4, NULL}};
+  fx_options fo = {.alpha = 6, .rank = 0, .seed = 3};
+  fx_build(root, es, 1, &fo);
+  char before[600], after[600], probe[600], bad_probe[600];
+  snprintf(before, sizeof before, "%s/snap.before", root);
+  snprintf(after, sizeof after, "%s/snap.after", root);
+  snprintf(probe, sizeof probe, "%s/probe.json", root);
+  snprintf(bad_probe, sizeof bad_probe, "%s/bad-probe.json", root);
+  write_text(probe, "{\"sequences\": [[1, 2, 3]]}");
+  write_text(bad_probe, "{\"sequences\": [[1, 2], [3]]}");
+  snapshot(root, before);
+  mpk_mt_merge_report *r;
+  mpk_error err;
+  mpk_mt_merge_options o = opts_for(root);
+  o.has_scale = 1;
+  o.scale = 1;
+  /* force, max_ratio or ort without a probe */
+  o.force = 1;
+  assert_int_equal(merge(root, &o, &r, &err), MPK_EINVAL);
+  assert_null(r);
+  assert_non_null(strstr(err.message, "give a probe"));
+  o.force = 0;
+  o.max_ratio = 3;
+  assert_int_equal(merge(root, &o, &r, &err), MPK_EINVAL);
+  /* a bound that is not a positive finite number */
+  o.probe = probe;
+  static const double bounds[] = {-1, INFINITY, NAN};
+  for (size_t i = 0; i < 3; i++) {
+    o.max_ratio = bounds[i];
+    assert_int_equal(merge(root, &o, &r, &err), MPK_EINVAL);
+    assert_null(r);
+    assert_non_null(strstr(err.message, "max_ratio"));
+  }
+  o.max_ratio = 0;
+  /* a bad probe, named with its JSON pointer */
+  o.probe = bad_probe;
+  assert_int_equal(merge(root, &o, &r, &err), MPK_EMALFORMED);
+  assert_null(r);
+  assert_string_equal(err.file, bad_probe);
+  assert_string_equal(err.pointer, "/sequences/1");
+  /* no ONNX Runtime (opts->ort NULL: opened from $MPK_ORT_LIBRARY, which names nothing) */
+  o.probe = probe;
+  const char *was = getenv("MPK_ORT_LIBRARY");
+  char *saved = was ? strdup(was) : NULL;
+  setenv("MPK_ORT_LIBRARY", "/nonexistent/libonnxruntime.so.1", 1);
+  int rc = merge(root, &o, &r, &err);
+  if (saved) setenv("MPK_ORT_LIBRARY", saved, 1);
+  else unsetenv("MPK_ORT_LIBRARY");
+  free(saved);
+  assert_int_not_equal(rc, 0);
+  assert_null(r);
+  if (rc == MPK_EUNSUPPORTED) assert_non_null(strstr(err.message, "ONNX Runtime not available"));
+  snapshot(root, after);
+  tu_sh("cmp -s '%s' '%s'", before, after); /* nothing changed, not even an mtime */
+  tu_sh("rm -rf '%s'", root);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gate_holds_against_merge),
@@ -606,6 +678,7 @@ int main(void) {
       cmocka_unit_test(test_peft_names_and_missing),
       cmocka_unit_test(test_quantized_entry),
       cmocka_unit_test(test_check_after_merge),
+      cmocka_unit_test(test_verify_refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

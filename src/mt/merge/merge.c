@@ -10,6 +10,7 @@
 #include "core/txn.h"
 #include "mt/merge/merge.h"
 #include "mt/merge/merge_kernel.h"
+#include "mt/merge/merge_verify.h"
 
 #define JOURNAL MPK_MT_MERGE_TXN
 
@@ -269,8 +270,9 @@ static int merge_quant(const merge_plan *p, const merge_item *it, unsigned worke
 
 /* Stage every file the entry rewrites (the weight, or the three quantized roles), compute into
    them, then stage each one's sidecar "<hex>\n". */
-static int stage_entry(const merge_plan *p, const merge_item *it, unsigned workers, mpk_txn *txn,
+static int stage_entry(const merge_plan *p, size_t index, unsigned workers, mpk_txn *txn, merge_verify *v,
                        char digests[MPK_MT_ROLE_COUNT][65], mpk_error *err) {
+  const merge_item *it = &p->items[index];
   const mpk_mt_handoff_entry *e = it->e;
   const char *layer = e->training_base_layer_name;
   if (e->quantized && it->frozen)
@@ -293,6 +295,8 @@ static int stage_entry(const merge_plan *p, const merge_item *it, unsigned worke
     if (fds[r] < 0) continue;
     const char *name = e->external_data_location[r];
     char *hex = digests[r];
+    /* The post-merge check reads the staged bytes where they are (a read-only mapping of the file). */
+    if ((rc = mpk_merge_verify_keep(p, v, index, (mpk_mt_role)r, fds[r], err))) return rc;
     if (mpk_sha256_fd(fds[r], hex))
       return mpk_fail(err, MPK_EIO, name, NULL, "entry \"%.200s\": cannot hash the merged tensor: %s", layer,
                       strerror(errno));
@@ -305,10 +309,43 @@ static int stage_entry(const merge_plan *p, const merge_item *it, unsigned worke
   return rc;
 }
 
+/* A dry run with a probe: the merged tensors computed into unlinked temporary files outside the
+   package (nothing is written there), for the post-merge check to read. */
+static int compute_unstaged(const merge_plan *p, unsigned workers, merge_verify *v, mpk_error *err) {
+  int rc = 0;
+  for (size_t i = 0; i < p->n_items && !rc; i++) {
+    const merge_item *it = &p->items[i];
+    const mpk_mt_handoff_entry *e = it->e;
+    if (e->quantized && it->frozen)
+      return mpk_fail(err, MPK_EUNSUPPORTED, p->loc.map_file, NULL,
+                      "entry \"%.200s\": merging from a frozen float base into a quantized weight is not supported: "
+                      "use an adapter without the frozen weight (the shipped quantized tensors are the base)",
+                      e->training_base_layer_name);
+    int fds[MPK_MT_ROLE_COUNT] = {-1, -1, -1, -1};
+    int lo = e->quantized ? MPK_MT_ROLE_WEIGHT_QUANTIZED : MPK_MT_ROLE_WEIGHT;
+    int hi = e->quantized ? MPK_MT_ROLE_ZERO_POINT : MPK_MT_ROLE_WEIGHT;
+    const char *tmp = getenv("TMPDIR");
+    for (int r = lo; r <= hi && !rc; r++) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s/modelpkg-merge-probe.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+      if ((fds[r] = mpk_temp_open(path)) < 0)
+        rc = mpk_fail(err, MPK_EIO, path, NULL, "the dry run's post-merge check cannot create a temporary file: %s",
+                      strerror(errno));
+      else unlink(path);
+    }
+    if (!rc)
+      rc = e->quantized ? merge_quant(p, it, workers, fds, err) : merge_dense(p, it, workers, fds[MPK_MT_ROLE_WEIGHT], err);
+    for (int r = lo; r <= hi && !rc; r++) rc = mpk_merge_verify_keep(p, v, i, (mpk_mt_role)r, fds[r], err);
+    for (int r = 0; r < MPK_MT_ROLE_COUNT; r++)
+      if (fds[r] >= 0) close(fds[r]);
+  }
+  return rc;
+}
+
 /* ---------------------------------------------------------------- the report */
 
 static int build_report(const merge_plan *p, const mpk_mt_merge_options *o, char (*digests)[MPK_MT_ROLE_COUNT][65],
-                        int written, mpk_mt_merge_report **out, mpk_error *err) {
+                        int written, const merge_verify *v, mpk_mt_merge_report **out, mpk_error *err) {
   mpk_mt_merge_report *r = calloc(1, sizeof *r);
   mpk_arena *a = mpk_arena_new();
   if (r) r->priv_ = calloc(1, sizeof *r->priv_);
@@ -352,7 +389,15 @@ static int build_report(const merge_plan *p, const mpk_mt_merge_options *o, char
   r->notes = notes;
   r->n_notes = p->notes.n_notes;
   r->written = written;
-  (void)o;
+  if (v && v->active) {
+    r->verified = 1;
+    r->ce_before = v->ce_before;
+    r->ce_after = v->ce_after;
+    r->ratio = v->ratio;
+    r->max_ratio = v->max_ratio;
+    r->rolled_back = v->exceeded && !o->force; /* a dry run: it would be */
+    if (!(r->verdict = mpk_arena_strdup(a, v->verdict))) goto oom;
+  }
   *out = r;
   return 0;
 oom:
@@ -396,10 +441,14 @@ int mpk_merge_execute(merge_plan *pp, const mpk_mt_merge_options *opts, mpk_mt_m
   char (*digests)[MPK_MT_ROLE_COUNT][65] = calloc(p.n_items, sizeof *digests);
   mpk_txn *txn = NULL;
   json_t *record = NULL, *members = NULL;
+  merge_verify v = {0};
   if (!digests) {
     rc = mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
     goto out;
   }
+  /* The post-merge check's probe and ONNX Runtime, before anything is locked or computed: a bad
+     probe or a missing runtime refuses the merge here. */
+  if ((rc = mpk_merge_verify_prepare(&p, opts, &v, err))) goto out;
   /* The lock first, then the record and the bases: no other merge can change them between the
      proof and the write. */
   if (!opts->dry_run &&
@@ -408,13 +457,27 @@ int mpk_merge_execute(merge_plan *pp, const mpk_mt_merge_options *opts, mpk_mt_m
   if ((rc = mpk_mt_record_load(p.inference_fd, p.loc.inference_dir, &record, err))) goto out;
   if ((rc = mpk_mt_members_load(p.inference_fd, p.loc.inference_dir, &members, err))) goto out;
   if ((rc = gate_bases(&p, record, opts->workers, err))) goto out;
+  /* Cross-entropy on the probe with the tensors in place now (the bases just gated). */
+  if ((rc = mpk_merge_verify_before(&p, &v, err))) goto out;
   if (opts->dry_run) {
-    rc = build_report(&p, opts, NULL, 0, out, err);
+    if (v.active && !(rc = compute_unstaged(&p, opts->workers, &v, err)))
+      rc = mpk_merge_verify_after(&p, &v, opts->force, true, err);
+    if (!rc) rc = build_report(&p, opts, NULL, 0, &v, out, err);
+    if (!rc && v.active && v.exceeded && !opts->force) rc = mpk_fail(err, MPK_EMISMATCH, p.loc.inference_dir, NULL, "%s", v.verdict);
     goto out;
   }
-  for (size_t i = 0; i < p.n_items && !rc; i++) rc = stage_entry(&p, &p.items[i], opts->workers, txn, digests[i], err);
+  for (size_t i = 0; i < p.n_items && !rc; i++) rc = stage_entry(&p, i, opts->workers, txn, &v, digests[i], err);
   if (!rc) rc = stage_record(&p, record, digests, txn, err);
   if (!rc) rc = mpk_merge_stage_members(&p, opts, members, record, digests, txn, err);
+  /* ... and with the merged tensors as staged, before the commit point: above the bound (and not
+     forced), the transaction is aborted below — its temporaries removed, no target touched — and the
+     report says why (MPK_EMISMATCH with *out set). */
+  if (!rc) rc = mpk_merge_verify_after(&p, &v, opts->force, false, err);
+  if (!rc && v.active && v.exceeded && !opts->force) {
+    if (!(rc = build_report(&p, opts, NULL, 0, &v, out, err)))
+      rc = mpk_fail(err, MPK_EMISMATCH, p.loc.inference_dir, NULL, "%s", v.verdict);
+    goto out;
+  }
   if (!rc) {
     rc = mpk_txn_commit(txn, err); /* consumes txn */
     txn = NULL;
@@ -435,9 +498,10 @@ int mpk_merge_execute(merge_plan *pp, const mpk_mt_merge_options *opts, mpk_mt_m
     if (mpk_mt_members_load(p.inference_fd, p.loc.inference_dir, &now, &ignored) == 0) mpk_mt_members_sweep(p.inference_fd, now);
     json_decref(now);
   }
-  if (!rc) rc = build_report(&p, opts, digests, 1, out, err);
+  if (!rc) rc = build_report(&p, opts, digests, 1, &v, out, err);
 out:
   mpk_txn_abort(txn);
+  mpk_merge_verify_free(&v);
   json_decref(record);
   json_decref(members);
   free(digests);
