@@ -13,6 +13,7 @@
 #include "core/core.h"
 #include "mt/mt.h"
 #include "mt/numeric/numeric.h"
+#include "mt/numeric/probe.h"
 
 /* How close to ln(V) a cross-entropy must be to be called "at the uniform floor". */
 #define FLOOR_BAND 0.05
@@ -261,18 +262,14 @@ int mpk_mt_parity_tokens_load(const char *path, int64_t **ids, size_t *n, mpk_er
     goto out;
   }
   for (size_t i = 0; i < count; i++) {
-    /* The probe's rule (probe.c): an integer from 0 to 2^31 - 1; 3.0 is the integer 3 (JSON has
-       one number type). */
-    json_t *e = json_array_get(tokens, i);
-    double x = json_is_integer(e) ? (double)json_integer_value(e) : json_is_real(e) ? json_real_value(e) : -1;
-    if (!(x >= 0 && x <= 2147483647.0 && floor(x) == x)) {
+    if (!mpk_mtn_token_id(json_array_get(tokens, i), &out[i])) { /* the probe's rule */
       char ptr[48];
       snprintf(ptr, sizeof ptr, "/tokens/%zu", i);
       free(out);
-      rc = mpk_fail(err, MPK_EMALFORMED, path, ptr, "a token id must be an integer from 0 to 2147483647");
+      rc = mpk_fail(err, MPK_EMALFORMED, path, ptr, "a token id must be an integer from 0 to %lld",
+                    (long long)MPK_MTN_PROBE_MAX_ID);
       goto out;
     }
-    out[i] = (int64_t)x;
   }
   *ids = out;
   *n = count;

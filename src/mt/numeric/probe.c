@@ -34,6 +34,13 @@ static int probe_fail(const char *file, const char *pointer, int code, const cha
   return mpk_fail(err, code, file, pointer, "%s", rule);
 }
 
+bool mpk_mtn_token_id(const json_t *value, int64_t *id) {
+  int64_t v;
+  if (!mpk_json_safe_integer(value, &v) || v < 0 || v > MPK_MTN_PROBE_MAX_ID) return false;
+  *id = v;
+  return true;
+}
+
 int mpk_mtn_probe_parse(const void *data, size_t len, const char *file, mpk_mtn_probe **out, mpk_error *err) {
   if (out) *out = NULL;
   if ((!data && len) || !file || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
@@ -119,7 +126,7 @@ int mpk_mtn_probe_parse(const void *data, size_t len, const char *file, mpk_mtn_
     v->len[i] = m;
     for (size_t k = 0; k < m; k++) {
       int64_t id;
-      if (!mpk_json_safe_integer(json_array_get(s, k), &id) || id < 0 || id > MPK_MTN_PROBE_MAX_ID) {
+      if (!mpk_mtn_token_id(json_array_get(s, k), &id)) {
         snprintf(ptr, sizeof ptr, "/sequences/%zu/%zu", i, k);
         rc = mpk_fail(err, MPK_EMALFORMED, file, ptr, "expected a token id: an integer from 0 to %lld",
                       (long long)MPK_MTN_PROBE_MAX_ID);

@@ -3,6 +3,9 @@
 #ifndef MPK_MT_NUMERIC_PROBE_H
 #define MPK_MT_NUMERIC_PROBE_H
 
+#include <jansson.h>
+#include <stdbool.h>
+
 #include "mt/numeric/numeric.h"
 
 /* The limits of a probe: a probe is a few thousand tokens run twice, not a data set. */
@@ -19,5 +22,9 @@
    regular file of at most MAX_BYTES: a FIFO is refused, never waited on) and parses it with this.
    `file` names the bytes in errors (the unit tests' and a fuzzer's entry point). */
 int mpk_mtn_probe_parse(const void *data, size_t len, const char *file, mpk_mtn_probe **out, mpk_error *err);
+
+/* The one rule for a token id in a JSON document (PROBE.json here, TOKENS.json in parity.c): an
+   integer from 0 to MPK_MTN_PROBE_MAX_ID (3.0 is the integer 3: JSON has one number type). */
+bool mpk_mtn_token_id(const json_t *value, int64_t *id);
 
 #endif
