@@ -12,9 +12,10 @@
  *   - values: mpk_version_number(); mpk_error_format() (a length, as snprintf); mpk_dtype_bits() and
  *     mpk_safetensors_dtype_size() (0: unknown dtype); mpk_mt_storage_budget() (bytes);
  *     mpk_audio_canonical_length() (a double, as WebLLM computes it);
- *   - predicates, 1 or 0: mpk_pattern_matches(), mpk_pattern_valid(), mpk_output_is_stdout(),
- *     mpk_output_to_stdout();
- *   - lookups returning a pointer, NULL when absent: mpk_version(), mpk_code_name(), every
+ *   - predicates, 1 or 0: mpk_has_component(), mpk_pattern_matches(), mpk_pattern_valid(),
+ *     mpk_output_is_stdout(), mpk_output_to_stdout();
+ *   - lookups returning a pointer, NULL when absent: mpk_version(), mpk_components(),
+ *     mpk_hash_implementation(), mpk_code_name(), every
  *     `_name()` (static strings), and the finders (mpk_mlc_package_task(), mpk_mlc_artifact_program(),
  *     mpk_mlc_entry_get(), mpk_mt_manifest_variant/plan/file(), mpk_safetensors_find(),
  *     mpk_safetensors_metadata(), mpk_mt_graph_find(), mpk_mt_onnx_dtype_name()), borrowed;
@@ -104,6 +105,21 @@ extern "C" {
 MPK_API const char *mpk_version(void);
 /** MPK_VERSION_NUMBER of the library at run time. */
 MPK_API int mpk_version_number(void);
+/**
+ * The components this library was built with, space-separated, in a fixed order: "core" always,
+ * then any of "mlc mt fetch audio image onnx" (CMake options MPK_WITH_<X>; docs/components.md).
+ * A public function of a component that is not built returns MPK_EUNSUPPORTED with a message
+ * naming the component (its declaration says which component it needs). Static string.
+ */
+MPK_API const char *mpk_components(void);
+/** 1 when `name` (one of the names above) was built in, else 0 (NULL or unknown: 0). */
+MPK_API int mpk_has_component(const char *name);
+/**
+ * What computes SHA-256 and MD5 in this process: "openssl" (libcrypto), or the built-in code:
+ * "builtin-shani" (x86-64 SHA extensions), "builtin-armv8" (AArch64 SHA-2 instructions),
+ * "builtin-c" (portable). Static string.
+ */
+MPK_API const char *mpk_hash_implementation(void);
 
 /* ============================================================================================
  * core: errors

@@ -155,7 +155,7 @@ int main(int argc, char **argv) {
     return MPK_EXIT_OK;
   }
   if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-    printf("modelpkg %s\n", mpk_version());
+    printf("modelpkg %s\ncomponents: %s\nhashing: %s\n", mpk_version(), mpk_components(), mpk_hash_implementation());
     return MPK_EXIT_OK;
   }
   for (const command *c = commands; c->name; c++)

@@ -40,6 +40,8 @@ int mpk_hasher_final_hex(mpk_hasher *h, char hex[MPK_HASH_HEX_SIZE]) {
   return rc;
 }
 
+const char *mpk_hasher_implementation(void) { return "openssl"; }
+
 void mpk_hasher_free(mpk_hasher *h) {
   if (!h) return;
   EVP_MD_CTX_free(h->md_);

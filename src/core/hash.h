@@ -29,6 +29,10 @@ int mpk_hasher_final_hex(mpk_hasher *h, char hex[MPK_HASH_HEX_SIZE]);
 int mpk_hasher_final(mpk_hasher *h, uint8_t *out, size_t *len);
 void mpk_hasher_free(mpk_hasher *h); /* accepts a zeroed or failed hasher */
 
+/* What computes the digests in this process (mpk_hash_implementation(): "openssl", "builtin-shani",
+   "builtin-armv8", "builtin-c"). Static string. */
+const char *mpk_hasher_implementation(void);
+
 /* Called as bytes are read (total so far); non-zero stops the read with MPK_ECANCELLED. */
 typedef int (*mpk_hash_bytes_fn)(void *ctx, uint64_t bytes);
 

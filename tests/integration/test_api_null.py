@@ -14,7 +14,8 @@ text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
 protos = re.findall(r"MPK_API\s+([^;(]*?)\b(mpk_[a-z0-9_]+)\s*\(([^)]*)\)\s*;", text, flags=re.S)
 # Functions whose int is a value, not 0/MPK_E* (the list in core.h), with what NULL/0 gives.
 VALUE = {"mpk_error_format", "mpk_dtype_bits", "mpk_safetensors_dtype_size", "mpk_pattern_matches",
-         "mpk_pattern_valid", "mpk_version_number", "mpk_output_is_stdout", "mpk_output_to_stdout"}
+         "mpk_pattern_valid", "mpk_version_number", "mpk_output_is_stdout", "mpk_output_to_stdout",
+         "mpk_has_component"}
 # NULL arguments that are allowed (a count of 0 with a NULL array), so 0 is right; a length query.
 OK_RC = {"mpk_digest_files": "0", "mpk_fetch_plan_check": "0", "mpk_mt_graph_precision": "MPK_ELIMIT"}
 calls = []

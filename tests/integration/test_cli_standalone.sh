@@ -19,7 +19,7 @@ CLI="$TMP/b/modelpkg"
 # It links the installed shared library, not the build's.
 ldd "$CLI" >"$TMP/ldd"
 grep -q "$TMP/prefix/.*libmodelpkg\.so" "$TMP/ldd" || fail "not linked to the installed libmodelpkg.so: $(cat "$TMP/ldd")"
-v=$("$CLI" --version)
+v=$("$CLI" --version | sed -n 1p)
 [ "$v" = "modelpkg $(sed -n 's/^project(modelpkg VERSION \([0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")" ] || fail "--version: $v"
 # One real command: the MLC example package checks clean.
 set +e
