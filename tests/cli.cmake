@@ -4,31 +4,31 @@
 mpk_script_test(test_module_deps unit ${MPK_IT}/test_module_deps.sh ${PROJECT_SOURCE_DIR})
 # Every command and subcommand: its own --help from its option table, every option documented.
 mpk_script_test(test_cli_help integration ${MPK_IT}/test_cli_help.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
-mpk_script_test(test_cli "integration;slow" ${MPK_IT}/test_cli.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
-mpk_script_test(test_cli_output integration ${MPK_IT}/test_cli_output.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+mpk_script_test(test_cli "integration;slow" ${MPK_IT}/test_cli.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR} REQUIRES mlc mt fetch audio image onnx)
+mpk_script_test(test_cli_output integration ${MPK_IT}/test_cli_output.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} REQUIRES mlc mt fetch audio image onnx)
 # A FIFO given as any input, or planted in a package, is refused at once (never a hang).
-mpk_script_test(test_fifo_inputs integration ${MPK_IT}/test_fifo_inputs.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+mpk_script_test(test_fifo_inputs integration ${MPK_IT}/test_fifo_inputs.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} REQUIRES mlc mt fetch audio image onnx)
 # The README's Quick start sample output is what the tool prints (scripts/readme-sample.py --check),
 # and its layout table names every module directory.
-mpk_script_test(test_readme integration python3 ${MPK_IT}/test_readme.py ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+mpk_script_test(test_readme integration python3 ${MPK_IT}/test_readme.py ${MPK_CLI} ${PROJECT_SOURCE_DIR} REQUIRES mlc mt fetch audio image onnx)
 # One --json contract: every reporting command, on success, refusal and usage error (docs/CLI.md).
-mpk_script_test(test_json_contract "integration;slow" ${MPK_IT}/test_json_contract.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+mpk_script_test(test_json_contract "integration;slow" ${MPK_IT}/test_json_contract.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} REQUIRES mlc mt fetch audio image onnx)
 # Crash safety: kill -9 the package writer at random points.
 mpk_script_test(test_crash integration ${MPK_IT}/test_crash.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
 
 # The packaging: install into a temporary prefix, build consumers through pkg-config and
 # find_package. An instrumented library cannot be linked by an uninstrumented consumer: plain builds.
 if(NOT MPK_SANITIZE AND NOT MPK_FUZZ)
-  mpk_script_test(test_install integration ${MPK_IT}/test_install.sh ${PROJECT_BINARY_DIR})
+  mpk_script_test(test_install integration ${MPK_IT}/test_install.sh ${PROJECT_BINARY_DIR} REQUIRES mlc)
   # src/cli configured alone, through find_package(modelpkg) from that prefix, built and run.
   mpk_script_test(test_cli_standalone integration ${MPK_IT}/test_cli_standalone.sh ${PROJECT_BINARY_DIR}
-    ${PROJECT_SOURCE_DIR})
+    ${PROJECT_SOURCE_DIR} REQUIRES mlc)
 endif()
 
 # The test suite's own hygiene: no pipe into grep -q / head under pipefail (a rare SIGPIPE false
 # failure); a test whose tool is absent skips (exit 77, a SKIP line naming the tool), proven by
 # running tests with the tool hidden.
 mpk_script_test(test_no_pipe_grep unit ${MPK_IT}/test_no_pipe_grep.sh ${PROJECT_SOURCE_DIR})
-mpk_script_test(test_skips integration ${MPK_IT}/test_skips.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+mpk_script_test(test_skips integration ${MPK_IT}/test_skips.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} REQUIRES mlc mt fetch audio image onnx)
 # mlc urls: where WebLLM finds a model's documents (docs/mlc-urls.md).
-mpk_script_test(test_cli_mlc_urls integration ${MPK_IT}/test_cli_mlc_urls.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+mpk_script_test(test_cli_mlc_urls integration ${MPK_IT}/test_cli_mlc_urls.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} REQUIRES mlc)

@@ -8,8 +8,8 @@ mpk_test(test_core_pool unit unit/test_core_pool.c)
 mpk_test(test_core_dl unit unit/test_core_dl.c)
 mpk_test(test_core_atomic unit unit/test_core_atomic.c)
 mpk_test(test_core_open unit unit/test_core_open.c)
-mpk_test(test_core_dtype unit unit/test_core_dtype.c)
-mpk_test(test_core_document unit unit/test_core_document.c)
+mpk_test(test_core_dtype unit unit/test_core_dtype.c REQUIRES mt onnx) # also the rows seen through mt's API
+mpk_test(test_core_document unit unit/test_core_document.c REQUIRES mlc mt) # loads MLC and MT documents
 mpk_test(test_core_findings unit unit/test_core_findings.c)
 mpk_test(test_core_output unit unit/test_core_output.c)
 # ---- the public API's conventions (docs/API.md): options structs, headers, exported symbols
@@ -24,5 +24,5 @@ mpk_script_test(test_api_null unit python3 ${MPK_IT}/test_api_null.py ${PROJECT_
 add_executable(url_eval util/url_eval.c)
 target_link_libraries(url_eval PRIVATE modelpkg_static)
 target_include_directories(url_eval PRIVATE ${PROJECT_SOURCE_DIR}/src)
-mpk_script_test(test_url_diff unit ${MPK_IT}/test_url_diff.sh $<TARGET_FILE:url_eval> ${PROJECT_SOURCE_DIR})
-mpk_test(test_core_url unit unit/test_core_url.c)
+mpk_script_test(test_url_diff unit ${MPK_IT}/test_url_diff.sh $<TARGET_FILE:url_eval> ${PROJECT_SOURCE_DIR} REQUIRES mlc)
+mpk_test(test_core_url unit unit/test_core_url.c REQUIRES mlc)

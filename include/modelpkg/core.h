@@ -72,6 +72,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* component: core */
 
 /* ============================================================================================
  * core: options structs

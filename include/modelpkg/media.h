@@ -16,6 +16,7 @@
 extern "C" {
 #endif
 
+/* component: audio */
 /* ============================================================================================
  * audio: a recording to the canonical mono float32 PCM an audio_decode adapter expects
  *
@@ -163,6 +164,7 @@ MPK_API int mpk_audio_from_pcm_f32(const float *samples, size_t n, double sample
 /** Free the mpk_audio and everything it points to; accepts NULL. */
 MPK_API void mpk_audio_free(mpk_audio *a);
 
+/* component: image */
 /* ============================================================================================
  * image: a photo to the [1, height, width, 3] pixel tensor an image_decode adapter expects
  *

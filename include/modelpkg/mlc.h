@@ -18,6 +18,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* component: mlc */
 
 /* ============================================================================================
  * mlc: the package sidecar mlc-model-manifest.json

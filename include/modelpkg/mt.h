@@ -20,6 +20,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* component: mt */
 
 /* ============================================================================================
  * mt: the MobileTransformers package manifest (mobiletransformers_manifest.json)
@@ -984,6 +985,7 @@ typedef struct mpk_mt_install_result {
   size_t n_adapters;
 } mpk_mt_install_result;
 
+/* component: mt fetch */
 /**
  * Read the manifest of a package source — a directory or an http(s) base URL — as the installer
  * does: at most MPK_MT_MANIFEST_MAX_BYTES, version-gated and parsed (mpk_mt_manifest_parse()).
@@ -1018,6 +1020,7 @@ MPK_API void mpk_mt_install_result_free(mpk_mt_install_result *r);
  * MPK_EIO when an installer holds the lock.
  */
 MPK_API int mpk_mt_install_recover(const char *cache_dir, const char *repo_id, int *recovered, mpk_error *err);
+/* component: mt */
 /**
  * Where a package file goes in an installed tree of `variant` (malloc'ed, free with mpk_free()):
  * `<variant paths[stage]>/x` → `<stage>/x` for the stages inference, train, embedding and tokenizer;
@@ -1026,6 +1029,7 @@ MPK_API int mpk_mt_install_recover(const char *cache_dir, const char *repo_id, i
 MPK_API int mpk_mt_installed_path(const mpk_mt_variant *variant, const char *package_path, char **out,
                                   mpk_error *err);
 
+/* component: mt fetch */
 /* ============================================================================================
  * mt: the installed cache — what is installed, removing an install, garbage (docs/mt-cache.md)
  * ========================================================================================== */
@@ -1111,6 +1115,7 @@ typedef struct mpk_mt_cache_gc_options {
 MPK_API int mpk_mt_cache_gc(const char *cache_dir, const mpk_mt_cache_gc_options *opts, mpk_fetch_gc_result **out,
                             mpk_error *err);
 
+/* component: mt */
 /* ============================================================================================
  * mt: merging a trained LoRA adapter into the inference weights (on-device merge)
  * ========================================================================================== */
@@ -1270,6 +1275,7 @@ typedef enum mpk_mt_recovery {
 MPK_API int mpk_mt_merge_recover(const char *inference_dir, mpk_mt_recovery *outcome, size_t *files,
                                  mpk_error *err);
 
+/* component: mt onnx */
 /* ============================================================================================
  * mt: the ONNX inference graph (initializers, the map checked against it, precision, map builder)
  * ========================================================================================== */
@@ -1469,6 +1475,7 @@ MPK_API int mpk_mt_handoff_build(const char *dir, const mpk_mt_handoff_build_opt
 /** Release what a result holds (accepts NULL and a zeroed result). */
 MPK_API void mpk_mt_handoff_build_result_free(mpk_mt_handoff_build_result *r);
 
+/* component: mt */
 /* ============================================================================================
  * mt: the load gate of a package variant (what `modelpkg mt tensors` lists)
  * ========================================================================================== */

@@ -20,6 +20,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* component: mt */
 
 /** The environment variable naming the library when mpk_ort_options.library is NULL. */
 #define MPK_ORT_LIBRARY_ENV "MPK_ORT_LIBRARY"

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if MPK_CLI_PNG
 #include <spng.h>
+#endif
 
 #include "cli.h"
 
@@ -148,6 +150,10 @@ static int report_json(const mpk_image *img, const char *in, const processor *p,
 
 /* An 8-bit RGB PNG of the tensor (libspng's encoder into memory, then the output contract). */
 static int write_png(const char *path, const mpk_image *img, mpk_error *err) {
+#if !MPK_CLI_PNG /* built without the image component: no image ever gets here */
+  (void)img;
+  return mpk_fail(err, MPK_EUNSUPPORTED, path, NULL, "this modelpkg was built without the image component");
+#else
   spng_ctx *ctx = spng_ctx_new(SPNG_CTX_ENCODER);
   if (!ctx) return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
   struct spng_ihdr ih = {(uint32_t)img->width, (uint32_t)img->height, 8, SPNG_COLOR_TYPE_TRUECOLOR, 0, 0, 0};
@@ -164,6 +170,7 @@ static int write_png(const char *path, const mpk_image *img, mpk_error *err) {
   int rc = mpk_output_file(path, png, len, err);
   free(png);
   return rc;
+#endif
 }
 
 static int write_tensor(const char *path, const mpk_image *img, int elem, size_t bytes, mpk_error *err) {

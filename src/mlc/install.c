@@ -65,7 +65,9 @@ static int installed_same(mpk_mlc_inst *s, mpk_fetch_stage *st, mpk_error *err) 
   size_t len = 0;
   int rc = mpk_fetch_stage_read_installed(st, MPK_MLC_INSTALL_RECORD, &rec, &len, err);
   if (rc || !rec) return rc ? -1 : 0;
-  json_t *r = json_loadb((const char *)rec, len, 0, NULL);
+  json_t *r = NULL; /* core's strict parser: unreadable is simply not the same */
+  mpk_error ignored;
+  if (mpk_json_parse(rec, len, NULL, MPK_MLC_INSTALL_RECORD, &r, &ignored)) r = NULL;
   mpk_free(rec);
   const char *tree = mpk_fetch_stage_target(st);
   int same = json_is_object(r) && same_string(r, "library", s->lib.name) &&

@@ -15,7 +15,9 @@
 #include "core/core.h"
 #include "core/txn.h"
 #include "mt/merge/merge.h"
+#if MPK_WITH_FETCH
 #include "mt/install/install.h"
+#endif
 #include "mt/mt.h"
 #include "mt_fixture.h"
 #include "testutil.h"
@@ -254,6 +256,7 @@ static void test_restore_from_kept_base(void **state) {
   tu_sh("rm -rf '%s'", root);
 }
 
+#if MPK_WITH_FETCH /* a re-fetch and installs need the fetch component (docs/components.md) */
 static void test_restore_refetch(void **state) {
   (void)state;
   const char *root = tu_tmpdir();
@@ -299,6 +302,8 @@ static void test_restore_refetch(void **state) {
 /* A crash at every durable step of a restore (and of its cleanup): the load gate finds one whole
    version — every tensor merged with its record, or every tensor shipped — and the next restore
    completes. */
+#endif
+
 static void test_restore_crash(void **state) {
   (void)state;
   const char *root = tu_tmpdir();
@@ -351,6 +356,7 @@ static void test_restore_crash(void **state) {
 
 #define REPO "org/Tiny"
 
+#if MPK_WITH_FETCH
 static const char *cache_of(const char *root) {
   static char b[700];
   snprintf(b, sizeof b, "%s/cache", root);
@@ -645,17 +651,21 @@ static void test_update_crash(void **state) {
   tu_sh("rm -rf '%s'", root);
 }
 
+#endif /* MPK_WITH_FETCH */
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_membership_and_keep_base),
       cmocka_unit_test(test_membership_strict),
       cmocka_unit_test(test_restore_from_kept_base),
-      cmocka_unit_test(test_restore_refetch),
       cmocka_unit_test(test_restore_crash),
+#if MPK_WITH_FETCH
+      cmocka_unit_test(test_restore_refetch),
       cmocka_unit_test(test_installed_merge_restore),
       cmocka_unit_test(test_update_reapplies),
       cmocka_unit_test(test_update_changed_shape),
       cmocka_unit_test(test_update_crash),
+#endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

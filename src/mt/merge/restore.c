@@ -407,12 +407,14 @@ int mpk_mt_restore_until(const char *dir, const mpk_mt_restore_options *given, i
     rc = MPK_TXN_STOPPED;
     goto out;
   }
+#if MPK_WITH_FETCH /* without it there is no stage: mpk_fetch_stage_open() said so */
   if (r.stage) { /* the re-fetched copies: the stage is left as a finished install leaves it */
     mpk_fx_close(&r.stage->new_fd);
     mpk_fx_close(&r.stage->parts_fd);
     mpk_fx_rm_tree(r.stage->staging_fd, "new", 0);
     mpk_fx_rm_tree(r.stage->staging_fd, "parts", 0);
   }
+#endif
   rc = report(&r, true, true, out, err);
 out:
   mpk_txn_abort(txn);
