@@ -4,11 +4,10 @@
 # usage: scripts/components.sh minimal | no-<component> | all
 #   no-<component>: one of no-mlc no-mt no-fetch no-audio no-image no-onnx
 #   all: minimal, then each no-<component> in turn (slow: seven builds and test runs)
-# Environment: JOBS (default: nproc, at most 2), CTEST_ARGS (extra ctest arguments, e.g. "-LE slow").
+# Environment: JOBS (default: nproc), CTEST_ARGS (extra ctest arguments, e.g. "-LE slow").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="${JOBS:-$(nproc)}"
-[ "$jobs" -gt 2 ] && [ -z "${JOBS:-}" ] && jobs=2
 comps=(mlc mt fetch audio image onnx)
 
 one() {

@@ -16,3 +16,10 @@ for flavour in release sanitize; do
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$dir" --output-on-failure -j"$(nproc)"
 done
+
+# ---- components (docs/components.md): the minimal build (core + mt) and its test subset, readelf -d
+# checked by test_minimal_deps. Each one-component-off build is scripts/components.sh all (not here:
+# it is six more builds). MPK_TEST_COMPONENTS=none skips this block.
+if [ "${MPK_TEST_COMPONENTS:-minimal}" = minimal ]; then
+  scripts/components.sh minimal
+fi

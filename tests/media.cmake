@@ -20,4 +20,6 @@ if(MPK_WITH_IMAGE)
   mpk_script_test(test_image_quality "conformance;slow" /usr/bin/python3 ${PROJECT_SOURCE_DIR}/scripts/image_vs_pillow.py
     --tool $<TARGET_FILE:image_tool> --generate)
   set_tests_properties(test_image_quality PROPERTIES TIMEOUT 900)
+else()
+  set_property(GLOBAL APPEND PROPERTY MPK_TESTS_NOT_REGISTERED "image tests (image)")
 endif()

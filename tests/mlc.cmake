@@ -16,7 +16,7 @@ mpk_test(test_mlc_build unit unit/test_mlc_build.c)
 # libraries: the real ones' tables, every conformance artifact that names roles)
 mpk_test(test_mlc_roles unit unit/test_mlc_roles.c)
 # mlc install from directory sources: installs that check, refusals before any shard, no-op, changed, verify
-mpk_test(test_mlc_install unit unit/test_mlc_install.c)
+mpk_test(test_mlc_install unit unit/test_mlc_install.c REQUIRES fetch)
 
 # ---- mlc: prompt assembly and prefill planning
 mpk_test(test_conf_prefill conformance conformance/test_conf_prefill.c)   # WebLLM's chunks, lengths, errors
@@ -33,14 +33,18 @@ mpk_script_test(test_realdata_libs integration ${MPK_IT}/test_realdata_libs.sh $
 mpk_script_test(test_cli_mlc_hostile "integration;slow" ${MPK_IT}/test_cli_mlc_hostile.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR})
 
 # modelpkg mlc install: directory and (own nginx) HTTP hub-layout installs, no-op, --json, refusals.
-mpk_script_test(test_cli_mlc_install integration ${MPK_IT}/test_cli_mlc_install.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+mpk_script_test(test_cli_mlc_install integration ${MPK_IT}/test_cli_mlc_install.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} REQUIRES fetch)
 
 # `modelpkg mlc install` end to end over HTTP (issue 19, docs/mlc-install-e2e.md): its own nginx (a hub
 # that 302s to a CDN with a signed query string, ETags, Range, TLS), a generated model with real shards,
 # the faults (mlc_fault_http.py), two installers, >= 30 SIGKILLs. Skipped (exit 77) without nginx, curl
 # or /usr/bin/python3.
-mpk_script_test(test_mlc_install_http "e2e;slow" ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_mlc_install_http.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
-set_tests_properties(test_mlc_install_http PROPERTIES TIMEOUT 420)
+if(MPK_WITH_FETCH)
+  mpk_script_test(test_mlc_install_http "e2e;slow" ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_mlc_install_http.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+  set_tests_properties(test_mlc_install_http PROPERTIES TIMEOUT 420)
+else()
+  set_property(GLOBAL APPEND PROPERTY MPK_TESTS_NOT_REGISTERED "test_mlc_install_http (fetch)")
+endif()
 
 # Libraries whose function tables we control, in every container (tests/tools/make_tvm_lib.py:
 # clang, lld, llvm-ar), read by mlc functions / mlc metadata / check --lib; and the six real
