@@ -5,15 +5,22 @@
 #include "core/hash_builtin.h"
 
 #define ROL(x, s) (((x) << (s)) | ((x) >> (32 - (s))))
-/* F and G in the forms with one fewer dependent operation than the RFC's (same values). */
+/* F in the form with one fewer dependent operation than the RFC's (same values). */
 #define F(x, y, z) ((z) ^ ((x) & ((y) ^ (z))))
-#define G(x, y, z) ((y) ^ ((z) & ((x) ^ (y))))
 #define H(x, y, z) ((x) ^ (y) ^ (z))
 #define I(x, y, z) ((y) ^ ((x) | ~(z)))
 #define STEP(f, a, b, c, d, k, s, t)          \
   do {                                        \
-    a += f(b, c, d) + X[k] + (uint32_t)(t);   \
+    a += X[k] + (uint32_t)(t) + f(b, c, d);   \
     a = ROL(a, s) + b;                        \
+  } while (0)
+/* G's two terms never overlap, so they may be added apart: (c & ~d) does not wait for b, the value
+   the previous step has just produced. */
+#define STEPG(a, b, c, d, k, s, t)                            \
+  do {                                                        \
+    a += X[k] + (uint32_t)(t) + (c & ~d);                     \
+    a += b & d;                                               \
+    a = ROL(a, s) + b;                                        \
   } while (0)
 
 static inline uint32_t load_le32(const uint8_t *p) {
@@ -44,22 +51,22 @@ void mpk_md5_blocks_c(uint32_t st[4], const uint8_t *p, size_t n) {
     STEP(F, c, d, a, b, 14, 17, 0xa679438e);
     STEP(F, b, c, d, a, 15, 22, 0x49b40821);
     /* Round 2 */
-    STEP(G, a, b, c, d, 1, 5, 0xf61e2562);
-    STEP(G, d, a, b, c, 6, 9, 0xc040b340);
-    STEP(G, c, d, a, b, 11, 14, 0x265e5a51);
-    STEP(G, b, c, d, a, 0, 20, 0xe9b6c7aa);
-    STEP(G, a, b, c, d, 5, 5, 0xd62f105d);
-    STEP(G, d, a, b, c, 10, 9, 0x02441453);
-    STEP(G, c, d, a, b, 15, 14, 0xd8a1e681);
-    STEP(G, b, c, d, a, 4, 20, 0xe7d3fbc8);
-    STEP(G, a, b, c, d, 9, 5, 0x21e1cde6);
-    STEP(G, d, a, b, c, 14, 9, 0xc33707d6);
-    STEP(G, c, d, a, b, 3, 14, 0xf4d50d87);
-    STEP(G, b, c, d, a, 8, 20, 0x455a14ed);
-    STEP(G, a, b, c, d, 13, 5, 0xa9e3e905);
-    STEP(G, d, a, b, c, 2, 9, 0xfcefa3f8);
-    STEP(G, c, d, a, b, 7, 14, 0x676f02d9);
-    STEP(G, b, c, d, a, 12, 20, 0x8d2a4c8a);
+    STEPG(a, b, c, d, 1, 5, 0xf61e2562);
+    STEPG(d, a, b, c, 6, 9, 0xc040b340);
+    STEPG(c, d, a, b, 11, 14, 0x265e5a51);
+    STEPG(b, c, d, a, 0, 20, 0xe9b6c7aa);
+    STEPG(a, b, c, d, 5, 5, 0xd62f105d);
+    STEPG(d, a, b, c, 10, 9, 0x02441453);
+    STEPG(c, d, a, b, 15, 14, 0xd8a1e681);
+    STEPG(b, c, d, a, 4, 20, 0xe7d3fbc8);
+    STEPG(a, b, c, d, 9, 5, 0x21e1cde6);
+    STEPG(d, a, b, c, 14, 9, 0xc33707d6);
+    STEPG(c, d, a, b, 3, 14, 0xf4d50d87);
+    STEPG(b, c, d, a, 8, 20, 0x455a14ed);
+    STEPG(a, b, c, d, 13, 5, 0xa9e3e905);
+    STEPG(d, a, b, c, 2, 9, 0xfcefa3f8);
+    STEPG(c, d, a, b, 7, 14, 0x676f02d9);
+    STEPG(b, c, d, a, 12, 20, 0x8d2a4c8a);
     /* Round 3 */
     STEP(H, a, b, c, d, 5, 4, 0xfffa3942);
     STEP(H, d, a, b, c, 8, 11, 0x8771f681);
