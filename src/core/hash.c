@@ -2,6 +2,7 @@
    built-in code, and the read loop that feeds a hasher a file. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -98,28 +99,39 @@ static int best_builtin(void) {
   return IMPL_C;
 }
 
-static int chosen = IMPL_C;
+/* The process's choice. OpenSSL is chosen without loading libcrypto (mpk_hash_implementation(),
+   e.g. under `modelpkg --version`, must not cost a library load: ~10 ms with OpenSSL 3's
+   initialisation); the first hasher loads it, and if it cannot, the choice becomes the best
+   built-in code, which later answers report. */
+static atomic_int chosen = IMPL_C;
 static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
 
 static void choose(void) {
   const char *want = getenv("MPK_HASH_IMPL");
-  if (want && strcmp(want, "builtin") == 0) {
-    chosen = best_builtin();
-    return;
+  int c = -1;
+  if (want && strcmp(want, "builtin") == 0) c = best_builtin();
+  for (int i = 0; want && c < 0 && i < IMPL_COUNT; i++)
+    if (strcmp(want, impl_names[i]) == 0 && (i == IMPL_OPENSSL ? MPK_HASH_OPENSSL : available(i))) c = i;
+  /* OpenSSL stays the default where built in. */
+  if (c < 0) c = MPK_HASH_OPENSSL ? IMPL_OPENSSL : best_builtin();
+  atomic_store(&chosen, c);
+}
+
+/* The implementation a new hasher uses: the choice, with libcrypto loaded now if that is OpenSSL; a
+   libcrypto that cannot be loaded falls back to the built-in code (the digests are the same). */
+static int current(void) {
+  pthread_once(&choose_once, choose);
+  int c = atomic_load(&chosen);
+  if (c == IMPL_OPENSSL && !available(IMPL_OPENSSL)) {
+    c = best_builtin();
+    atomic_store(&chosen, c);
   }
-  for (int i = 0; want && i < IMPL_COUNT; i++)
-    if (strcmp(want, impl_names[i]) == 0 && available(i)) {
-      chosen = i;
-      return;
-    }
-  /* OpenSSL stays the default where built in; a libcrypto that cannot be loaded falls back to the
-     built-in code (the digests are the same). */
-  chosen = MPK_HASH_OPENSSL && available(IMPL_OPENSSL) ? IMPL_OPENSSL : best_builtin();
+  return c;
 }
 
 const char *mpk_hasher_implementation(void) {
   pthread_once(&choose_once, choose);
-  return impl_names[chosen];
+  return impl_names[atomic_load(&chosen)];
 }
 
 /* ---- the hasher */
@@ -154,10 +166,7 @@ static int init_as(mpk_hasher *h, mpk_digest_algo algo, int impl) {
   return start(h);
 }
 
-int mpk_hasher_init(mpk_hasher *h, mpk_digest_algo algo) {
-  pthread_once(&choose_once, choose);
-  return init_as(h, algo, chosen);
-}
+int mpk_hasher_init(mpk_hasher *h, mpk_digest_algo algo) { return init_as(h, algo, current()); }
 
 int mpk_hasher_init_impl(mpk_hasher *h, mpk_digest_algo algo, const char *impl) {
   h->md_ = NULL;

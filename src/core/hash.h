@@ -40,10 +40,11 @@ void mpk_hasher_free(mpk_hasher *h); /* accepts a zeroed or failed hasher */
 
 /* What computes the digests in this process (mpk_hash_implementation(): "openssl", "builtin-shani",
    "builtin-armv8", "builtin-c"; MD5 is portable C in every "builtin-*"). Static string. The choice
-   is made once, on the first call or hash: OpenSSL when built with it (MPK_HASH=openssl) and
-   libcrypto loads, else the best built-in code for this CPU; the environment variable
-   MPK_HASH_IMPL (openssl, builtin, builtin-c, builtin-shani, builtin-armv8) overrides it when what
-   it names is available (unknown or unavailable values are ignored). */
+   is made once, on the first call or hash: OpenSSL when built with it (MPK_HASH=openssl), else the
+   best built-in code for this CPU; the environment variable MPK_HASH_IMPL (openssl, builtin,
+   builtin-c, builtin-shani, builtin-armv8) overrides it when what it names is available (unknown
+   or unavailable values are ignored). Asking does not load libcrypto; the first hash does, and if
+   it cannot be loaded the built-in code takes over and is what this reports from then on. */
 const char *mpk_hasher_implementation(void);
 
 /* Called as bytes are read (total so far); non-zero stops the read with MPK_ECANCELLED. */
