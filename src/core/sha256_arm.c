@@ -32,7 +32,11 @@ static const uint32_t K[64] = {
     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
+#if defined(__clang__)
+#define TARGET __attribute__((target("crypto")))
+#else
 #define TARGET __attribute__((target("+crypto")))
+#endif
 
 /* Four rounds with message words m (t..t+3). */
 #define RNDS4(m, t)                                    \
@@ -49,7 +53,7 @@ TARGET void mpk_sha256_blocks_armv8(uint32_t st[8], const uint8_t *p, size_t n) 
   uint32x4_t abcd = vld1q_u32(&st[0]), efgh = vld1q_u32(&st[4]);
   for (; n--; p += 64) {
     uint32x4_t save_abcd = abcd, save_efgh = efgh;
-    /* Big-endian words: reverse the bytes of each 32-bit lane (a no-op would be wrong on LE). */
+    /* The message is big-endian words: reverse the bytes of each 32-bit lane. */
     uint32x4_t m0 = vreinterpretq_u32_u8(vrev32q_u8(vld1q_u8(p + 0)));
     uint32x4_t m1 = vreinterpretq_u32_u8(vrev32q_u8(vld1q_u8(p + 16)));
     uint32x4_t m2 = vreinterpretq_u32_u8(vrev32q_u8(vld1q_u8(p + 32)));
