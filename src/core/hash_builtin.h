@@ -11,6 +11,7 @@
 /* Compress n 64-byte blocks into the chaining state. */
 typedef void (*mpk_blocks_fn)(uint32_t *state, const uint8_t *p, size_t n);
 
+extern const uint32_t mpk_sha256_k[64]; /* the round constants, sha256.c */
 void mpk_sha256_blocks_c(uint32_t state[8], const uint8_t *p, size_t n);   /* sha256.c, always */
 void mpk_md5_blocks_c(uint32_t state[4], const uint8_t *p, size_t n);      /* md5.c, always */
 #if defined(__x86_64__) || defined(__i386__)

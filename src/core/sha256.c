@@ -3,7 +3,8 @@
    so the host's byte order does not matter. */
 #include "core/hash_builtin.h"
 
-static const uint32_t K[64] = {
+/* FIPS 180-4 4.2.2; shared with the hardware paths (16-byte aligned for their vector loads). */
+_Alignas(16) const uint32_t mpk_sha256_k[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
     0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
     0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
@@ -27,22 +28,22 @@ static inline uint32_t load_be32(const uint8_t *p) {
 
 /* One round; the eight working variables rotate by renaming instead of moving. The schedule keeps
    16 words (W[t mod 16]). */
-#define ROUND(a, b, c, d, e, f, g, h, t)                                                       \
-  do {                                                                                         \
-    if ((t) >= 16)                                                                             \
-      W[(t)&15] += s1(W[((t)-2) & 15]) + W[((t)-7) & 15] + s0(W[((t)-15) & 15]);               \
-    uint32_t T1 = h + S1(e) + CH(e, f, g) + K[t] + W[(t)&15];                                  \
-    d += T1;                                                                                   \
-    h = T1 + S0(a) + MAJ(a, b, c);                                                             \
+#define ROUND(a, b, c, d, e, f, g, h, t)                                         \
+  do {                                                                           \
+    if ((t) >= 16)                                                               \
+      W[(t)&15] += s1(W[((t)-2) & 15]) + W[((t)-7) & 15] + s0(W[((t)-15) & 15]); \
+    uint32_t T1 = h + S1(e) + CH(e, f, g) + mpk_sha256_k[t] + W[(t)&15];         \
+    d += T1;                                                                     \
+    h = T1 + S0(a) + MAJ(a, b, c);                                               \
   } while (0)
-#define ROUND8(t)                            \
-  ROUND(a, b, c, d, e, f, g, h, (t) + 0);    \
-  ROUND(h, a, b, c, d, e, f, g, (t) + 1);    \
-  ROUND(g, h, a, b, c, d, e, f, (t) + 2);    \
-  ROUND(f, g, h, a, b, c, d, e, (t) + 3);    \
-  ROUND(e, f, g, h, a, b, c, d, (t) + 4);    \
-  ROUND(d, e, f, g, h, a, b, c, (t) + 5);    \
-  ROUND(c, d, e, f, g, h, a, b, (t) + 6);    \
+#define ROUND8(t)                         \
+  ROUND(a, b, c, d, e, f, g, h, (t) + 0); \
+  ROUND(h, a, b, c, d, e, f, g, (t) + 1); \
+  ROUND(g, h, a, b, c, d, e, f, (t) + 2); \
+  ROUND(f, g, h, a, b, c, d, e, (t) + 3); \
+  ROUND(e, f, g, h, a, b, c, d, (t) + 4); \
+  ROUND(d, e, f, g, h, a, b, c, (t) + 5); \
+  ROUND(c, d, e, f, g, h, a, b, (t) + 6); \
   ROUND(b, c, d, e, f, g, h, a, (t) + 7)
 
 void mpk_sha256_blocks_c(uint32_t st[8], const uint8_t *p, size_t n) {
