@@ -77,17 +77,31 @@ static int crypto_load(void) { return 1; }
 #endif
 
 /* ---- what this CPU and build can run, and the process's choice (made once) */
+/* What the CPU has, asked once: cpuid traps to the hypervisor in a VM. Racing first callers store
+   the same answer. */
+static int cpu_has(int impl) {
+  static atomic_int known[IMPL_COUNT] = {-1, -1, -1, -1};
+  int v = atomic_load(&known[impl]);
+  if (v < 0) {
+    v = 0;
+#ifdef MPK_HAVE_SHA256_SHANI
+    if (impl == IMPL_SHANI) v = mpk_cpu_has_shani();
+#endif
+#ifdef MPK_HAVE_SHA256_ARMV8
+    if (impl == IMPL_ARMV8) v = mpk_cpu_has_sha2();
+#endif
+    atomic_store(&known[impl], v);
+  }
+  return v;
+}
+
 static int available(int impl) {
   switch (impl) {
 #if MPK_HASH_OPENSSL
   case IMPL_OPENSSL: return crypto_load();
 #endif
-#ifdef MPK_HAVE_SHA256_SHANI
-  case IMPL_SHANI: return mpk_cpu_has_shani();
-#endif
-#ifdef MPK_HAVE_SHA256_ARMV8
-  case IMPL_ARMV8: return mpk_cpu_has_sha2();
-#endif
+  case IMPL_SHANI:
+  case IMPL_ARMV8: return cpu_has(impl);
   case IMPL_C: return 1;
   default: return 0;
   }
@@ -100,9 +114,9 @@ static int best_builtin(void) {
 }
 
 /* The process's choice. OpenSSL is chosen without loading libcrypto (mpk_hash_implementation(),
-   e.g. under `modelpkg --version`, must not cost a library load: ~10 ms with OpenSSL 3's
-   initialisation); the first hasher loads it, and if it cannot, the choice becomes the best
-   built-in code, which later answers report. */
+   e.g. under `modelpkg --version`, must not cost a library load: 15-30 ms measured here with
+   OpenSSL 3's initialisation); the first hasher loads it, and if it cannot, the choice becomes the
+   best built-in code, which later answers report. */
 static atomic_int chosen = IMPL_C;
 static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
 
