@@ -6,6 +6,37 @@ mpk_test(test_core_txn unit unit/test_core_txn.c)
 mpk_script_test(test_core_txn_sigkill unit $<TARGET_FILE:test_core_txn> --sigkill)
 mpk_test(test_core_pool unit unit/test_core_pool.c)
 mpk_test(test_core_dl unit unit/test_core_dl.c)
+# The hasher, built-in SHA-256 and MD5 (docs/hashing.md): NIST and RFC 1321 vectors, every length
+# and split against OpenSSL (linked here as the reference where installed), 1 GiB (slow), and the
+# choice with MPK_HASH_IMPL.
+mpk_test(test_core_hash unit unit/test_core_hash.c)
+if(TARGET OpenSSL::Crypto)
+  target_link_libraries(test_core_hash PRIVATE OpenSSL::Crypto)
+  target_compile_definitions(test_core_hash PRIVATE MPK_TEST_OPENSSL=1)
+endif()
+if(MPK_HASH STREQUAL "openssl")
+  target_compile_definitions(test_core_hash PRIVATE MPK_TEST_HASH_OPENSSL=1)
+  set(_mpk_hash_env_openssl openssl)
+else()
+  set(_mpk_hash_env_openssl builtin-best) # asked for, not built: the default stands
+endif()
+if(MPK_HASH STREQUAL "openssl" AND (NOT DEFINED MPK_DLOPEN_DEPS OR MPK_DLOPEN_DEPS))
+  # libcrypto missing at run time: a copy of hash.c given a soname that does not exist.
+  mpk_test(test_core_hash_fallback unit unit/test_core_hash_fallback.c ${PROJECT_SOURCE_DIR}/src/core/hash.c)
+  target_compile_definitions(test_core_hash_fallback PRIVATE MPK_HASH_OPENSSL=1 MPK_HASH_DLOPEN=1
+    MPK_LIBCRYPTO_SONAME="libmpk-no-crypto.so.9")
+  target_include_directories(test_core_hash_fallback PRIVATE ${OPENSSL_INCLUDE_DIR})
+  set_tests_properties(test_core_hash_fallback PROPERTIES ENVIRONMENT MPK_HASH_IMPL=)
+endif()
+mpk_script_test(test_core_hash_gib "unit;slow" $<TARGET_FILE:test_core_hash> --gib)
+foreach(pair "builtin-c:builtin-c" "builtin:builtin-best" "openssl:${_mpk_hash_env_openssl}"
+    "sha3:${_mpk_hash_env_openssl}")
+  string(REPLACE ":" ";" pair "${pair}")
+  list(GET pair 0 env)
+  list(GET pair 1 want)
+  mpk_script_test(test_core_hash_env_${env} unit $<TARGET_FILE:test_core_hash> --impl-is ${want})
+  set_tests_properties(test_core_hash_env_${env} PROPERTIES ENVIRONMENT MPK_HASH_IMPL=${env})
+endforeach()
 mpk_test(test_core_atomic unit unit/test_core_atomic.c)
 mpk_test(test_core_open unit unit/test_core_open.c)
 mpk_test(test_core_dtype unit unit/test_core_dtype.c REQUIRES mt onnx) # also the rows seen through mt's API

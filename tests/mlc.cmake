@@ -10,6 +10,7 @@ mpk_test(test_conf_urls conformance conformance/test_conf_urls.c)     # resource
 mpk_test(test_mlc_library unit unit/test_mlc_library.c)
 mpk_test(test_mlc_vm unit unit/test_mlc_vm.c)  # the Relax VM executable reader, mpk_mlc_library_open, the six real libraries
 mpk_test(test_mlc_weights unit unit/test_mlc_weights.c)
+target_link_libraries(test_mlc_weights PRIVATE OpenSSL::Crypto) # its reference MD5s and SHA-256s
 mpk_test(test_mlc_fit unit unit/test_mlc_fit.c)
 mpk_test(test_mlc_build unit unit/test_mlc_build.c)
 # the role table, a library's VM functions against an artifact's roles, the legacy ABI (hand-filled

@@ -1,50 +1,233 @@
-/* The one incremental hasher (hash.h): OpenSSL EVP for SHA-256 and MD5, and the read loop that
-   feeds it a file. */
+/* The one incremental hasher (hash.h): the choice of implementation, OpenSSL's EVP interface, the
+   built-in code, and the read loop that feeds a hasher a file. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
-
-#include <openssl/evp.h>
 
 #include "core/core.h"
 #include "core/hash.h"
 
-static const EVP_MD *md_of(mpk_digest_algo a) { return a == MPK_DIGEST_MD5 ? EVP_md5() : EVP_sha256(); }
+#ifndef MPK_HASH_OPENSSL
+#define MPK_HASH_OPENSSL 1
+#endif
+#ifndef MPK_HASH_DLOPEN
+#define MPK_HASH_DLOPEN 1
+#endif
 
-int mpk_hasher_init(mpk_hasher *h, mpk_digest_algo algo) {
+enum { IMPL_OPENSSL, IMPL_SHANI, IMPL_ARMV8, IMPL_C, IMPL_COUNT };
+static const char *const impl_names[IMPL_COUNT] = {"openssl", "builtin-shani", "builtin-armv8", "builtin-c"};
+
+/* ---- OpenSSL: linked, or opened on the first hash through the one loader (core/dl.h), so that a
+   process that never hashes never maps libcrypto. Only the EVP functions used here are resolved. */
+#if MPK_HASH_OPENSSL
+#include <openssl/evp.h>
+#if MPK_HASH_DLOPEN
+#include "core/dl.h"
+#ifndef MPK_LIBCRYPTO_SONAME
+#define MPK_LIBCRYPTO_SONAME "libcrypto.so.3"
+#endif
+static const char *const crypto_names[] = {"EVP_MD_CTX_new",    "EVP_MD_CTX_free",  "EVP_DigestInit_ex",
+                                           "EVP_DigestUpdate",  "EVP_DigestFinal_ex", "EVP_sha256",
+                                           "EVP_md5",           NULL};
+static void *crypto_slots[7];
+static mpk_dl crypto_dl = MPK_DL_INIT("libcrypto", MPK_LIBCRYPTO_SONAME, crypto_names, crypto_slots);
+static struct {
+  EVP_MD_CTX *(*ctx_new)(void);
+  void (*ctx_free)(EVP_MD_CTX *);
+  int (*init)(EVP_MD_CTX *, const EVP_MD *, ENGINE *);
+  int (*update)(EVP_MD_CTX *, const void *, size_t);
+  int (*final)(EVP_MD_CTX *, unsigned char *, unsigned int *);
+  const EVP_MD *(*sha256)(void);
+  const EVP_MD *(*md5)(void);
+} evp;
+static int crypto_ok;
+static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
+static void crypto_open(void) {
+  if (mpk_dl_load(&crypto_dl, NULL)) return;
+  /* object pointers to function pointers, as POSIX dlsym allows */
+  memcpy(&evp.ctx_new, &crypto_slots[0], sizeof(void *));
+  memcpy(&evp.ctx_free, &crypto_slots[1], sizeof(void *));
+  memcpy(&evp.init, &crypto_slots[2], sizeof(void *));
+  memcpy(&evp.update, &crypto_slots[3], sizeof(void *));
+  memcpy(&evp.final, &crypto_slots[4], sizeof(void *));
+  memcpy(&evp.sha256, &crypto_slots[5], sizeof(void *));
+  memcpy(&evp.md5, &crypto_slots[6], sizeof(void *));
+  crypto_ok = 1;
+}
+static int crypto_load(void) {
+  pthread_once(&crypto_once, crypto_open);
+  return crypto_ok;
+}
+#else
+static const struct {
+  EVP_MD_CTX *(*ctx_new)(void);
+  void (*ctx_free)(EVP_MD_CTX *);
+  int (*init)(EVP_MD_CTX *, const EVP_MD *, ENGINE *);
+  int (*update)(EVP_MD_CTX *, const void *, size_t);
+  int (*final)(EVP_MD_CTX *, unsigned char *, unsigned int *);
+  const EVP_MD *(*sha256)(void);
+  const EVP_MD *(*md5)(void);
+} evp = {EVP_MD_CTX_new, EVP_MD_CTX_free, EVP_DigestInit_ex, EVP_DigestUpdate,
+         EVP_DigestFinal_ex, EVP_sha256, EVP_md5};
+static int crypto_load(void) { return 1; }
+#endif
+#endif
+
+/* ---- what this CPU and build can run, and the process's choice (made once) */
+/* What the CPU has, asked once: cpuid traps to the hypervisor in a VM. Racing first callers store
+   the same answer. */
+static int cpu_has(int impl) {
+  static atomic_int known[IMPL_COUNT] = {-1, -1, -1, -1};
+  int v = atomic_load(&known[impl]);
+  if (v < 0) {
+    v = 0;
+#ifdef MPK_HAVE_SHA256_SHANI
+    if (impl == IMPL_SHANI) v = mpk_cpu_has_shani();
+#endif
+#ifdef MPK_HAVE_SHA256_ARMV8
+    if (impl == IMPL_ARMV8) v = mpk_cpu_has_sha2();
+#endif
+    atomic_store(&known[impl], v);
+  }
+  return v;
+}
+
+static int available(int impl) {
+  switch (impl) {
+#if MPK_HASH_OPENSSL
+  case IMPL_OPENSSL: return crypto_load();
+#endif
+  case IMPL_SHANI:
+  case IMPL_ARMV8: return cpu_has(impl);
+  case IMPL_C: return 1;
+  default: return 0;
+  }
+}
+
+static int best_builtin(void) {
+  if (available(IMPL_SHANI)) return IMPL_SHANI;
+  if (available(IMPL_ARMV8)) return IMPL_ARMV8;
+  return IMPL_C;
+}
+
+/* The process's choice. OpenSSL is chosen without loading libcrypto (mpk_hash_implementation(),
+   e.g. under `modelpkg --version`, must not cost a library load: 15-30 ms measured here with
+   OpenSSL 3's initialisation); the first hasher loads it, and if it cannot, the choice becomes the
+   best built-in code, which later answers report. */
+static atomic_int chosen = IMPL_C;
+static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
+
+static void choose(void) {
+  const char *want = getenv("MPK_HASH_IMPL");
+  int c = -1;
+  if (want && strcmp(want, "builtin") == 0) c = best_builtin();
+  for (int i = 0; want && c < 0 && i < IMPL_COUNT; i++)
+    if (strcmp(want, impl_names[i]) == 0 && (i == IMPL_OPENSSL ? MPK_HASH_OPENSSL : available(i))) c = i;
+  /* OpenSSL stays the default where built in. */
+  if (c < 0) c = MPK_HASH_OPENSSL ? IMPL_OPENSSL : best_builtin();
+  atomic_store(&chosen, c);
+}
+
+/* The implementation a new hasher uses: the choice, with libcrypto loaded now if that is OpenSSL; a
+   libcrypto that cannot be loaded falls back to the built-in code (the digests are the same). */
+static int current(void) {
+  pthread_once(&choose_once, choose);
+  int c = atomic_load(&chosen);
+  if (c == IMPL_OPENSSL && !available(IMPL_OPENSSL)) {
+    c = best_builtin();
+    atomic_store(&chosen, c);
+  }
+  return c;
+}
+
+const char *mpk_hasher_implementation(void) {
+  pthread_once(&choose_once, choose);
+  return impl_names[atomic_load(&chosen)];
+}
+
+/* ---- the hasher */
+static mpk_blocks_fn sha256_blocks(int impl) {
+#ifdef MPK_HAVE_SHA256_SHANI
+  if (impl == IMPL_SHANI) return mpk_sha256_blocks_shani;
+#endif
+#ifdef MPK_HAVE_SHA256_ARMV8
+  if (impl == IMPL_ARMV8) return mpk_sha256_blocks_armv8;
+#endif
+  (void)impl;
+  return mpk_sha256_blocks_c;
+}
+
+static int start(mpk_hasher *h) {
+#if MPK_HASH_OPENSSL
+  if (h->impl_ == IMPL_OPENSSL)
+    return h->md_ && evp.init(h->md_, h->algo == MPK_DIGEST_MD5 ? evp.md5() : evp.sha256(), NULL) ? 0 : MPK_ENOMEM;
+#endif
+  if (h->algo == MPK_DIGEST_MD5) mpk_md_init(&h->st_, 1, mpk_md5_blocks_c);
+  else mpk_md_init(&h->st_, 0, sha256_blocks(h->impl_));
+  return 0;
+}
+
+static int init_as(mpk_hasher *h, mpk_digest_algo algo, int impl) {
   h->algo = algo;
-  h->md_ = EVP_MD_CTX_new();
-  return h->md_ && EVP_DigestInit_ex(h->md_, md_of(algo), NULL) ? 0 : MPK_ENOMEM;
+  h->impl_ = impl;
+  h->md_ = NULL;
+#if MPK_HASH_OPENSSL
+  if (impl == IMPL_OPENSSL && !(h->md_ = evp.ctx_new())) return MPK_ENOMEM;
+#endif
+  return start(h);
 }
 
-int mpk_hasher_restart(mpk_hasher *h) {
-  return h->md_ && EVP_DigestInit_ex(h->md_, md_of(h->algo), NULL) ? 0 : MPK_ENOMEM;
+int mpk_hasher_init(mpk_hasher *h, mpk_digest_algo algo) { return init_as(h, algo, current()); }
+
+int mpk_hasher_init_impl(mpk_hasher *h, mpk_digest_algo algo, const char *impl) {
+  h->md_ = NULL;
+  for (int i = 0; impl && i < IMPL_COUNT; i++)
+    if (strcmp(impl, impl_names[i]) == 0) return available(i) ? init_as(h, algo, i) : MPK_EUNSUPPORTED;
+  return MPK_EUNSUPPORTED;
 }
+
+int mpk_hasher_restart(mpk_hasher *h) { return start(h); }
 
 void mpk_hasher_update(mpk_hasher *h, const void *data, size_t n) {
-  if (n) EVP_DigestUpdate(h->md_, data, n);
+  if (!n) return;
+#if MPK_HASH_OPENSSL
+  if (h->md_) {
+    evp.update(h->md_, data, n);
+    return;
+  }
+#endif
+  mpk_md_update(&h->st_, data, n);
 }
 
 int mpk_hasher_final(mpk_hasher *h, uint8_t *out, size_t *len) {
-  unsigned int n = 0;
-  if (!h->md_ || !EVP_DigestFinal_ex(h->md_, out, &n)) return MPK_EIO;
-  *len = n;
+#if MPK_HASH_OPENSSL
+  if (h->impl_ == IMPL_OPENSSL) {
+    unsigned int n = 0;
+    if (!h->md_ || !evp.final(h->md_, out, &n)) return MPK_EIO;
+    *len = n;
+    return 0;
+  }
+#endif
+  *len = mpk_md_final(&h->st_, out);
   return 0;
 }
 
 int mpk_hasher_final_hex(mpk_hasher *h, char hex[MPK_HASH_HEX_SIZE]) {
-  uint8_t d[EVP_MAX_MD_SIZE];
+  uint8_t d[64];
   size_t n = 0;
   int rc = mpk_hasher_final(h, d, &n);
   if (!rc) mpk_hex(d, n, hex);
   return rc;
 }
 
-const char *mpk_hasher_implementation(void) { return "openssl"; }
-
 void mpk_hasher_free(mpk_hasher *h) {
   if (!h) return;
-  EVP_MD_CTX_free(h->md_);
+#if MPK_HASH_OPENSSL
+  if (h->md_) evp.ctx_free(h->md_);
+#endif
   h->md_ = NULL;
 }
 
