@@ -24,6 +24,12 @@ if(NOT MPK_SANITIZE AND NOT MPK_FUZZ)
   mpk_script_test(test_cli_standalone integration ${MPK_IT}/test_cli_standalone.sh ${PROJECT_BINARY_DIR}
     ${PROJECT_SOURCE_DIR} REQUIRES mlc)
 endif()
+# Start-up: --version loads at most 5 shared objects, dependencies only on first use (docs/startup.md).
+# Instrumented builds load their sanitizer runtimes too.
+if(MPK_DLOPEN_DEPS AND NOT MPK_SANITIZE AND NOT MPK_FUZZ)
+  mpk_script_test(test_startup_libs integration ${MPK_IT}/test_startup_libs.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR}
+    $<TARGET_FILE:modelpkg>)
+endif()
 
 # The test suite's own hygiene: no pipe into grep -q / head under pipefail (a rare SIGPIPE false
 # failure); a test whose tool is absent skips (exit 77, a SKIP line naming the tool), proven by

@@ -276,6 +276,12 @@ MPK_API void mpk_image_free(mpk_image *img);
  * 4 (uint32) zero-extends each value, little-endian. `out_size` must be at least
  * height * width * 3 * elem_size (MPK_ELIMIT otherwise).
  */
+/**
+ * The image as an 8-bit RGB PNG file's bytes (a preview of the tensor; libspng's encoder): `*out`
+ * is malloc'ed, freed with mpk_free(); its length goes to `*out_len`.
+ */
+MPK_API int mpk_image_encode_png(const mpk_image *img, void **out, size_t *out_len, mpk_error *err);
+
 MPK_API int mpk_image_tensor_bytes(const mpk_image *img, int elem_size, void *out, size_t out_size,
                                    mpk_error *err);
 

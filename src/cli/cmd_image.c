@@ -5,10 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if MPK_CLI_PNG
-#include <spng.h>
-#endif
-
 #include "cli.h"
 
 #define IMAGE_MAX_FILE ((size_t)1 << 30) /* larger inputs are not mapped */
@@ -148,29 +144,15 @@ static int report_json(const mpk_image *img, const char *in, const processor *p,
   return mpk_cli_json_end(root, NULL, 0, notes, n_notes);
 }
 
-/* An 8-bit RGB PNG of the tensor (libspng's encoder into memory, then the output contract). */
+/* An 8-bit RGB PNG of the tensor (the library's encoder into memory, then the output contract). */
 static int write_png(const char *path, const mpk_image *img, mpk_error *err) {
-#if !MPK_CLI_PNG /* built without the image component: no image ever gets here */
-  (void)img;
-  return mpk_fail(err, MPK_EUNSUPPORTED, path, NULL, "this modelpkg was built without the image component");
-#else
-  spng_ctx *ctx = spng_ctx_new(SPNG_CTX_ENCODER);
-  if (!ctx) return mpk_fail(err, MPK_ENOMEM, path, NULL, "out of memory");
-  struct spng_ihdr ih = {(uint32_t)img->width, (uint32_t)img->height, 8, SPNG_COLOR_TYPE_TRUECOLOR, 0, 0, 0};
-  size_t n = (size_t)img->width * (size_t)img->height * 3, len = 0;
-  int e;
   void *png = NULL;
-  if ((e = spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1)) || (e = spng_set_ihdr(ctx, &ih)) ||
-      (e = spng_encode_image(ctx, img->pixels, n, SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE)) ||
-      !(png = spng_get_png_buffer(ctx, &len, &e))) {
-    spng_ctx_free(ctx);
-    return mpk_fail(err, MPK_EIO, path, NULL, "PNG encoder: %s", spng_strerror(e));
-  }
-  spng_ctx_free(ctx);
-  int rc = mpk_output_file(path, png, len, err);
-  free(png);
+  size_t len = 0;
+  int rc = mpk_image_encode_png(img, &png, &len, err);
+  if (rc) return mpk_fail(err, rc, path, NULL, "%s", err ? err->message : "PNG encoder failed");
+  rc = mpk_output_file(path, png, len, err);
+  mpk_free(png);
   return rc;
-#endif
 }
 
 static int write_tensor(const char *path, const mpk_image *img, int elem, size_t bytes, mpk_error *err) {

@@ -11,9 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 
 #include "core/hash.h"
+#include "fetch/curl_dl.h"
 #include "fetch/source.h"
 
 struct mpk_fetch_source {
@@ -24,6 +24,8 @@ struct mpk_fetch_source {
   int root_fd;    /* a directory source, opened as the user named it; -1 for HTTP */
   mpk_src_retry retry;
 };
+
+MPK_DL_DEFINE(curl, "libcurl", MPK_SONAME_CURL, MPK_CURL_FUNCS) /* opened by the first http(s) source */
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
@@ -59,6 +61,11 @@ int mpk_src_open(const char *location, const mpk_src_retry *retry, mpk_src **out
   size_t n = strlen(s->base);
   while (n > 1 && s->base[n - 1] == '/') s->base[--n] = '\0';
   if (s->http) {
+    int lrc = mpk_curl_load(err); /* libcurl is opened here, by the first http(s) source */
+    if (lrc) {
+      mpk_src_free(s);
+      return lrc;
+    }
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK) {
       mpk_src_free(s);
@@ -258,7 +265,7 @@ bool mpk_src_header_line(mpk_src_headers *h, const char *data, size_t n) {
       const char *end;
       long long secs = parse_decimal(tmp, &end);
       if (secs < 0 || *end) { /* an HTTP-date (RFC 9110 10.2.3): the wait until then */
-        time_t when = curl_getdate(tmp, NULL), now = time(NULL);
+        time_t when = mpk_curl_load(NULL) ? (time_t)-1 : curl_getdate(tmp, NULL), now = time(NULL);
         secs = when == (time_t)-1 ? -1 : when > now ? (long long)(when - now) : 0;
       }
       if (secs >= 0) h->retry_after_ms = (secs > MPK_SRC_MAX_RETRY_AFTER_SECS ? MPK_SRC_MAX_RETRY_AFTER_SECS : secs) * 1000;
@@ -738,7 +745,7 @@ static int http_fetch(mpk_src *s, mpk_src_fetch *f, mpk_hasher *md, const char *
   return rc;
 }
 
-void *mpk_src_handle_new(void) { return curl_easy_init(); }
+void *mpk_src_handle_new(void) { return mpk_curl_load(NULL) ? NULL : curl_easy_init(); }
 void mpk_src_handle_free(void *h) {
   if (h) curl_easy_cleanup(h);
 }

@@ -15,11 +15,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <soxr.h>
-
 #include "core/core.h"
 #include "core/pool.h"
+#include "media/soxr_dl.h"
 #include "media/wav.h"
+
+MPK_DL_DEFINE(soxr, "libsoxr", MPK_SONAME_SOXR, MPK_SOXR_FUNCS)
 
 #define MIX_BLOCK 16384 /* frames mixed to mono per step: 64 KiB of float */
 #define RELEASE_STEP ((uint64_t)1 << 20) /* bytes of a mapped input dropped at a time */
@@ -362,6 +363,8 @@ static int segment_task(mpk_pool *pool, void *ctx, size_t task, void *scratch, m
 
 static int resample(mono_src *src, double in_rate, double out_rate, float *out, size_t n_out, unsigned threads,
                     out_sink *sink, const char *file, mpk_error *err) {
+  int lrc = mpk_soxr_load(err); /* libsoxr is opened by the first recording that needs resampling */
+  if (lrc) return lrc;
   uint64_t in = (uint64_t)in_rate, o = (uint64_t)out_rate, g = gcd_u64(in, o);
   seg_ctx c = {.src = src, .in_rate = in_rate, .out_rate = out_rate, .out = out, .n_out = n_out,
                .unit_in = in / g, .unit_out = o / g, .file = file};

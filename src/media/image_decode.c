@@ -13,14 +13,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jpeglib.h> /* before jerror.h: jconfig.h says whether arithmetic coding is in */
+#include "media/jpeg_dl.h" /* jpeglib.h, before jerror.h: jconfig.h says whether arithmetic coding is in */
 #include <jerror.h>
-#include <spng.h>
-#include <webp/decode.h>
 
 #include "core/core.h"
 #include "media/image.h"
 #include "media/image_resize.h"
+#include "media/spng_dl.h"
+#include "media/webp_dl.h"
+
+/* libjpeg and libspng are opened by the first image of their format (docs/startup.md). */
+MPK_DL_DEFINE(jpeg, "libjpeg", MPK_SONAME_JPEG, MPK_JPEG_FUNCS)
+MPK_DL_DEFINE(spng, "libspng", MPK_SONAME_SPNG, MPK_SPNG_FUNCS)
 
 /* A progressive JPEG may hold any number of scans, each a full pass over the coefficients; far
    more than any encoder writes is refused (libjpeg-turbo's advice against scan floods). */
@@ -230,6 +234,8 @@ static int jpeg_run(jpeg_job *job, const char *file, mpk_error *err) {
 static int decode_jpeg(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h, uint32_t min_w,
                        uint32_t min_h, uint64_t budget, mpk_raster *out, int *scale_num, char *warning,
                        size_t warning_size, mpk_error *err) {
+  int lrc = mpk_jpeg_load(err);
+  if (lrc) return lrc;
   jpeg_job *job = calloc(1, sizeof *job);
   if (!job) return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
   job->cinfo.err = jpeg_std_error(&job->jerr);
@@ -275,6 +281,8 @@ static inline uint8_t to8(uint16_t v) { return (uint8_t)(((uint32_t)v * 255 + 32
    raster costs a sixth of a 12 MP decode (docs/PERFORMANCE.md section 8). */
 static int decode_png_to(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h, mpk_raster *out,
                          mpk_resampler *rs, bool *streamed, mpk_error *err) {
+  int lrc = mpk_spng_load(err);
+  if (lrc) return lrc;
   spng_ctx *ctx = spng_ctx_new(0);
   if (!ctx) return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory (PNG)");
   uint16_t *row16 = NULL;
@@ -371,6 +379,8 @@ int mpk_image_decode_png_stream(const uint8_t *data, size_t len, const char *fil
 
 static int decode_webp(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h, mpk_raster *out,
                        mpk_error *err) {
+  int lrc = mpk_webp_load(err);
+  if (lrc) return lrc;
   WebPDecoderConfig cfg;
   if (!WebPInitDecoderConfig(&cfg)) return mpk_fail(err, MPK_EUNSUPPORTED, file, NULL, "libwebp version mismatch");
   int rc = alloc_raster(out, h->width, h->height, file, err);

@@ -11,11 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libexif/exif-data.h>
-#include <webp/decode.h>
-
 #include "core/core.h"
+#include "media/exif_dl.h"
 #include "media/image.h"
+#include "media/webp_dl.h"
+
+/* libwebp is opened by the first WebP, libexif by the first EXIF block (docs/startup.md). */
+MPK_DL_DEFINE(webp, "libwebp", MPK_SONAME_WEBP, MPK_WEBP_FUNCS)
+MPK_DL_DEFINE(exif, "libexif", MPK_SONAME_EXIF, MPK_EXIF_FUNCS)
 
 static uint32_t be16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
 static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
@@ -343,6 +346,8 @@ static int probe_webp(const uint8_t *d, size_t n, const char *file, uint64_t max
     return mpk_fail(err, MPK_EMALFORMED, file, NULL, "WebP is truncated: RIFF declares %llu bytes, the file has %zu",
                     (unsigned long long)riff + 8, n);
   size_t end = (size_t)riff + 8; /* bytes after the RIFF chunk are not the image's */
+  int lrc = mpk_webp_load(err);
+  if (lrc) return lrc;
   WebPBitstreamFeatures f;
   VP8StatusCode s = WebPGetFeatures(d, end, &f);
   if (s != VP8_STATUS_OK) return mpk_image_webp_fail(s, file, "header", err);
@@ -392,6 +397,10 @@ int mpk_image_probe(const uint8_t *data, size_t len, const char *file, uint64_t 
     return rc;
   }
   out->format = f;
+  if (exif_len && (rc = mpk_exif_load(err))) {
+    memset(out, 0, sizeof *out);
+    return rc;
+  }
   out->orientation = exif_orientation(exif, exif_len);
   if (out->orientation < 0) {
     memset(out, 0, sizeof *out);

@@ -3,9 +3,11 @@
    tar is refused after its first 512 inflated bytes. */
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "objfile/internal.h"
+#include "objfile/zlib_dl.h"
+
+MPK_DL_DEFINE(zlib, "zlib", MPK_SONAME_ZLIB, MPK_ZLIB_FUNCS)
 
 static bool all_zero(const uint8_t *d, uint64_t n) {
   for (uint64_t i = 0; i < n; i++)
@@ -22,6 +24,8 @@ int mpk_obj_gunzip(const uint8_t *d, uint64_t n, uint64_t limit, const char *sho
                        (unsigned long long)n);
   /* The trailer's ISIZE (the size modulo 2^32) is a hint for the first growth, never trusted, and
      not used before the first block has shown a tar: a stream that is refused allocates 64 KiB. */
+  int lrc = mpk_zlib_load(err); /* zlib is opened by the first gzip'd archive */
+  if (lrc) return lrc;
   uint64_t hint = mpk_obj_rd32(d + n - 4, false), cap = 64 * 1024;
   if (limit < 512) limit = 512;
   if (cap > limit) cap = limit;

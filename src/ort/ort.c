@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dl.h"
 #include "ort/ort_internal.h"
 
 /* The ONNX Runtime release that introduced C API version MPK_ORT_API_VERSION: API N arrived in
@@ -64,15 +65,14 @@ int mpk_ort_open(const mpk_ort_options *given, mpk_ort **out, mpk_error *err) {
       source = "the loader's search path";
     }
   }
-  dlerror();
-  /* RTLD_NODELETE: dlclose() releases the handle, never unmaps ONNX Runtime (its thread pools and
-     static state do not support unloading; a later mpk_ort_open finds it already loaded). */
-  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  if (!dl) {
-    const char *e = dlerror();
+  /* Through the one run-time loader (core/dl.h), with its flags: RTLD_NODELETE, so dlclose()
+     releases the handle, never unmaps ONNX Runtime (its thread pools and static state do not
+     support unloading; a later mpk_ort_open finds it already loaded). */
+  const char *e = NULL;
+  void *dl = mpk_dl_open_path(path, &e);
+  if (!dl)
     return mpk_fail(err, MPK_EUNSUPPORTED, path, NULL, "ONNX Runtime not available: tried %s (from %s): %s; " INSTALL_HINT,
                     path, source, e ? e : "dlopen failed");
-  }
   dlerror();
   void *sym = dlsym(dl, "OrtGetApiBase");
   if (!sym) {

@@ -9,10 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <protobuf-c/protobuf-c.h>
-
 #include "mt/graph/graph.h"
+#include "mt/graph/protobufc_dl.h"
 #include "onnx.pb-c.h"
+
+MPK_DL_DEFINE(protobufc, "libprotobuf-c", MPK_SONAME_PROTOBUFC, MPK_PROTOBUFC_FUNCS)
 
 typedef struct scan {
   const uint8_t *base;
@@ -209,6 +210,8 @@ static int message(scan *s, const ProtobufCMessageDescriptor *d, const uint8_t *
 int mpk_onnx_prescan(const void *desc, const uint8_t *data, size_t len, const char *file,
                      const mpk_mt_graph_options *o, mpk_onnx_scan *out, mpk_error *err) {
   memset(out, 0, sizeof *out);
+  int rc = mpk_protobufc_load(err); /* every decode starts here: protobuf-c is opened by the first */
+  if (rc) return rc;
   scan s = {.base = data,
             .file = file,
             .max_decoded = o->max_decoded_bytes,

@@ -1,0 +1,81 @@
+# MPK_DLOPEN_DEPS (docs/startup.md): the components' optional dependencies are opened with dlopen()
+# on first use (core/dl.h) instead of being linked, so that a process pays only for what it uses:
+# `modelpkg --version` or a load gate maps none of them. OFF (static and WebAssembly builds, or a
+# platform without dlopen): they are linked normally and the code calls them directly.
+#
+# Each dependency's soname is the one of the library this build would have linked (found like
+# pkg-config's -l flag, in the toolchain's search path, so cross builds get the target's), read
+# from its dynamic section at configure time: never a guess written here.
+
+include(CheckSymbolExists)
+set(_mpk_dl_default OFF)
+if(NOT EMSCRIPTEN) # WebAssembly has no dlopen of system libraries
+  set(CMAKE_REQUIRED_LIBRARIES ${CMAKE_DL_LIBS})
+  check_symbol_exists(dlopen dlfcn.h MPK_HAVE_DLOPEN)
+  unset(CMAKE_REQUIRED_LIBRARIES)
+  if(MPK_HAVE_DLOPEN)
+    set(_mpk_dl_default ON)
+  endif()
+endif()
+option(MPK_DLOPEN_DEPS "open optional dependencies (libcurl, libsoxr, image codecs, zlib, protobuf-c) on first use" ${_mpk_dl_default})
+
+# The dependencies opened this way: pkg-config variable prefix (the imported target's name),
+# library name (what -l would take), the header tag used in the code (MPK_SONAME_<TAG>).
+set(MPK_DL_DEPS
+  CURL:curl:CURL
+  SOXR:soxr:SOXR
+  LIBJPEG:jpeg:JPEG
+  SPNG:spng:SPNG
+  LIBWEBP:webp:WEBP
+  LIBEXIF:exif:EXIF
+  ZLIB:z:ZLIB
+  PROTOBUFC:protobuf-c:PROTOBUFC)
+
+# The imported targets the shared library does not link when MPK_DLOPEN_DEPS is ON.
+set(MPK_DL_TARGETS)
+
+if(MPK_DLOPEN_DEPS)
+  if(NOT CMAKE_READELF)
+    find_program(CMAKE_READELF NAMES ${CMAKE_LIBRARY_ARCHITECTURE}-readelf readelf)
+  endif()
+  if(NOT CMAKE_READELF)
+    message(FATAL_ERROR "MPK_DLOPEN_DEPS: readelf not found (binutils): it reads the dependencies' sonames")
+  endif()
+  set(_defs MPK_DLOPEN_DEPS=1)
+  foreach(entry ${MPK_DL_DEPS})
+    string(REPLACE ":" ";" parts "${entry}")
+    list(GET parts 0 var)
+    list(GET parts 1 lib)
+    list(GET parts 2 tag)
+    list(APPEND MPK_DL_TARGETS PkgConfig::${var})
+    # The shared object -l${lib} resolves to (the development symlink), as the linker would find it.
+    find_library(MPK_DL_LIB_${tag} NAMES ${CMAKE_SHARED_LIBRARY_PREFIX}${lib}${CMAKE_SHARED_LIBRARY_SUFFIX} NAMES_PER_DIR)
+    if(NOT MPK_DL_LIB_${tag})
+      # Not installed: the module that needs it fails at its own pkg_check_modules with the package's
+      # name; the code gets no soname and its loader reports the library as not built in.
+      continue()
+    endif()
+    execute_process(COMMAND ${CMAKE_READELF} -d "${MPK_DL_LIB_${tag}}" OUTPUT_VARIABLE dyn RESULT_VARIABLE rc
+      ERROR_QUIET)
+    if(NOT rc EQUAL 0 OR NOT dyn MATCHES "Library soname: \\[([^]]+)\\]")
+      message(FATAL_ERROR "MPK_DLOPEN_DEPS: no SONAME in ${MPK_DL_LIB_${tag}} (readelf -d)")
+    endif()
+    set(MPK_SONAME_${tag} "${CMAKE_MATCH_1}")
+    list(APPEND _defs "MPK_SONAME_${tag}=\"${CMAKE_MATCH_1}\"")
+    string(APPEND _summary " ${CMAKE_MATCH_1}")
+  endforeach()
+  add_compile_definitions(${_defs})
+  message(STATUS "MPK_DLOPEN_DEPS: opened on first use:${_summary}")
+else()
+  add_compile_definitions(MPK_DLOPEN_DEPS=0)
+endif()
+
+# mpk_dl_link_filter(OUT libs...): the libraries without those opened at run time (the shared
+# library's link line).
+function(mpk_dl_link_filter out)
+  set(libs ${ARGN})
+  if(MPK_DL_TARGETS)
+    list(REMOVE_ITEM libs ${MPK_DL_TARGETS})
+  endif()
+  set(${out} ${libs} PARENT_SCOPE)
+endfunction()
