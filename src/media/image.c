@@ -95,6 +95,12 @@ int mpk_image_from_bytes(const void *data, size_t len, const char *file, const m
     mpk_resampler_free(rs);
     r.width = h.width, r.height = h.height;
   }
+  if (!rc && h.format == MPK_IMAGE_FORMAT_JPEG) { /* likewise: rows at the DCT scale straight into the resampler */
+    mpk_jpeg_sink sink = {orientation, &plan, target->width, target->height, img->pixels};
+    rc = mpk_image_decode_jpeg_stream(data, len, file, &h, min_w, min_h, budget, &sink, &r.width, &r.height, &scale,
+                                      img->warning, sizeof img->warning, err);
+    streamed = true;
+  }
   if (!rc && !streamed) {
     if (!(rc = mpk_image_decode_ex(data, len, file, &h, min_w, min_h, budget, &r, &scale, img->warning,
                                    sizeof img->warning, err)))

@@ -55,6 +55,20 @@ int mpk_image_resample_scaled(const mpk_raster *src, uint32_t full_width, uint32
 int mpk_image_decode_png_stream(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h,
                                 mpk_resampler *rs, bool *streamed, mpk_error *err);
 
+/* A JPEG decoded at its DCT scale (chosen as mpk_image_decode_ex does) with its rows streamed into a
+   resampler made for the scaled size, with no raster: the window of `plan` into `out`, as
+   mpk_image_resample_scaled would give from mpk_image_decode_ex's raster, byte for byte. The
+   reduced size and the scale are returned as the raster's would be. */
+typedef struct mpk_jpeg_sink {
+  int orientation;
+  const mpk_image_plan *plan;
+  int64_t out_width, out_height;
+  uint8_t *out;
+} mpk_jpeg_sink;
+int mpk_image_decode_jpeg_stream(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h,
+                                 uint32_t min_width, uint32_t min_height, uint64_t budget, const mpk_jpeg_sink *sink,
+                                 uint32_t *dec_width, uint32_t *dec_height, int *scale_num, char *warning,
+                                 size_t warning_size, mpk_error *err);
 /* Tests: cap the instruction set the kernels use (0 portable C, 1 SSE2, 2 SSSE3, 3 AVX2; the
    machine's own support still applies). Returns the previous cap. Every level gives the same bytes. */
 int mpk_image_resample_simd_cap(int level);
