@@ -98,6 +98,7 @@ typedef struct jpeg_job {
   const mpk_jpeg_sink *sink; /* streaming: rows go into a resampler made once the scale is known */
   mpk_resampler *rs;
   uint8_t *band;          /* streaming: up to JPEG_BAND rows, reused */
+  unsigned x0;            /* streaming: the first column decoded (jpeg_crop_scanline) */
   uint8_t *cmyk_row;
   int scale_num;
   uint64_t budget;
@@ -224,9 +225,28 @@ static int jpeg_run(jpeg_job *job, const char *file, mpk_error *err) {
                                 job->h->height * (double)job->scale_num / 8, k->orientation, k->plan, k->out_width,
                                 k->out_height, k->out, MPK_RESAMPLER_COPY, &job->rs, err)))
       return rc;
-    if (!(job->band = malloc(job->out->stride * (cmyk ? 1 : JPEG_BAND))))
+#ifdef LIBJPEG_TURBO_VERSION
+    /* Only the iMCU columns around those the window reads (libjpeg-turbo's jpeg_crop_scanline):
+       a 4:3 photo cropped to a square skips a quarter of the inverse DCT, upsampling and colour
+       conversion. One whole iMCU of margin each side keeps the columns read exact: the upsampler
+       treats the cropped edge as the image's edge. */
+    uint32_t lo, hi;
+    mpk_resampler_cols(job->rs, &lo, &hi);
+    JDIMENSION imcu = (JDIMENSION)(ci->max_h_samp_factor * ci->min_DCT_scaled_size);
+    JDIMENSION x0 = lo > imcu ? lo - imcu : 0, x1 = hi + imcu < ci->output_width ? hi + imcu : ci->output_width;
+    if (x0 > 0 || x1 < ci->output_width) {
+      JDIMENSION w = x1 - x0;
+      jpeg_crop_scanline(ci, &x0, &w);
+      if (x0 > lo || x0 + w < hi)
+        return mpk_fail(err, MPK_EUNSUPPORTED, file, NULL, "libjpeg cropped to columns %u..%u, the window reads %u..%u", x0,
+                        x0 + w, lo, hi);
+      job->x0 = x0;
+    }
+#endif
+    if (!(job->band = malloc((size_t)ci->output_width * 3 * (cmyk ? 1 : JPEG_BAND))))
       return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
   }
+  size_t stride = job->sink ? (size_t)ci->output_width * 3 : job->out->stride; /* cropped: shorter rows */
   if (cmyk && !(job->cmyk_row = malloc((size_t)ci->output_width * 4)))
     return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
   uint8_t *base = job->sink ? job->band : job->out->px; /* row y of a batch at base + (y - batch start) or y */
@@ -236,14 +256,14 @@ static int jpeg_run(jpeg_job *job, const char *file, mpk_error *err) {
     if (cmyk) rows[k++] = job->cmyk_row;
     else
       while (k < JPEG_BAND && y + k < ci->output_height) {
-        rows[k] = base + (size_t)(y + k - y0) * job->out->stride;
+        rows[k] = base + (size_t)(y + k - y0) * stride;
         k++;
       }
     JDIMENSION got = jpeg_read_scanlines(ci, rows, k);
     if (got == 0) return mpk_fail(err, MPK_EMALFORMED, file, NULL, "JPEG decoder made no progress");
-    if (cmyk) cmyk_to_rgb(job->cmyk_row, base + (size_t)(y - y0) * job->out->stride, ci->output_width, ci->saw_Adobe_marker);
+    if (cmyk) cmyk_to_rgb(job->cmyk_row, base + (size_t)(y - y0) * stride, ci->output_width, ci->saw_Adobe_marker);
     if (job->sink)
-      for (JDIMENSION i = 0; i < got; i++) mpk_resampler_push(job->rs, base + (size_t)i * job->out->stride);
+      for (JDIMENSION i = 0; i < got; i++) mpk_resampler_push_cols(job->rs, base + (size_t)i * stride, job->x0);
   }
   if (job->sink && (rc = mpk_resampler_finish(job->rs, err))) return rc;
   /* Not jpeg_finish_decompress: every pixel has been read; what follows the last scan is not the

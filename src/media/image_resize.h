@@ -35,6 +35,11 @@ int mpk_resampler_new(uint32_t src_width, uint32_t src_height, double extent_w, 
 void mpk_resampler_rows(const mpk_resampler *r, uint32_t *first, uint32_t *end);
 /* The next stored row (src_width * 3 bytes). 0, or MPK_EINVAL (no row, or more rows than src_height). */
 int mpk_resampler_push(mpk_resampler *r, const uint8_t *row);
+/* The stored columns [*first, *end) that the output depends on. */
+void mpk_resampler_cols(const mpk_resampler *r, uint32_t *first, uint32_t *end);
+/* The same for a row that holds stored columns from x0 on (x0 <= the first column read; the row
+   reaches the end column). */
+int mpk_resampler_push_cols(mpk_resampler *r, const uint8_t *row, uint32_t x0);
 /* Wait for the output; MPK_EINVAL when rows the window needs were never pushed. */
 int mpk_resampler_finish(mpk_resampler *r, mpk_error *err);
 void mpk_resampler_free(mpk_resampler *r);
