@@ -5,6 +5,7 @@
 #
 #   bench/run_image_process.sh [MODELPKG]        # default: build/modelpkg
 #   ROUNDS=5 ITERS=11 IMG_DIR=/tmp/imgs SIZES="1 3 12 48" INSTR=1 bench/run_image_process.sh build/modelpkg
+#   ROUNDS=0 bench/run_image_process.sh OTHER/modelpkg   # instruction counts only
 #
 # Inputs (scripts/gen_images.sh DIR --process, ImageMagick; IMG_DIR keeps them between runs):
 # photo_WxH_q90.jpg (textured and noisy: entropy decoding dominates) and smooth_WxH_q90.jpg
@@ -103,18 +104,19 @@ def ratio(i, j, su):
 def verdict(x): return "ok" if x <= 1.15 else "NOT MET"
 def su(k, j): return statistics.median(med(i, k, j) for i in range(len(cases)))
 
-print(f"\n{rounds} rounds x {iters} runs of each command per image, interleaved; medians in ms")
-print(f"start-up: djpeg -version wall {su('djpeg-version', 0):.2f} cpu {su('djpeg-version', 1):.2f}, "
-      f"modelpkg --version wall {su('modelpkg-version', 0):.2f} cpu {su('modelpkg-version', 1):.2f}")
-for j, what in ((0, "wall clock"), (1, "CPU time (user + sys of the process)")):
-    print(f"\n{what}:")
-    print(f"{'image':26} {'MP':>5} {'scale':>5} {'djpeg':>8} {'modelpkg':>9} {'ratio':>6} {'verdict':>8} {'ratio-su':>9} {'verdict':>8}")
-    for i, (f, m, px, dj, mp) in enumerate(cases):
-        r, rs = ratio(i, j, False), ratio(i, j, True)
-        print(f"{os.path.basename(f):26} {px / 1e6:5.1f} {m:>3}/8 {med(i, 'djpeg', j):8.2f} {med(i, 'modelpkg', j):9.2f} "
-              f"{r:6.3f} {verdict(r):>8} {rs:9.3f} {verdict(rs):>8}")
-print("\nratio: modelpkg / djpeg (target <= 1.15); ratio-su: start-up taken out, each peer minus its own\n"
-      "--version / -version process measured in the same round")
+if rounds:  # ROUNDS=0: instruction counts only
+  print(f"\n{rounds} rounds x {iters} runs of each command per image, interleaved; medians in ms")
+  print(f"start-up: djpeg -version wall {su('djpeg-version', 0):.2f} cpu {su('djpeg-version', 1):.2f}, "
+        f"modelpkg --version wall {su('modelpkg-version', 0):.2f} cpu {su('modelpkg-version', 1):.2f}")
+  for j, what in ((0, "wall clock"), (1, "CPU time (user + sys of the process)")):
+      print(f"\n{what}:")
+      print(f"{'image':26} {'MP':>5} {'scale':>5} {'djpeg':>8} {'modelpkg':>9} {'ratio':>6} {'verdict':>8} {'ratio-su':>9} {'verdict':>8}")
+      for i, (f, m, px, dj, mp) in enumerate(cases):
+          r, rs = ratio(i, j, False), ratio(i, j, True)
+          print(f"{os.path.basename(f):26} {px / 1e6:5.1f} {m:>3}/8 {med(i, 'djpeg', j):8.2f} {med(i, 'modelpkg', j):9.2f} "
+                f"{r:6.3f} {verdict(r):>8} {rs:9.3f} {verdict(rs):>8}")
+  print("\nratio: modelpkg / djpeg (target <= 1.15); ratio-su: start-up taken out, each peer minus its own\n"
+        "--version / -version process measured in the same round")
 
 if instr and shutil.which("valgrind"):
     def ir(argv):

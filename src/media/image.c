@@ -1,8 +1,8 @@
 /* Image file bytes to the NHWC pixel tensor of an image_decode processor: the stages of image.h in
    order. The plan is made on the upright size (the EXIF orientation applied, unless told not to),
    so that the decoder can be asked for the least it must produce: the plan's scaled size, turned
-   back into stored orientation. Memory: the decoded raster (for JPEG at most about 4x the scaled
-   size, thanks to DCT scaling) plus the output. */
+   back into stored orientation. Memory: the output, plus for WebP and an interlaced PNG the decoded
+   raster; a JPEG's and a non-interlaced PNG's rows stream into the resampler. */
 #include <stdlib.h>
 #include <string.h>
 

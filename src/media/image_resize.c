@@ -367,20 +367,32 @@ __attribute__((target("avx2"))) static void horiz_avx2(const uint8_t *line, cons
     const uint8_t *p0 = line + 3 * (size_t)(ax->start[e] - ax->lo);
     const uint8_t *p1 = two ? line + 3 * (size_t)(ax->start[e + 1] - ax->lo) : p0;
     const __m256i *w = wv + (e / 2) * pairs;
-    size_t len = ax->len[e];
-    if (two && ax->len[e + 1] > len) len = ax->len[e + 1];
-    size_t taps = (len + 3) & ~(size_t)3;
     __m256i s = half, t = _mm256_setzero_si256();
-    for (size_t k = 0; k < taps; k += 4) {
-      __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p0 + 3 * k))),
-                                          _mm_loadu_si128((const __m128i *)(p1 + 3 * k)), 1);
-      s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m0), w[k / 2]));
-      t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m1), w[k / 2 + 1]));
+#define HORIZ_AVX2_STEP(k)                                                                                        \
+  do {                                                                                                            \
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p0 + 3 * (k)))), \
+                                        _mm_loadu_si128((const __m128i *)(p1 + 3 * (k))), 1);                     \
+    s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m0), w[(k) / 2]));                          \
+    t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m1), w[(k) / 2 + 1]));                      \
+  } while (0)
+    if (pairs == 4) { /* windows of up to 8 taps (reductions up to 2x), the common case: unrolled */
+      HORIZ_AVX2_STEP(0);
+      HORIZ_AVX2_STEP(4);
+    } else {
+      size_t len = ax->len[e];
+      if (two && ax->len[e + 1] > len) len = ax->len[e + 1];
+      for (size_t k = 0; k < len; k += 4) HORIZ_AVX2_STEP(k);
     }
+#undef HORIZ_AVX2_STEP
     s = _mm256_srai_epi32(_mm256_add_epi32(s, t), PREC_SIMD);
     s = _mm256_packus_epi16(_mm256_packs_epi32(s, s), s);
     uint32_t px[2] = {(uint32_t)_mm_cvtsi128_si32(_mm256_castsi256_si128(s)),
                       (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(s, 1))};
+    if (step == 3 && e + 2 < ax->n) { /* both in one store; its last 2 bytes are the next pixel's, written next */
+      uint64_t both = (uint64_t)(px[0] & 0xFFFFFF) | (uint64_t)px[1] << 24;
+      memcpy(out + e * 3, &both, 8);
+      continue;
+    }
     for (int i = 0; i <= two; i++) {
       uint8_t *o = out + (e + (size_t)i) * step;
       if (step == 3 && e + (size_t)i + 1 < ax->n) { /* one store; its 4th byte is the next pixel's, written next */
