@@ -1,7 +1,7 @@
 #!/bin/sh
 # The synthetic image set for the image frontend's quality check (scripts/image_vs_pillow.py) and
 # benchmark (bench/run_image.sh), made with ImageMagick (Debian imagemagick, IM6) into DIR.
-# Generated at test time, never committed. Usage: scripts/gen_images.sh DIR [--bench]
+# Generated at test time, never committed. Usage: scripts/gen_images.sh DIR [--bench|--process]
 #   --bench: only the two benchmark inputs (4032x3024 JPEG q90 and the same as an RGBA PNG).
 set -eu
 [ $# -ge 1 ] || { echo "usage: $0 DIR [--bench]" >&2; exit 2; }
@@ -37,6 +37,30 @@ if [ "$bench_only" = --bench ]; then
   im photo_4032x3024.png \( -size 3024x4032 gradient:white-gray30 -rotate 90 \) -alpha off \
     -compose CopyOpacity -composite png32:photo_4032x3024_rgba.png
   rm -f photo_4032x3024.png
+  exit 0
+fi
+# --process: bench/run_image_process.sh's inputs, 1, 3, 12 and 48 MP (4:3), quality 90, 4:2:0
+# (IM6 would pick 4:4:4 at quality 90): photo_WxH_q90.jpg (textured, noisy) and smooth_WxH_q90.jpg
+# (gradients only, which entropy-decode far faster). Within Debian's ImageMagick policy (1 GiB of
+# pixel cache): the 48 MP photo is the 12 MP one mirrored 2 x 2 (the same texture per pixel), the
+# large gradients are drawn at a quarter and scaled up.
+if [ "$bench_only" = --process ]; then
+  for wh in 1152x864 2016x1512 4032x3024 8064x6048; do
+    w=${wh%x*} h=${wh#*x} k=1
+    [ "$w" -ge 3000 ] && k=4
+    if [ "$w" -le 4032 ]; then
+      photo "$w" "$h" png24:p.png
+    else
+      im p.png \( p.png -flop \) +append png24:row.png
+      im row.png \( row.png -flip \) -append png24:p.png
+      rm -f row.png
+    fi
+    im p.png -quality 90 -sampling-factor 2x2 "photo_${wh}_q90.jpg"
+    im -size "$((w/k))x$((h/k))" gradient:'#1c3f94'-'#f2c48a' \
+      \( -size "$((w/k))x$((h/k))" radial-gradient:'rgba(255,255,255,0.5)'-'rgba(0,0,0,0)' \) \
+      -compose Over -composite -resize "${wh}!" -quality 90 -sampling-factor 2x2 "smooth_${wh}_q90.jpg"
+  done
+  rm -f p.png
   exit 0
 fi
 

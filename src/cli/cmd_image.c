@@ -234,6 +234,9 @@ int mpk_cmd_image(int argc, char **argv) {
                  "to a file, or drop --json (the report then goes to standard error)",
                  out_stdout ? "-o" : "--png", out_stdout ? "tensor" : "preview");
   FILE *rep = out_stdout || png_stdout ? stderr : stdout;
+  /* Unbuffered stderr would make the report eight writes; nothing has been written to it yet. */
+  static char rep_buf[4096];
+  if (rep == stderr) setvbuf(stderr, rep_buf, _IOFBF, sizeof rep_buf);
 
   mpk_error err;
   mpk_error_clear(&err);
@@ -282,6 +285,7 @@ int mpk_cmd_image(int argc, char **argv) {
     if (output) fprintf(rep, "written: %s (%zu bytes)\n", strcmp(output, "-") == 0 ? "standard output" : output, bytes);
     if (png) fprintf(rep, "preview: %s\n", strcmp(png, "-") == 0 ? "standard output" : png);
   }
+  if (rep == stderr) fflush(stderr);
   mpk_image_free(img);
   free(p.input);
   free(p.dtype);

@@ -1,8 +1,8 @@
 /* Image file bytes to the NHWC pixel tensor of an image_decode processor: the stages of image.h in
    order. The plan is made on the upright size (the EXIF orientation applied, unless told not to),
    so that the decoder can be asked for the least it must produce: the plan's scaled size, turned
-   back into stored orientation. Memory: the decoded raster (for JPEG at most about 4x the scaled
-   size, thanks to DCT scaling) plus the output. */
+   back into stored orientation. Memory: the output, plus for WebP and an interlaced PNG the decoded
+   raster; a JPEG's and a non-interlaced PNG's rows stream into the resampler. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +94,12 @@ int mpk_image_from_bytes(const void *data, size_t len, const char *file, const m
     if (!rc && streamed) rc = mpk_resampler_finish(rs, err);
     mpk_resampler_free(rs);
     r.width = h.width, r.height = h.height;
+  }
+  if (!rc && h.format == MPK_IMAGE_FORMAT_JPEG) { /* likewise: rows at the DCT scale straight into the resampler */
+    mpk_jpeg_sink sink = {orientation, &plan, target->width, target->height, img->pixels};
+    rc = mpk_image_decode_jpeg_stream(data, len, file, &h, min_w, min_h, budget, &sink, &r.width, &r.height, &scale,
+                                      img->warning, sizeof img->warning, err);
+    streamed = true;
   }
   if (!rc && !streamed) {
     if (!(rc = mpk_image_decode_ex(data, len, file, &h, min_w, min_h, budget, &r, &scale, img->warning,

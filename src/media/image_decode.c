@@ -29,6 +29,8 @@ MPK_DL_DEFINE(spng, "libspng", MPK_SONAME_SPNG, MPK_SPNG_FUNCS)
 /* A progressive JPEG may hold any number of scans, each a full pass over the coefficients; far
    more than any encoder writes is refused (libjpeg-turbo's advice against scan floods). */
 #define JPEG_MAX_SCANS 500
+/* Rows asked of libjpeg per call; streaming, the band they land in is reused. */
+#define JPEG_BAND 16
 /* Ancillary PNG chunks libspng keeps (text, ICC, EXIF): per chunk and in total. */
 #define PNG_CHUNK_LIMIT ((size_t)16 << 20)
 #define PNG_CACHE_LIMIT ((size_t)64 << 20)
@@ -96,7 +98,11 @@ typedef struct jpeg_job {
   size_t len;
   const mpk_image_header *h;
   uint32_t min_w, min_h;
-  mpk_raster *out;
+  mpk_raster *out;        /* the raster; or, streaming, only its size (px stays NULL) */
+  const mpk_jpeg_sink *sink; /* streaming: rows go into a resampler made once the scale is known */
+  mpk_resampler *rs;
+  uint8_t *band;          /* streaming: up to JPEG_BAND rows, reused */
+  unsigned x0;            /* streaming: the first column decoded (jpeg_crop_scanline) */
   uint8_t *cmyk_row;
   int scale_num;
   uint64_t budget;
@@ -208,23 +214,62 @@ static int jpeg_run(jpeg_job *job, const char *file, mpk_error *err) {
   jpeg_start_decompress(ci);
   if (ci->output_components != (cmyk ? 4 : 3))
     return mpk_fail(err, MPK_EUNSUPPORTED, file, NULL, "JPEG: unexpected %d output components", ci->output_components);
-  int rc = alloc_raster(job->out, ci->output_width, ci->output_height, file, err);
-  if (rc) return rc;
+  int rc;
+  if (!job->sink) {
+    if ((rc = alloc_raster(job->out, ci->output_width, ci->output_height, file, err))) return rc;
+  } else {
+    /* Streaming: no raster (on this VM, first touches of fresh memory cost more than the resampling;
+       docs/PERFORMANCE.md "modelpkg image as a process"). The picture spans full * M / 8 of the
+       reduced pixels, as in mpk_image_resample_scaled. */
+    const mpk_jpeg_sink *k = job->sink;
+    job->out->width = ci->output_width;
+    job->out->height = ci->output_height;
+    job->out->stride = (size_t)ci->output_width * 3;
+    if ((rc = mpk_resampler_new(ci->output_width, ci->output_height, job->h->width * (double)job->scale_num / 8,
+                                job->h->height * (double)job->scale_num / 8, k->orientation, k->plan, k->out_width,
+                                k->out_height, k->out, MPK_RESAMPLER_COPY, &job->rs, err)))
+      return rc;
+#ifdef LIBJPEG_TURBO_VERSION
+    /* Only the iMCU columns around those the window reads (libjpeg-turbo's jpeg_crop_scanline):
+       a 4:3 photo cropped to a square skips a quarter of the inverse DCT, upsampling and colour
+       conversion. One whole iMCU of margin each side keeps the columns read exact: the upsampler
+       treats the cropped edge as the image's edge. */
+    uint32_t lo, hi;
+    mpk_resampler_cols(job->rs, &lo, &hi);
+    JDIMENSION imcu = (JDIMENSION)(ci->max_h_samp_factor * ci->min_DCT_scaled_size);
+    JDIMENSION x0 = lo > imcu ? lo - imcu : 0, x1 = hi + imcu < ci->output_width ? hi + imcu : ci->output_width;
+    if (x0 > 0 || x1 < ci->output_width) {
+      JDIMENSION w = x1 - x0;
+      jpeg_crop_scanline(ci, &x0, &w);
+      if (x0 > lo || x0 + w < hi)
+        return mpk_fail(err, MPK_EUNSUPPORTED, file, NULL, "libjpeg cropped to columns %u..%u, the window reads %u..%u", x0,
+                        x0 + w, lo, hi);
+      job->x0 = x0;
+    }
+#endif
+    if (!(job->band = malloc((size_t)ci->output_width * 3 * (cmyk ? 1 : JPEG_BAND))))
+      return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
+  }
+  size_t stride = job->sink ? (size_t)ci->output_width * 3 : job->out->stride; /* cropped: shorter rows */
   if (cmyk && !(job->cmyk_row = malloc((size_t)ci->output_width * 4)))
     return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory");
+  uint8_t *base = job->sink ? job->band : job->out->px; /* row y of a batch at base + (y - batch start) or y */
   while (ci->output_scanline < ci->output_height) {
-    JSAMPROW rows[16];
-    JDIMENSION y = ci->output_scanline, k = 0;
+    JSAMPROW rows[JPEG_BAND];
+    JDIMENSION y = ci->output_scanline, k = 0, y0 = job->sink ? y : 0;
     if (cmyk) rows[k++] = job->cmyk_row;
     else
-      while (k < 16 && y + k < ci->output_height) {
-        rows[k] = job->out->px + (size_t)(y + k) * job->out->stride;
+      while (k < JPEG_BAND && y + k < ci->output_height) {
+        rows[k] = base + (size_t)(y + k - y0) * stride;
         k++;
       }
     JDIMENSION got = jpeg_read_scanlines(ci, rows, k);
     if (got == 0) return mpk_fail(err, MPK_EMALFORMED, file, NULL, "JPEG decoder made no progress");
-    if (cmyk) cmyk_to_rgb(job->cmyk_row, job->out->px + (size_t)y * job->out->stride, ci->output_width, ci->saw_Adobe_marker);
+    if (cmyk) cmyk_to_rgb(job->cmyk_row, base + (size_t)(y - y0) * stride, ci->output_width, ci->saw_Adobe_marker);
+    if (job->sink)
+      for (JDIMENSION i = 0; i < got; i++) mpk_resampler_push_cols(job->rs, base + (size_t)i * stride, job->x0);
   }
+  if (job->sink && (rc = mpk_resampler_finish(job->rs, err))) return rc;
   /* Not jpeg_finish_decompress: every pixel has been read; what follows the last scan is not the
      picture's (a file cut before its EOI has already been refused: the entropy decoder reads
      ahead and meets the end of the data). */
@@ -232,8 +277,8 @@ static int jpeg_run(jpeg_job *job, const char *file, mpk_error *err) {
 }
 
 static int decode_jpeg(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h, uint32_t min_w,
-                       uint32_t min_h, uint64_t budget, mpk_raster *out, int *scale_num, char *warning,
-                       size_t warning_size, mpk_error *err) {
+                       uint32_t min_h, uint64_t budget, const mpk_jpeg_sink *sink, mpk_raster *out, int *scale_num,
+                       char *warning, size_t warning_size, mpk_error *err) {
   int lrc = mpk_jpeg_load(err);
   if (lrc) return lrc;
   jpeg_job *job = calloc(1, sizeof *job);
@@ -248,11 +293,14 @@ static int decode_jpeg(const uint8_t *data, size_t len, const char *file, const 
   job->min_w = min_w;
   job->min_h = min_h;
   job->out = out;
+  job->sink = sink;
   job->budget = budget ? budget : MPK_IMAGE_DEFAULT_MAX_DECODE_BYTES;
   job->warning = warning;
   job->warning_size = warning_size;
   int rc = jpeg_run(job, file, err);
   jpeg_destroy_decompress(&job->cinfo);
+  mpk_resampler_free(job->rs);
+  free(job->band);
   free(job->cmyk_row);
   if (rc) free_raster(out);
   else *scale_num = job->scale_num;
@@ -419,7 +467,8 @@ int mpk_image_decode_ex(const uint8_t *data, size_t len, const char *file, const
   int rc;
   switch (h->format) {
     case MPK_IMAGE_FORMAT_JPEG:
-      return decode_jpeg(data, len, file, h, min_width, min_height, budget, out, scale_num, warning, warning_size, err);
+      return decode_jpeg(data, len, file, h, min_width, min_height, budget, NULL, out, scale_num, warning, warning_size,
+                         err);
     case MPK_IMAGE_FORMAT_PNG:
       if ((rc = mpk_image_check_budget(file, h, h->width, h->height, budget, err))) return rc;
       return decode_png(data, len, file, h, out, err);
@@ -433,4 +482,21 @@ int mpk_image_decode_ex(const uint8_t *data, size_t len, const char *file, const
 int mpk_image_decode(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h, uint32_t min_width,
                      uint32_t min_height, mpk_raster *out, int *scale_num, mpk_error *err) {
   return mpk_image_decode_ex(data, len, file, h, min_width, min_height, 0, out, scale_num, NULL, 0, err);
+}
+
+int mpk_image_decode_jpeg_stream(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h,
+                                 uint32_t min_width, uint32_t min_height, uint64_t budget, const mpk_jpeg_sink *sink,
+                                 uint32_t *dec_width, uint32_t *dec_height, int *scale_num, char *warning,
+                                 size_t warning_size, mpk_error *err) {
+  if (!file) file = "image";
+  if (!data || !h || !sink || !dec_width || !dec_height || !scale_num || h->format != MPK_IMAGE_FORMAT_JPEG)
+    return mpk_fail(err, MPK_EINVAL, file, NULL, "no JPEG input or output");
+  if (warning && warning_size) warning[0] = '\0';
+  mpk_raster size = {0};
+  *scale_num = 8;
+  int rc = decode_jpeg(data, len, file, h, min_width, min_height, budget, sink, &size, scale_num, warning, warning_size,
+                       err);
+  *dec_width = size.width;
+  *dec_height = size.height;
+  return rc;
 }

@@ -320,29 +320,116 @@ static void horiz_c(const uint8_t *line, const axis *ax, uint8_t *out, size_t st
 /* Four taps per 16-byte load: pshufb gathers R0 R1 G0 G1 B0 B1 (and R2 R3 ...) widened to int16,
    pmaddwd with the (w[k], w[k+1]) pair sums the two taps per channel. Windows are zero-padded to a
    multiple of 4 and the line has TMP_PAD bytes after it, so the loads stay inside the buffer. */
-__attribute__((target("ssse3"))) static void horiz_ssse3(const uint8_t *line, const axis *ax, uint8_t *out,
-                                                         size_t step) {
+__attribute__((target("ssse3"))) static void horiz_ssse3(const uint8_t *line, const axis *ax, const __m128i *wv,
+                                                         uint8_t *out, size_t step) {
   const __m128i m0 = _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
   const __m128i m1 = _mm_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
   const __m128i half = _mm_set1_epi32(1 << (PREC_SIMD - 1));
+  const size_t pairs = ax->stride / 2;
   for (size_t e = 0; e < ax->n; e++) {
     const uint8_t *p = line + 3 * (size_t)(ax->start[e] - ax->lo);
-    const int32_t *pr = ax->pair + e * (ax->stride / 2);
+    const __m128i *w = wv + e * pairs;
     size_t taps = (ax->len[e] + 3) & ~(size_t)3;
     __m128i s = half, t = _mm_setzero_si128();
     for (size_t k = 0; k < taps; k += 4) {
       __m128i v = _mm_loadu_si128((const __m128i *)(p + 3 * k));
-      s = _mm_add_epi32(s, _mm_madd_epi16(_mm_shuffle_epi8(v, m0), _mm_set1_epi32(pr[k / 2])));
-      t = _mm_add_epi32(t, _mm_madd_epi16(_mm_shuffle_epi8(v, m1), _mm_set1_epi32(pr[k / 2 + 1])));
+      s = _mm_add_epi32(s, _mm_madd_epi16(_mm_shuffle_epi8(v, m0), w[k / 2]));
+      t = _mm_add_epi32(t, _mm_madd_epi16(_mm_shuffle_epi8(v, m1), w[k / 2 + 1]));
     }
     s = _mm_srai_epi32(_mm_add_epi32(s, t), PREC_SIMD);
     s = _mm_packus_epi16(_mm_packs_epi32(s, s), s);
     uint32_t px = (uint32_t)_mm_cvtsi128_si32(s);
     uint8_t *o = out + e * step;
+    if (step == 3 && e + 1 < ax->n) { /* one store; its 4th byte is the next pixel's, written next */
+      memcpy(o, &px, 4);
+      continue;
+    }
     o[0] = (uint8_t)px;
     o[1] = (uint8_t)(px >> 8);
     o[2] = (uint8_t)(px >> 16);
   }
+}
+
+/* Two output pixels at once, one per 128-bit lane: the same sums as horiz_ssse3 (integer, in a
+   different order), over the longer of the two windows (the other's weights are 0 there; the line's
+   padding covers the reads). `wv` holds, per pixel pair and weight pair, e's pair broadcast in the
+   low lane and e + 1's in the high one (horiz_weights2). */
+__attribute__((target("avx2"))) static void horiz_avx2(const uint8_t *line, const axis *ax, const __m256i *wv,
+                                                      uint8_t *out, size_t step) {
+  const __m256i m0 = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,
+                                      0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
+  const __m256i m1 = _mm256_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1,
+                                      6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
+  const __m256i half = _mm256_set1_epi32(1 << (PREC_SIMD - 1));
+  const size_t pairs = ax->stride / 2;
+  for (size_t e = 0; e < ax->n; e += 2) {
+    int two = e + 1 < ax->n;
+    const uint8_t *p0 = line + 3 * (size_t)(ax->start[e] - ax->lo);
+    const uint8_t *p1 = two ? line + 3 * (size_t)(ax->start[e + 1] - ax->lo) : p0;
+    const __m256i *w = wv + (e / 2) * pairs;
+    __m256i s = half, t = _mm256_setzero_si256();
+#define HORIZ_AVX2_STEP(k)                                                                                        \
+  do {                                                                                                            \
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p0 + 3 * (k)))), \
+                                        _mm_loadu_si128((const __m128i *)(p1 + 3 * (k))), 1);                     \
+    s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m0), w[(k) / 2]));                          \
+    t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m1), w[(k) / 2 + 1]));                      \
+  } while (0)
+    if (pairs == 4) { /* windows of up to 8 taps (reductions up to 2x), the common case: unrolled */
+      HORIZ_AVX2_STEP(0);
+      HORIZ_AVX2_STEP(4);
+    } else {
+      size_t len = ax->len[e];
+      if (two && ax->len[e + 1] > len) len = ax->len[e + 1];
+      for (size_t k = 0; k < len; k += 4) HORIZ_AVX2_STEP(k);
+    }
+#undef HORIZ_AVX2_STEP
+    s = _mm256_srai_epi32(_mm256_add_epi32(s, t), PREC_SIMD);
+    s = _mm256_packus_epi16(_mm256_packs_epi32(s, s), s);
+    uint32_t px[2] = {(uint32_t)_mm_cvtsi128_si32(_mm256_castsi256_si128(s)),
+                      (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(s, 1))};
+    if (step == 3 && e + 2 < ax->n) { /* both in one store; its last 2 bytes are the next pixel's, written next */
+      uint64_t both = (uint64_t)(px[0] & 0xFFFFFF) | (uint64_t)px[1] << 24;
+      memcpy(out + e * 3, &both, 8);
+      continue;
+    }
+    for (int i = 0; i <= two; i++) {
+      uint8_t *o = out + (e + (size_t)i) * step;
+      if (step == 3 && e + (size_t)i + 1 < ax->n) { /* one store; its 4th byte is the next pixel's, written next */
+        memcpy(o, &px[i], 4);
+        continue;
+      }
+      o[0] = (uint8_t)px[i];
+      o[1] = (uint8_t)(px[i] >> 8);
+      o[2] = (uint8_t)(px[i] >> 16);
+    }
+  }
+}
+
+/* horiz_avx2's weights: per pixel pair (the last one alone when n is odd, beside zeros) and weight
+   pair, eight int32: e's pair four times, then e + 1's. */
+static __m256i *horiz_weights2(const axis *ax) {
+  size_t pairs = ax->stride / 2, n2 = (ax->n + 1) / 2;
+  int32_t *wv = aligned_alloc(32, n2 * pairs * 32);
+  if (wv)
+    for (size_t i = 0; i < n2; i++)
+      for (size_t j = 0; j < pairs; j++) {
+        int32_t lo = ax->pair[2 * i * pairs + j], hi = 2 * i + 1 < ax->n ? ax->pair[(2 * i + 1) * pairs + j] : 0;
+        int32_t *d = wv + (i * pairs + j) * 8;
+        d[0] = d[1] = d[2] = d[3] = lo;
+        d[4] = d[5] = d[6] = d[7] = hi;
+      }
+  return (__m256i *)wv;
+}
+
+/* Axis a's weight pairs, each broadcast to a whole vector once, so that pass 2 multiplies by a
+   loaded operand instead of broadcasting per pixel per tap pair (about a third of its instructions). */
+static __m128i *horiz_weights(const axis *ax) {
+  size_t n = ax->n * (ax->stride / 2);
+  __m128i *wv = aligned_alloc(16, n * sizeof *wv);
+  if (wv)
+    for (size_t i = 0; i < n; i++) wv[i] = _mm_set1_epi32(ax->pair[i]);
+  return wv;
 }
 #endif
 
@@ -367,6 +454,10 @@ struct mpk_resampler {
   uint32_t first, end;  /* stored rows read */
   uint32_t pushed;      /* rows pushed so far */
   size_t done;          /* entries of order[] finished */
+#ifdef MPK_X86
+  __m128i *hw;          /* pass 2's weights broadcast (horiz_weights), when it runs horiz_ssse3 */
+  __m256i *hw2;         /* the same for horiz_avx2 (horiz_weights2) */
+#endif
   /* worker (MPK_RESAMPLER_THREAD) */
   int threaded, started, stop;
   size_t worker_needs;  /* > 0: the worker sleeps until `pushed` reaches it */
@@ -430,8 +521,12 @@ static void run_entry(mpk_resampler *r, size_t e) {
     step = (size_t)r->out_w * 3;
   }
 #ifdef MPK_X86
-  if (a->bits == PREC_SIMD && r->level >= SIMD_SSSE3) {
-    horiz_ssse3(r->line, a, o, step);
+  if (r->hw2) {
+    horiz_avx2(r->line, a, r->hw2, o, step);
+    return;
+  }
+  if (r->hw) {
+    horiz_ssse3(r->line, a, r->hw, o, step);
     return;
   }
 #endif
@@ -511,7 +606,7 @@ int mpk_resampler_new(uint32_t src_width, uint32_t src_height, double extent_w, 
   r->end = r->b.hi;
   r->ring = calloc(r->cap, sizeof *r->ring);
   r->win = calloc(maxlen + 2, sizeof *r->win);
-  r->line = calloc(r->row_bytes + TMP_PAD, 1);
+  r->line = calloc(r->row_bytes + 3 * r->a.stride + TMP_PAD, 1); /* horiz_avx2 may read a window's stride */
   r->order = malloc(r->b.n * sizeof *r->order);
   r->minstart = malloc(r->b.n * sizeof *r->minstart);
   if (r->copy && r->cap <= SIZE_MAX / r->row_bytes) r->slots = malloc(r->cap * r->row_bytes);
@@ -520,6 +615,14 @@ int mpk_resampler_new(uint32_t src_width, uint32_t src_height, double extent_w, 
     return mpk_fail(err, MPK_ENOMEM, "image", NULL, "out of memory (resampler buffers)");
   }
   sort_by_end(r);
+#ifdef MPK_X86
+  if (r->a.bits == PREC_SIMD && r->level >= SIMD_AVX2 ? !(r->hw2 = horiz_weights2(&r->a))
+      : r->a.bits == PREC_SIMD && r->level >= SIMD_SSSE3 ? !(r->hw = horiz_weights(&r->a))
+                                                          : 0) {
+    mpk_resampler_free(r);
+    return mpk_fail(err, MPK_ENOMEM, "image", NULL, "out of memory (resampler buffers)");
+  }
+#endif
   if (r->threaded) {
     if (pthread_mutex_init(&r->mu, NULL) == 0 && pthread_cond_init(&r->more_rows, NULL) == 0 &&
         pthread_cond_init(&r->slot_free, NULL) == 0 && pthread_create(&r->thread, NULL, worker, r) == 0)
@@ -557,8 +660,15 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-int mpk_resampler_push(mpk_resampler *r, const uint8_t *row) {
-  if (!r || !row) return MPK_EINVAL;
+void mpk_resampler_cols(const mpk_resampler *r, uint32_t *first, uint32_t *end) {
+  *first = r->a.lo;
+  *end = r->a.hi;
+}
+
+int mpk_resampler_push(mpk_resampler *r, const uint8_t *row) { return mpk_resampler_push_cols(r, row, 0); }
+
+int mpk_resampler_push_cols(mpk_resampler *r, const uint8_t *row, uint32_t x0) {
+  if (!r || !row || x0 > r->a.lo) return MPK_EINVAL;
   uint32_t y = r->pushed; /* written only by this thread (under the lock when threaded) */
   if (y >= r->src_h) return MPK_EINVAL;
   if (y >= r->first && y < r->end) {
@@ -572,7 +682,7 @@ int mpk_resampler_push(mpk_resampler *r, const uint8_t *row) {
       }
       pthread_mutex_unlock(&r->mu);
     }
-    const uint8_t *p = row + (size_t)r->a.lo * 3;
+    const uint8_t *p = row + (size_t)(r->a.lo - x0) * 3;
     if (r->copy) {
       uint8_t *s = r->slots + slot * r->row_bytes;
       memcpy(s, p, r->row_bytes);
@@ -633,6 +743,10 @@ void mpk_resampler_free(mpk_resampler *r) {
   free(r->win);
   free(r->order);
   free(r->minstart);
+#ifdef MPK_X86
+  free(r->hw);
+  free(r->hw2);
+#endif
   free(r);
 }
 

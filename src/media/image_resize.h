@@ -35,6 +35,11 @@ int mpk_resampler_new(uint32_t src_width, uint32_t src_height, double extent_w, 
 void mpk_resampler_rows(const mpk_resampler *r, uint32_t *first, uint32_t *end);
 /* The next stored row (src_width * 3 bytes). 0, or MPK_EINVAL (no row, or more rows than src_height). */
 int mpk_resampler_push(mpk_resampler *r, const uint8_t *row);
+/* The stored columns [*first, *end) that the output depends on. */
+void mpk_resampler_cols(const mpk_resampler *r, uint32_t *first, uint32_t *end);
+/* The same for a row that holds stored columns from x0 on (x0 <= the first column read; the row
+   reaches the end column). */
+int mpk_resampler_push_cols(mpk_resampler *r, const uint8_t *row, uint32_t x0);
 /* Wait for the output; MPK_EINVAL when rows the window needs were never pushed. */
 int mpk_resampler_finish(mpk_resampler *r, mpk_error *err);
 void mpk_resampler_free(mpk_resampler *r);
@@ -55,6 +60,20 @@ int mpk_image_resample_scaled(const mpk_raster *src, uint32_t full_width, uint32
 int mpk_image_decode_png_stream(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h,
                                 mpk_resampler *rs, bool *streamed, mpk_error *err);
 
+/* A JPEG decoded at its DCT scale (chosen as mpk_image_decode_ex does) with its rows streamed into a
+   resampler made for the scaled size, with no raster: the window of `plan` into `out`, as
+   mpk_image_resample_scaled would give from mpk_image_decode_ex's raster, byte for byte. The
+   reduced size and the scale are returned as the raster's would be. */
+typedef struct mpk_jpeg_sink {
+  int orientation;
+  const mpk_image_plan *plan;
+  int64_t out_width, out_height;
+  uint8_t *out;
+} mpk_jpeg_sink;
+int mpk_image_decode_jpeg_stream(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h,
+                                 uint32_t min_width, uint32_t min_height, uint64_t budget, const mpk_jpeg_sink *sink,
+                                 uint32_t *dec_width, uint32_t *dec_height, int *scale_num, char *warning,
+                                 size_t warning_size, mpk_error *err);
 /* Tests: cap the instruction set the kernels use (0 portable C, 1 SSE2, 2 SSSE3, 3 AVX2; the
    machine's own support still applies). Returns the previous cap. Every level gives the same bytes. */
 int mpk_image_resample_simd_cap(int level);

@@ -16,6 +16,7 @@
 #include <webp/encode.h>
 
 #include "media/image.h"
+#include "media/image_resize.h"
 #include "image_fixture.h"
 #include "testutil.h"
 
@@ -790,6 +791,56 @@ static void test_jpeg_scale_margin(void **state) {
   free(b.p);
 }
 
+/* A JPEG streams its rows at the DCT scale into the resampler (no raster): the tensor must be the
+   one the raster path gives (mpk_image_decode_ex, then mpk_image_resample_scaled at the same
+   scale), for every scale 1..8, colour, grey, CMYK and progressive, with an orientation. */
+static void test_jpeg_streamed_equals_raster(void **state) {
+  (void)state;
+  const uint32_t w = 97, h = 61; /* ceil(97 M / 8) and ceil(61 M / 8) differ for every M */
+  uint8_t *px = malloc((size_t)w * h * 4), exif[64];
+  uint32_t seed = 7;
+  for (size_t i = 0; i < (size_t)w * h * 4; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    px[i] = (uint8_t)((i / 4 % w) * 2 + (seed >> 28)); /* a ramp with noise */
+  }
+  size_t en = make_exif(exif, 6, false, true);
+  const struct { int comps; bool prog; bool oriented; } kinds[] = {{3, false, false}, {3, true, true}, {1, false, true}, {4, false, false}};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    buf b = make_jpeg(w, h, kinds[k].comps, px, 90, kinds[k].prog, kinds[k].oriented ? exif : NULL, kinds[k].oriented ? en : 0);
+    for (int64_t side = 6; side <= 100; side += 13) /* DCT scales 1/8 up to 8/8 */
+      for (int mode = 0; mode <= 1; mode++) {
+        mpk_image_target t = {mode ? MPK_IMAGE_RESIZE_CENTER_CROP : MPK_IMAGE_RESIZE_STRETCH, side, side * 3 / 4 + 1};
+        mpk_image *img = NULL;
+        mpk_error err;
+        if (mpk_image_from_bytes(b.p, b.n, "s.jpg", &t, NULL, &img, &err)) fail_msg("%s", tu_err(&err));
+        assert_int_equal(img->orientation_applied, kinds[k].oriented);
+        mpk_image_header hd;
+        if (mpk_image_probe(b.p, b.n, "s.jpg", 0, &hd, &err)) fail_msg("%s", tu_err(&err));
+        int m = img->jpeg_scale_num, got = 0;
+        mpk_raster r;
+        if (mpk_image_decode_ex(b.p, b.n, "s.jpg", &hd, mpk_jpeg_scaled(w, m), mpk_jpeg_scaled(h, m), 0, &r, &got, NULL, 0,
+                                &err))
+          fail_msg("%s", tu_err(&err));
+        assert_int_equal(got, m);
+        assert_int_equal(r.width, img->decoded_width);
+        assert_int_equal(r.height, img->decoded_height);
+        size_t n = (size_t)t.width * (size_t)t.height * 3;
+        uint8_t *want = malloc(n);
+        if (mpk_image_resample_scaled(&r, w, h, m, img->orientation_applied ? img->orientation : 1, &img->plan, t.width,
+                                      t.height, want, &err))
+          fail_msg("%s", tu_err(&err));
+        if (memcmp(img->pixels, want, n) != 0)
+          fail_msg("kind %zu, %s %lldx%lld at %d/8: streamed tensor differs from the raster's", k, mode ? "crop" : "stretch",
+                   (long long)t.width, (long long)t.height, m);
+        free(want);
+        free(r.px);
+        mpk_image_free(img);
+      }
+    free(b.p);
+  }
+  free(px);
+}
+
 /* A non-interlaced PNG streams its rows into the resampler (no raster); an interlaced one is
    decoded to a raster first. The same pixels must give the same tensor either way, for 8- and
    16-bit samples, with an orientation, in both resize modes. */
@@ -1116,7 +1167,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_jpeg_scale_choice),
       cmocka_unit_test(test_jpeg_scale_margin),
       cmocka_unit_test(test_png_exif_after_idat),
-      cmocka_unit_test(test_png_streamed_equals_raster),
+      cmocka_unit_test(test_png_streamed_equals_raster), cmocka_unit_test(test_jpeg_streamed_equals_raster),
       cmocka_unit_test(test_orientation_probe),     cmocka_unit_test(test_hostile_decode_stage),
       cmocka_unit_test(test_tensor_bytes),          cmocka_unit_test(test_decode_budget),
   };
