@@ -64,7 +64,8 @@ if [ -n "$cross_arch" ]; then
   want_tests=true
   CROSS_PACKAGES=(gcc-$cross_arch-linux-gnu qemu-user-static)
   for p in libjansson-dev libyajl-dev libcurl4-openssl-dev libsoxr-dev zlib1g-dev libssl-dev \
-           libjpeg62-turbo-dev libspng-dev libwebp-dev libexif-dev libprotobuf-c-dev libcmocka-dev; do
+           libjpeg62-turbo-dev libspng-dev libwebp-dev libexif-dev libprotobuf-c-dev libcmocka-dev \
+           libstdc++6; do # libstdc++6: ONNX Runtime's arm64 library (npm) needs it at run time
     CROSS_PACKAGES+=("$p:$debarch")
   done
 fi
