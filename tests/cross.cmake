@@ -30,7 +30,7 @@ endfunction()
 
 # mpk_cross_test_env(TEST): what a script needs to build and run a program of its own for the
 # target (test_install.sh, test_api_null.py): MPK_TEST_EMULATOR, CC, CMAKE_TOOLCHAIN_FILE and
-# PKG_CONFIG_LIBDIR (the target's multiarch .pc files); and expect.sh's EXPECT_TIMEOUT scaled.
+# PKG_CONFIG_LIBDIR (the target's multiarch .pc files); and MPK_TEST_TIMEOUT_FACTOR for expect.sh.
 # ENVIRONMENT_MODIFICATION, so that a test's own ENVIRONMENT property does not replace it.
 function(mpk_cross_test_env name)
   if(CMAKE_CROSSCOMPILING AND CMAKE_CROSSCOMPILING_EMULATOR)
@@ -39,9 +39,10 @@ function(mpk_cross_test_env name)
       "MPK_TEST_EMULATOR=set:${emu}" "CC=set:${CMAKE_C_COMPILER}"
       "CMAKE_TOOLCHAIN_FILE=set:${CMAKE_TOOLCHAIN_FILE}"
       "PKG_CONFIG_LIBDIR=set:/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/pkgconfig:/usr/share/pkgconfig")
-    # tests/integration/expect.sh's per-command timeout (60 s natively), scaled like TIMEOUT.
-    math(EXPR expect_timeout "60 * ${MPK_CROSS_TIMEOUT_FACTOR}")
-    set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT_MODIFICATION "EXPECT_TIMEOUT=set:${expect_timeout}")
+    # tests/integration/expect.sh's per-command timeout (EXPECT_TIMEOUT, set by each script), scaled
+    # like TIMEOUT.
+    set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT_MODIFICATION
+      "MPK_TEST_TIMEOUT_FACTOR=set:${MPK_CROSS_TIMEOUT_FACTOR}")
   endif()
 endfunction()
 
