@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, then build and run every test twice, plainly and
-# under AddressSanitizer + UndefinedBehaviorSanitizer. Needs ../shared next to the checkout.
+# under AddressSanitizer + UndefinedBehaviorSanitizer, then the unit and conformance tests of an
+# AArch64 cross build under qemu. Needs ../shared next to the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --test
@@ -23,3 +24,8 @@ done
 if [ "${MPK_TEST_COMPONENTS:-minimal}" = minimal ]; then
   scripts/components.sh minimal
 fi
+
+# AArch64, run under emulation (docs/cross.md): a cross build's unit and conformance tests under
+# qemu-aarch64-static (scripts/cross.sh aarch64 alone runs the whole suite).
+echo "== ctest (aarch64 under qemu: unit, conformance)"
+scripts/cross.sh aarch64 -L 'unit|conformance'

@@ -8,7 +8,8 @@ EXPECT_TIMEOUT="${EXPECT_TIMEOUT:-60}"
 expect() {
   local name="$1" status="$2" pattern="$3"; shift 4
   local out rc
-  out="$(timeout "$EXPECT_TIMEOUT" "$@" 2>&1)"; rc=$?
+  # MPK_TEST_TIMEOUT_FACTOR: a cross build's tests run under an emulator (tests/cross.cmake).
+  out="$(timeout "$((EXPECT_TIMEOUT * ${MPK_TEST_TIMEOUT_FACTOR:-1}))" "$@" 2>&1)"; rc=$?
   # A here-string, not a pipe: with pipefail, grep -q exiting at the first match could SIGPIPE printf.
   if [ "$rc" -eq "$status" ] && grep -Eq -- "$pattern" <<<"$out"; then
     pass=$((pass + 1))
