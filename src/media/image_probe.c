@@ -14,12 +14,14 @@
 #include <libexif/exif-data.h>
 #include <webp/decode.h>
 
+#include "core/endian.h"
 #include "core/core.h"
 #include "media/image.h"
 
-static uint32_t be16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
-static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
-static uint32_t le32(const uint8_t *p) { return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0]; }
+/* JPEG and PNG fields are big-endian, RIFF (WebP) little-endian (core/endian.h). */
+static uint32_t be16(const uint8_t *p) { return mpk_load_be16(p); }
+static uint32_t be32(const uint8_t *p) { return mpk_load_be32(p); }
+static uint32_t le32(const uint8_t *p) { return mpk_load_le32(p); }
 
 /* ---------------------------------------------------------------- sniffing */
 
