@@ -5,16 +5,21 @@
 #                             packages the tests need (scripts/deps_node.sh, into .deps/)
 #   scripts/setup.sh --bench  the Quick start's, plus the peers and tools bench/ runs against
 #                             (bench/README.md): nothing the library, the tool or the tests need
+#   scripts/setup.sh --cross aarch64|s390x
+#                             a cross toolchain, qemu-user-static and the target's development packages
+#                             (multiarch :arm64/:s390x) for scripts/cross.sh (docs/cross.md)
 # Idempotent: installs nothing when everything is there. Needs root (or sudo) only to install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 want_tests=false
 want_bench=false
+cross_arch=""
 case "${1:-}" in
   --test) want_tests=true ;;
   --bench) want_bench=true ;;
+  --cross) cross_arch="${2:-}" ;;
   "") ;;
-  *) echo "usage: $0 [--test | --bench]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--test | --bench | --cross aarch64|s390x]" >&2; exit 2 ;;
 esac
 
 PACKAGES=(
@@ -47,7 +52,25 @@ BENCH_PACKAGES=(
   nginx curl time                            # install benches: the server, curl the peer, /usr/bin/time for peak RSS
   aria2                                      # bench/run_mlc_install.sh: aria2c -x4 -s4, the multi-connection peer
 )
+# Cross builds (scripts/cross.sh): the host's build tools and test programs (protoc-c and onnx.proto,
+# nginx, python3, node: the tests run them natively), the cross compiler, the emulator, and each
+# library the build links as the target's multiarch development package.
+if [ -n "$cross_arch" ]; then
+  case "$cross_arch" in
+    aarch64) debarch=arm64 ;;
+    s390x) debarch=s390x ;;
+    *) echo "setup: --cross aarch64|s390x (not '$cross_arch')" >&2; exit 2 ;;
+  esac
+  want_tests=true
+  CROSS_PACKAGES=(gcc-$cross_arch-linux-gnu qemu-user-static)
+  for p in libjansson-dev libyajl-dev libcurl4-openssl-dev libsoxr-dev zlib1g-dev libssl-dev \
+           libjpeg62-turbo-dev libspng-dev libwebp-dev libexif-dev libprotobuf-c-dev libcmocka-dev \
+           libstdc++6; do # libstdc++6: ONNX Runtime's arm64 library (npm) needs it at run time
+    CROSS_PACKAGES+=("$p:$debarch")
+  done
+fi
 $want_tests && PACKAGES+=("${TEST_PACKAGES[@]}")
+[ -n "$cross_arch" ] && PACKAGES+=("${CROSS_PACKAGES[@]}")
 $want_bench && PACKAGES+=("${BENCH_PACKAGES[@]}")
 
 missing=()
@@ -66,8 +89,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -q
-  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+  # A foreign architecture's packages need it added before the package lists are read.
+  if [ -n "$cross_arch" ] && ! dpkg --print-foreign-architectures | grep -qx "$debarch"; then
+    $SUDO dpkg --add-architecture "$debarch"
+  fi
+  $SUDO apt-get -o DPkg::Lock::Timeout=900 update -q
+  $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends "${missing[@]}"
 fi
 # The tests' npm packages: onnxruntime-node (the merge's ONNX Runtime check) and WebLLM's bundle (the
 # reference the URL differential test, test_url_diff, runs against).

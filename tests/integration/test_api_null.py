@@ -66,7 +66,9 @@ with tempfile.TemporaryDirectory() as d:
     if r.returncode:
         print("FAIL: the generated caller does not compile:\n" + r.stderr[:4000])
         sys.exit(1)
-    r = subprocess.run([d + "/t"], capture_output=True, text=True, timeout=120)
+    # A cross build (tests/cross.cmake) runs the caller under its emulator.
+    emu = os.environ.get("MPK_TEST_EMULATOR", "").split()
+    r = subprocess.run(emu + [d + "/t"], capture_output=True, text=True, timeout=120)
     sys.stdout.write(r.stdout)
     if r.returncode:
         sys.exit(1)

@@ -17,13 +17,20 @@ cmake --build "$TMP/b" >"$TMP/build.log" 2>&1 || fail "build: $(tail -30 "$TMP/b
 CLI="$TMP/b/modelpkg"
 [ -x "$CLI" ] || fail "no $CLI"
 # It links the installed shared library, not the build's.
-ldd "$CLI" >"$TMP/ldd"
+# A cross build (tests/cross.cmake: CMAKE_TOOLCHAIN_FILE, read by cmake, and the emulator) asks the
+# target's dynamic loader under the emulator what ldd would.
+read -r -a EMU <<<"${MPK_TEST_EMULATOR:-}"
+if [ ${#EMU[@]} -gt 0 ]; then
+  LD_TRACE_LOADED_OBJECTS=1 "${EMU[@]}" "$CLI" >"$TMP/ldd"
+else
+  ldd "$CLI" >"$TMP/ldd"
+fi
 grep -q "$TMP/prefix/.*libmodelpkg\.so" "$TMP/ldd" || fail "not linked to the installed libmodelpkg.so: $(cat "$TMP/ldd")"
-v=$("$CLI" --version | sed -n 1p)
+v=$("${EMU[@]}" "$CLI" --version | sed -n 1p)
 [ "$v" = "modelpkg $(sed -n 's/^project(modelpkg VERSION \([0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")" ] || fail "--version: $v"
 # One real command: the MLC example package checks clean.
 set +e
-out=$("$CLI" check "$SRC/examples/gemma4-audio" 2>&1)
+out=$("${EMU[@]}" "$CLI" check "$SRC/examples/gemma4-audio" 2>&1)
 rc=$?
 set -e
 [ $rc = 0 ] || fail "check exit $rc: $out"

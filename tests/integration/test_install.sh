@@ -8,6 +8,10 @@ cmake --install "$BUILD" --prefix "$TMP/prefix" >/dev/null
 mapfile -t LIBS < <(find "$TMP/prefix" -name 'libmodelpkg.so')
 LIBDIR="$(dirname "${LIBS[0]}")"
 pass=0
+# A cross build (tests/cross.cmake) sets CC, CMAKE_TOOLCHAIN_FILE (read by cmake), PKG_CONFIG_LIBDIR
+# and the emulator the consumers run under; natively these are empty or defaults.
+CC="${CC:-cc}"
+read -r -a EMU <<<"${MPK_TEST_EMULATOR:-}"
 
 cat > "$TMP/consumer.c" <<'C'
 #include <modelpkg.h>
@@ -24,15 +28,15 @@ int main(void) {
 C
 # pkg-config, shared library
 export PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
-cc -o "$TMP/c1" "$TMP/consumer.c" $(pkg-config --cflags --libs modelpkg) -Wl,-rpath,"$LIBDIR"
-out="$("$TMP/c1")" && grep -q '^0\.1\.0 sha256:[0-9a-f]\{64\}$' <<<"$out" && pass=$((pass + 1))
+"$CC" -o "$TMP/c1" "$TMP/consumer.c" $(pkg-config --cflags --libs modelpkg) -Wl,-rpath,"$LIBDIR"
+out="$("${EMU[@]}" "$TMP/c1")" && grep -q '^0\.1\.0 sha256:[0-9a-f]\{64\}$' <<<"$out" && pass=$((pass + 1))
 # pkg-config, static library
 # The archive, with its dependencies as the .pc's Requires.private names them (so that list must be
 # complete), linked as shared libraries: `--static` would ask for libcurl's own static dependencies.
 PRIVATE=$(pkg-config --print-requires-private modelpkg | awk '{print $1}')
-cc -o "$TMP/c2" "$TMP/consumer.c" $(pkg-config --cflags modelpkg) "$LIBDIR/libmodelpkg.a" \
+"$CC" -o "$TMP/c2" "$TMP/consumer.c" $(pkg-config --cflags modelpkg) "$LIBDIR/libmodelpkg.a" \
   $(pkg-config --libs $PRIVATE) -lpthread -lm
-"$TMP/c2" >/dev/null && pass=$((pass + 1))
+"${EMU[@]}" "$TMP/c2" >/dev/null && pass=$((pass + 1))
 # CMake package config
 mkdir -p "$TMP/cm"
 cat > "$TMP/cm/CMakeLists.txt" <<'CM'
@@ -44,8 +48,8 @@ target_link_libraries(consumer PRIVATE modelpkg::modelpkg)
 CM
 cmake -S "$TMP/cm" -B "$TMP/cm/b" -DCMAKE_PREFIX_PATH="$TMP/prefix" >/dev/null
 cmake --build "$TMP/cm/b" >/dev/null
-"$TMP/cm/b/consumer" >/dev/null && pass=$((pass + 1))
+"${EMU[@]}" "$TMP/cm/b/consumer" >/dev/null && pass=$((pass + 1))
 # The installed CLI runs.
-out="$("$TMP/prefix/bin/modelpkg" --version)" && grep -q '^modelpkg 0\.1\.0$' <<<"$out" && pass=$((pass + 1))
+out="$("${EMU[@]}" "$TMP/prefix/bin/modelpkg" --version)" && grep -q '^modelpkg 0\.1\.0$' <<<"$out" && pass=$((pass + 1))
 echo "$pass passed, $((4 - pass)) failed"
 [ "$pass" -eq 4 ]

@@ -107,7 +107,11 @@ static void test_portable_walk(void **state) {
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n < 0) _exit(3);
     self[n] = 0;
-    execl(self, self, "--walk-only", (char *)NULL);
+    const char *emu = mpk_test_emulator();
+    if (emu)
+      execl(emu, emu, self, "--walk-only", (char *)NULL);
+    else
+      execl(self, self, "--walk-only", (char *)NULL);
     _exit(4);
   }
   int status;

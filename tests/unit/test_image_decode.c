@@ -976,7 +976,15 @@ static void run_table_capped(int through_pipeline) {
     if (setrlimit(RLIMIT_AS, &rl)) _exit(4);
 #endif
     void *big = malloc((size_t)64 << 20);
-    if (big) _exit(5); /* the cap does not hold: the test would prove nothing */
+    if (big) {
+      /* The cap does not hold: natively the test would prove nothing. qemu-user accepts RLIMIT_AS
+         but does not apply it (it would limit the emulator itself): under emulation the table runs
+         uncapped, its codes and messages still checked; the cap is asserted by the native run. */
+      if (!mpk_test_emulator()) _exit(5);
+      free(big);
+      printf("  (under %s, which does not apply RLIMIT_AS: the table runs without the memory cap)\n",
+             mpk_test_emulator());
+    }
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
       buf b = build_hostile(i);
       mpk_error err;

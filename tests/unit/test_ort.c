@@ -118,8 +118,10 @@ static void test_library_missing(void **state) {
   expect_unavailable(p, "not-a-library.so");
   /* A real shared library without OrtGetApiBase. */
   const char *libz = NULL;
-  static const char *cands[] = {"/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1", "/lib64/libz.so.1",
-                                "/usr/lib/libz.so.1"};
+  /* The target's multiarch directory (tests/ort.cmake: CMake's CMAKE_LIBRARY_ARCHITECTURE): a cross
+     build's test runs the target's libz, never the host's. */
+  static const char *cands[] = {"/lib/" MPK_LIB_ARCH "/libz.so.1", "/usr/lib/" MPK_LIB_ARCH "/libz.so.1",
+                                "/lib64/libz.so.1", "/usr/lib/libz.so.1"};
   for (size_t i = 0; i < sizeof cands / sizeof *cands && !libz; i++)
     if (access(cands[i], R_OK) == 0) libz = cands[i];
   assert_non_null(libz);

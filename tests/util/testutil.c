@@ -169,6 +169,11 @@ void mpk_test_need_tool(const char *tool) {
   if (!mpk_test_have_tool(tool)) mpk_test_skip(tool);
 }
 
+const char *mpk_test_emulator(void) {
+  const char *e = getenv("MPK_TEST_EMULATOR");
+  return e && *e ? e : NULL;
+}
+
 bool mpk_test_have_python_module(const char *module) {
   for (const char *c = module; *c; c++)
     if (!(*c == '_' || *c == '.' || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))

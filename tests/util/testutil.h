@@ -50,4 +50,9 @@ void mpk_test_need_python_module(const char *module);
 /* Print the SKIP line for WHAT ("nginx", "/usr/bin/python3 module onnx") and exit(77). */
 void mpk_test_skip(const char *what) __attribute__((noreturn));
 
+/* The emulator a cross build's tests run under (tests/cross.cmake sets MPK_TEST_EMULATOR, e.g.
+   /usr/bin/qemu-aarch64-static), or NULL natively. A test that executes one of the target's
+   programs itself execs the emulator on it: qemu-user does not follow execve into a foreign binary. */
+const char *mpk_test_emulator(void);
+
 #endif

@@ -22,10 +22,12 @@ static int64_t chunk_cols(int64_t rank, int64_t cols) {
 
 /* Columns per pass of the SIMD paths: all of them (strips of rows run along whole rows, which the
    hardware prefetchers follow) while R fits in L2, else L1-sized chunks reused by every row. */
+#ifdef MPK_MK_X86 /* elsewhere (AArch64, s390x) only the portable path is built */
 #define R_IN_L2_BYTES ((size_t)1 << 20)
 static int64_t pass_cols(int64_t rank, int64_t cols) {
   return (size_t)rank * (size_t)cols * sizeof(float) <= R_IN_L2_BYTES ? cols : chunk_cols(rank, cols);
 }
+#endif
 
 /* How far ahead of a tile its rows' base values are prefetched: two 64-column tiles. On Zen 5
    (docs/PERFORMANCE.md, "LoRA merge") no prefetch was ~20 % slower for a 4096 × 4096 float16
