@@ -39,6 +39,11 @@ function(mpk_cross_test_env name)
       "MPK_TEST_EMULATOR=set:${emu}" "CC=set:${CMAKE_C_COMPILER}"
       "CMAKE_TOOLCHAIN_FILE=set:${CMAKE_TOOLCHAIN_FILE}"
       "PKG_CONFIG_LIBDIR=set:/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/pkgconfig:/usr/share/pkgconfig")
+    if(CMAKE_SYSROOT) # a target root instead of multiarch (cmake/toolchain-s390x.cmake)
+      set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT_MODIFICATION
+        "CC=set:${CMAKE_C_COMPILER} --sysroot=${CMAKE_SYSROOT}" "PKG_CONFIG_SYSROOT_DIR=set:${CMAKE_SYSROOT}"
+        "PKG_CONFIG_LIBDIR=set:$ENV{PKG_CONFIG_LIBDIR}")
+    endif()
   endif()
 endfunction()
 
