@@ -1,5 +1,20 @@
-# s390x Linux (big-endian): gcc-s390x-linux-gnu, :s390x packages, qemu-s390x-static.
-# scripts/cross.sh s390x uses it; docs/cross.md.
+# s390x Linux (big-endian): gcc-s390x-linux-gnu, qemu-s390x-static, and the target's libraries in a
+# root unpacked from Debian's s390x packages (scripts/cross_sysroot.sh, which setup.sh --cross s390x
+# runs): multiarch :s390x packages cannot be installed beside the host's here, because the archive
+# serves the host security updates that it has no s390x builds of (docs/cross.md).
+# scripts/cross.sh s390x uses it. MPK_CROSS_SYSROOT (environment) names another root.
 set(CMAKE_SYSTEM_PROCESSOR s390x)
 set(MPK_CROSS_TRIPLET s390x-linux-gnu)
 include(${CMAKE_CURRENT_LIST_DIR}/cross-multiarch.cmake)
+if(DEFINED ENV{MPK_CROSS_SYSROOT})
+  set(MPK_CROSS_SYSROOT "$ENV{MPK_CROSS_SYSROOT}")
+else()
+  get_filename_component(MPK_CROSS_SYSROOT "${CMAKE_CURRENT_LIST_DIR}/../.deps/sysroot-s390x" ABSOLUTE)
+endif()
+set(CMAKE_SYSROOT "${MPK_CROSS_SYSROOT}")
+set(CMAKE_FIND_ROOT_PATH "${MPK_CROSS_SYSROOT}")
+set(ENV{PKG_CONFIG_SYSROOT_DIR} "${MPK_CROSS_SYSROOT}")
+set(ENV{PKG_CONFIG_LIBDIR}
+  "${MPK_CROSS_SYSROOT}/usr/lib/${MPK_CROSS_TRIPLET}/pkgconfig:${MPK_CROSS_SYSROOT}/usr/share/pkgconfig")
+# The emulator loads the target's dynamic loader and libraries from the root.
+set(CMAKE_CROSSCOMPILING_EMULATOR ${MPK_CROSS_QEMU} -L "${MPK_CROSS_SYSROOT}")

@@ -63,7 +63,8 @@ if [ -n "$cross_arch" ]; then
   esac
   want_tests=true
   CROSS_PACKAGES=(gcc-$cross_arch-linux-gnu qemu-user-static)
-  for p in libjansson-dev libyajl-dev libcurl4-openssl-dev libsoxr-dev zlib1g-dev libssl-dev \
+  # s390x: a root unpacked from the .debs (scripts/cross_sysroot.sh, below) instead of multiarch.
+  [ "$cross_arch" = s390x ] || for p in libjansson-dev libyajl-dev libcurl4-openssl-dev libsoxr-dev zlib1g-dev libssl-dev \
            libjpeg62-turbo-dev libspng-dev libwebp-dev libexif-dev libprotobuf-c-dev libcmocka-dev \
            libstdc++6; do # libstdc++6: ONNX Runtime's arm64 library (npm) needs it at run time
     CROSS_PACKAGES+=("$p:$debarch")
@@ -96,6 +97,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get -o DPkg::Lock::Timeout=900 update -q
   $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends "${missing[@]}"
 fi
+if [ "$cross_arch" = s390x ]; then scripts/cross_sysroot.sh s390x "$PWD/.deps/sysroot-s390x"; fi
 # The tests' npm packages: onnxruntime-node (the merge's ONNX Runtime check) and WebLLM's bundle (the
 # reference the URL differential test, test_url_diff, runs against).
 if $want_tests; then scripts/deps_node.sh && scripts/deps_node.sh webllm; fi

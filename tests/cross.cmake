@@ -43,6 +43,11 @@ function(mpk_cross_test_env name)
     # like TIMEOUT.
     set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT_MODIFICATION
       "MPK_TEST_TIMEOUT_FACTOR=set:${MPK_CROSS_TIMEOUT_FACTOR}")
+    if(CMAKE_SYSROOT) # a target root instead of multiarch (cmake/toolchain-s390x.cmake)
+      set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT_MODIFICATION
+        "CC=set:${CMAKE_C_COMPILER} --sysroot=${CMAKE_SYSROOT}" "PKG_CONFIG_SYSROOT_DIR=set:${CMAKE_SYSROOT}"
+        "PKG_CONFIG_LIBDIR=set:$ENV{PKG_CONFIG_LIBDIR}")
+    endif()
   endif()
 endfunction()
 

@@ -268,6 +268,10 @@ MPK_API int mpk_digest_files(mpk_digest_job *jobs, size_t n, unsigned workers,
  * kDLBfloat 4). `shape` is the declared one — the logical shape for int4/uint4, which are packed
  * two per byte (ONNX order: element 2k in the low nibble of byte k), so `nbytes` is ceil(numel / 2);
  * `strides` are row-major, in elements. Close with mpk_tensor_view_close().
+ * Byte order: the elements are in the host's order, as DLPack means them. Tensor files are
+ * little-endian, so on a little-endian host the view is the file mapped (no copy); on a big-endian
+ * host (s390x) a view of a 16/32/64-bit dtype holds private, converted copies of the mapped pages
+ * (the file is untouched; docs/cross.md, "Byte order").
  */
 typedef struct mpk_tensor_view {
   const void *data;

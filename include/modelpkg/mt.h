@@ -556,7 +556,8 @@ MPK_API int mpk_safetensors_tensor_to_f32(const mpk_safetensors_tensor *t, float
  * single non-quantized role), the file inference_dir/externalDataLocation[role] mapped read-only,
  * and refused (MPK_EMISMATCH, naming the entry, role, file, declared layout and both sizes) unless
  * its size is exactly mpk_tensor_nbytes(). On failure `*out` is zeroed. The view is the caller's:
- * mpk_tensor_view_close() (core.h) unmaps it.
+ * mpk_tensor_view_close() (core.h) unmaps it. Its elements are in host byte order (converted
+ * copies on a big-endian host: core.h, "tensor views").
  */
 MPK_API int mpk_mt_tensor_open(const char *inference_dir, const mpk_mt_handoff_entry *e, mpk_mt_role role,
                                mpk_tensor_view *out, mpk_error *err);

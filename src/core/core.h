@@ -370,6 +370,13 @@ char *mpk_path_join(const char *dir, const char *name);
    MPK_TENSOR_MAX_DIMS, and m->size == mpk_tensor_nbytes() (numel its element count). */
 void mpk_tensor_view_fill(mpk_tensor_view *out, mpk_mapped *m, const char *dtype, const int64_t *shape, size_t ndim,
                           uint64_t numel);
+/* Put a view's elements in host byte order (docs/cross.md, "Byte order"): tensor files are
+   little-endian, and a view's consumers (DLPack, ONNX Runtime) read elements in the host's order.
+   A no-op on a little-endian host and for one-byte and packed dtypes; on a big-endian host the
+   mapping (MAP_PRIVATE) is made writable, its elements swapped in place — the kernel copies the
+   pages, the file is untouched — and made read-only again. The view's bytes then differ from the
+   file's: hash the file, not the view. On failure the view is closed. */
+int mpk_tensor_view_to_host(mpk_tensor_view *v, const char *shown, mpk_error *err);
 
 /* ---------------------------------------------------------------- outputs (output.c) */
 

@@ -4,9 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <errno.h>
+#include <sys/mman.h>
+
 #include <dlpack/dlpack.h>
 
 #include "core/core.h"
+#include "core/endian.h"
 
 _Static_assert(sizeof(DLDataType) == 4, "DLDataType layout");
 
@@ -60,6 +64,24 @@ void mpk_tensor_view_fill(mpk_tensor_view *out, mpk_mapped *m, const char *dtype
   out->numel = numel;
   out->nbytes = m->size;
   out->priv_ = m;
+}
+
+int mpk_tensor_view_to_host(mpk_tensor_view *v, const char *shown, mpk_error *err) {
+  size_t size = v->dl_bits / 8u;
+  if (!MPK_HOST_BIG_ENDIAN || v->dl_bits < 16 || v->dl_lanes != 1 || !v->numel || !v->priv_) return 0;
+  mpk_mapped *m = v->priv_;
+  /* The mapping is private and page-aligned (mpk_map_fd): writing it copies the pages. */
+  void *p = (void *)m->data;
+  bool mapped = m->mapped;
+  if (!mapped || mprotect(p, m->size, PROT_READ | PROT_WRITE) != 0) {
+    int e = errno;
+    mpk_tensor_view_close(v);
+    return mpk_fail(err, MPK_EIO, shown, NULL, "cannot convert the little-endian tensor to host byte order: %s",
+                    mapped ? strerror(e) : "not a private mapping");
+  }
+  mpk_le_to_host_inplace(p, (size_t)v->numel, size);
+  mprotect(p, m->size, PROT_READ); /* read-only again, as the view promises; failing leaves it writable */
+  return 0;
 }
 
 void mpk_tensor_view_close(mpk_tensor_view *v) {

@@ -16,6 +16,7 @@
 #include "media/jpeg_dl.h" /* jpeglib.h, before jerror.h: jconfig.h says whether arithmetic coding is in */
 #include <jerror.h>
 
+#include "core/endian.h"
 #include "core/core.h"
 #include "media/image.h"
 #include "media/image_resize.h"
@@ -442,7 +443,7 @@ static int decode_webp(const uint8_t *data, size_t len, const char *file, const 
   cfg.output.u.RGBA.size = out->stride * out->height;
   size_t end = len;
   if (len >= 8) { /* only the RIFF chunk (the probe checked it fits) */
-    uint64_t riff = (uint64_t)data[4] | (uint64_t)data[5] << 8 | (uint64_t)data[6] << 16 | (uint64_t)data[7] << 24;
+    uint64_t riff = mpk_load_le32(data + 4);
     if (riff + 8 < end) end = (size_t)riff + 8;
   }
   VP8StatusCode s = WebPDecode(data, end, &cfg);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/endian.h"
 #include "core/core.h"
 #include "media/exif_dl.h"
 #include "media/image.h"
@@ -20,9 +21,10 @@
 MPK_DL_DEFINE(webp, "libwebp", MPK_SONAME_WEBP, MPK_WEBP_FUNCS)
 MPK_DL_DEFINE(exif, "libexif", MPK_SONAME_EXIF, MPK_EXIF_FUNCS)
 
-static uint32_t be16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
-static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
-static uint32_t le32(const uint8_t *p) { return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0]; }
+/* JPEG and PNG fields are big-endian, RIFF (WebP) little-endian (core/endian.h). */
+static uint32_t be16(const uint8_t *p) { return mpk_load_be16(p); }
+static uint32_t be32(const uint8_t *p) { return mpk_load_be32(p); }
+static uint32_t le32(const uint8_t *p) { return mpk_load_le32(p); }
 
 /* ---------------------------------------------------------------- sniffing */
 

@@ -7,12 +7,10 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/endian.h"
 #include "media/wav.h"
 
-static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-static uint32_t le32(const uint8_t *p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
+/* RIFF is little-endian (core/endian.h). */
 
 /* Bytes 4..15 of the PCM and IEEE float subformat GUIDs; bytes 0..3 hold the format tag. */
 static const uint8_t guid_tail[12] = {0x00, 0x00, 0x10, 0x00, 0x80, 0x00,
@@ -74,7 +72,7 @@ int mpk_wav_parse(const void *wav, size_t len, const char *file, mpk_wav_info *o
   uint64_t off = 12; /* 64-bit: payload + size + pad never wraps */
   while (off + 8 <= len) {
     const uint8_t *h = b + off;
-    uint64_t size = le32(h + 4), payload = off + 8;
+    uint64_t size = mpk_load_le32(h + 4), payload = off + 8;
     /* A streaming writer (ffmpeg or arecord to a pipe) cannot seek back to fill in the size: 0 or
        0xFFFFFFFF. Its data run to the end of the file, as sox and ffmpeg read them; nothing after
        them can be told from samples, so the walk ends here. */
@@ -95,21 +93,21 @@ int mpk_wav_parse(const void *wav, size_t len, const char *file, mpk_wav_info *o
     const uint8_t *p = b + payload;
     if (memcmp(h, "fmt ", 4) == 0) {
       if (size < 16) return mpk_fail_at(err, MPK_EMALFORMED, file, (int64_t)off, "WAV fmt chunk is truncated");
-      tag = format = le16(p);
-      channels = le16(p + 2);
-      rate = le32(p + 4);
-      align = le16(p + 12);
-      valid = bits = le16(p + 14);
+      tag = format = mpk_load_le16(p);
+      channels = mpk_load_le16(p + 2);
+      rate = mpk_load_le32(p + 4);
+      align = mpk_load_le16(p + 12);
+      valid = bits = mpk_load_le16(p + 14);
       if (format == MPK_WAV_FORMAT_EXTENSIBLE) {
-        if (size < 40 || le16(p + 16) < 22)
+        if (size < 40 || mpk_load_le16(p + 16) < 22)
           return mpk_fail_at(err, MPK_EMALFORMED, file, (int64_t)off, "WAV extensible fmt chunk is truncated");
-        valid = le16(p + 18);
+        valid = mpk_load_le16(p + 18);
         if (valid < 1 || valid > bits)
           return mpk_fail_at(err, MPK_EMALFORMED, file, (int64_t)off,
                              "WAV valid bits per sample must fit the container bit depth (%u valid, %u bits)",
                              valid, bits);
         /* A subformat outside the known GUID family keeps the extensible tag, refused below. */
-        if (memcmp(p + 28, guid_tail, sizeof guid_tail) == 0) format = le32(p + 24);
+        if (memcmp(p + 28, guid_tail, sizeof guid_tail) == 0) format = mpk_load_le32(p + 24);
       }
       have_fmt = true;
     } else if (memcmp(h, "data", 4) == 0) {
@@ -167,26 +165,18 @@ int mpk_wav_parse(const void *wav, size_t len, const char *file, mpk_wav_info *o
 /* One channel sample as a double, exactly as WebLLM's readSample scales it. */
 static inline double read_sample(const uint8_t *p, uint32_t codec, uint32_t bits) {
   if (codec == MPK_WAV_FORMAT_IEEE_FLOAT) {
-    if (bits == 32) {
-      uint32_t u = le32(p);
-      float f;
-      memcpy(&f, &u, 4);
-      return f;
-    }
-    uint64_t u = (uint64_t)le32(p) | ((uint64_t)le32(p + 4) << 32);
-    double d;
-    memcpy(&d, &u, 8);
-    return d;
+    if (bits == 32) return mpk_load_le_f32(p);
+    return mpk_load_le_f64(p);
   }
   switch (bits) {
     case 8: return ((int)p[0] - 128) / 128.0;
-    case 16: return (int16_t)le16(p) / 32768.0;
+    case 16: return (int16_t)mpk_load_le16(p) / 32768.0;
     case 24: {
       int32_t v = (int32_t)(p[0] | (p[1] << 8) | ((uint32_t)p[2] << 16));
       if (v & 0x800000) v -= 0x1000000;
       return v / 8388608.0;
     }
-    default: return (int32_t)le32(p) / 2147483648.0;
+    default: return (int32_t)mpk_load_le32(p) / 2147483648.0;
   }
 }
 
@@ -194,12 +184,12 @@ static inline double read_sample(const uint8_t *p, uint32_t codec, uint32_t bits
 static inline int64_t read_int(const uint8_t *p, uint32_t bits) {
   switch (bits) {
     case 8: return (int)p[0] - 128;
-    case 16: return (int16_t)le16(p);
+    case 16: return (int16_t)mpk_load_le16(p);
     case 24: {
       int32_t v = (int32_t)(p[0] | (p[1] << 8) | ((uint32_t)p[2] << 16));
       return (v & 0x800000) ? v - 0x1000000 : v;
     }
-    default: return (int32_t)le32(p);
+    default: return (int32_t)mpk_load_le32(p);
   }
 }
 
@@ -213,7 +203,7 @@ static void mix_int(const uint8_t *p, size_t align, uint32_t ch, uint32_t bits, 
   const size_t bps = bits / 8;
   if (bits == 16 && ch == 2) { /* the usual stereo recording */
     for (size_t i = 0; i < n; i++, p += 4)
-      out[i] = (float)((double)((int16_t)le16(p) + (int16_t)le16(p + 2)) * scale / 2);
+      out[i] = (float)((double)((int16_t)mpk_load_le16(p) + (int16_t)mpk_load_le16(p + 2)) * scale / 2);
     return;
   }
   if (ch == 1) {

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/endian.h"
 #include "mlc/mlc.h"
 #include "objfile/objfile.h"
 
@@ -48,11 +49,6 @@ int mpk_mlc_metadata_tree(const mpk_mlc_metadata *md, const char *file, const js
 
 static bool is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-static uint64_t load_u64le(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int k = 7; k >= 0; k--) v = (v << 8) | p[k];
-  return v;
-}
 
 static bool is_metadata_object(const json_t *v) {
   return json_is_object(v) && json_object_get(v, "model_type") && json_object_get(v, "params");
@@ -64,7 +60,7 @@ typedef struct span {
 
 /* Cheap checks before a strict parse: most '{' bytes in a binary fail one of them. */
 static bool plausible(const uint8_t *d, size_t size, size_t i, size_t *len_out) {
-  uint64_t L = load_u64le(d + i - 8);
+  uint64_t L = mpk_load_le64(d + i - 8);
   if (L < MIN_METADATA_LEN || L > (uint64_t)(size - i)) return false; /* i < size: no overflow */
   size_t len = (size_t)L;
   uint8_t next = d[i + 1];

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/endian.h"
 #include "mlc/vm.h"
 
 typedef struct rd {
@@ -15,12 +16,7 @@ typedef struct rd {
   mpk_error *err;
 } rd;
 
-static uint64_t ld64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int k = 7; k >= 0; k--) v = (v << 8) | p[k];
-  return v;
-}
-static uint32_t ld32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+/* TVM's serialization is little-endian whatever the host (core/endian.h). */
 
 #define BAD(r, at, ...) bad_at((r), (at), __VA_ARGS__)
 static int bad_at(rd *r, uint64_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -43,14 +39,14 @@ static int need(rd *r, uint64_t k, const char *what) {
 static int u64(rd *r, const char *what, uint64_t *v) {
   int rc = need(r, 8, what);
   if (rc) return rc;
-  *v = ld64(r->d + r->pos);
+  *v = mpk_load_le64(r->d + r->pos);
   r->pos += 8;
   return 0;
 }
 static int i32(rd *r, const char *what, int32_t *v) {
   int rc = need(r, 4, what);
   if (rc) return rc;
-  *v = (int32_t)ld32(r->d + r->pos);
+  *v = (int32_t)mpk_load_le32(r->d + r->pos);
   r->pos += 4;
   return 0;
 }
@@ -300,12 +296,12 @@ int64_t mpk_vm_metadata_constant(const mpk_vm_exec *x) {
   int64_t s = x->start_instr[meta], e = x->end_instr[meta];
   if (s < 0 || e < s || (uint64_t)e > x->n_instrs || e - s > 16) return -1;
   for (int64_t i = s; i < e; i++) {
-    uint64_t off = ld64(x->instr_offset + 8 * (uint64_t)i);
+    uint64_t off = mpk_load_le64(x->instr_offset + 8 * (uint64_t)i);
     if (off >= x->n_words || x->n_words - off < 5) continue;
     const uint8_t *w = x->instr_data + 8 * off;
     /* Call: opcode 1, dst, func_idx, num_args, args (kind in the top 8 bits: 2 = constant) */
-    if (ld64(w) != 1 || ld64(w + 16) != (uint64_t)copy || ld64(w + 24) != 1) continue;
-    uint64_t arg = ld64(w + 32);
+    if (mpk_load_le64(w) != 1 || mpk_load_le64(w + 16) != (uint64_t)copy || mpk_load_le64(w + 24) != 1) continue;
+    uint64_t arg = mpk_load_le64(w + 32);
     uint64_t kind = arg >> 56, value = arg & ((UINT64_C(1) << 56) - 1);
     if (kind == 2 && value < x->n_constants && x->constants[value].type == MPK_VM_CONST_STRING) return (int64_t)value;
   }
@@ -371,7 +367,7 @@ static int search(finder *fd, const mpk_obj_object *o, const mpk_obj_section *s,
       uint64_t at = (uint64_t)(p - s->data);
       i = at + 1;
       uint64_t pay = at + plen;
-      if (hi - pay < 16 || ld64(s->data + pay + 8) != MPK_VM_MAGIC) continue;
+      if (hi - pay < 16 || mpk_load_le64(s->data + pay + 8) != MPK_VM_MAGIC) continue;
       if (++fd->candidates > MPK_VM_MAX_CANDIDATES)
         return mpk_fail(fd->err, MPK_ELIMIT, fd->f->path, NULL,
                         "more than %d Relax VM executable candidates (type key, length, magic); a library holds one",

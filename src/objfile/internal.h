@@ -3,19 +3,12 @@
 #define MPK_OBJFILE_INTERNAL_H
 
 #include "objfile/objfile.h"
+#include "core/endian.h"
 
 /* ---- bytes in either order (every caller has range-checked the bytes first) */
-static inline uint16_t mpk_obj_rd16(const uint8_t *p, bool be) {
-  return be ? (uint16_t)(p[0] << 8 | p[1]) : (uint16_t)(p[1] << 8 | p[0]);
-}
-static inline uint32_t mpk_obj_rd32(const uint8_t *p, bool be) {
-  return be ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
-            : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
-}
-static inline uint64_t mpk_obj_rd64(const uint8_t *p, bool be) {
-  uint64_t hi = mpk_obj_rd32(p + (be ? 0 : 4), be), lo = mpk_obj_rd32(p + (be ? 4 : 0), be);
-  return hi << 32 | lo;
-}
+static inline uint16_t mpk_obj_rd16(const uint8_t *p, bool be) { return be ? mpk_load_be16(p) : mpk_load_le16(p); }
+static inline uint32_t mpk_obj_rd32(const uint8_t *p, bool be) { return be ? mpk_load_be32(p) : mpk_load_le32(p); }
+static inline uint64_t mpk_obj_rd64(const uint8_t *p, bool be) { return be ? mpk_load_be64(p) : mpk_load_le64(p); }
 /* [off, off + len) lies within n bytes (overflow-safe). */
 static inline bool mpk_obj_in(uint64_t off, uint64_t len, uint64_t n) { return off <= n && len <= n - off; }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/endian.h"
 #include "core/txn.h"
 #include "mt/merge/merge_kernel.h"
 #include "mt/mt.h"
@@ -120,10 +121,9 @@ static void check_values(const char *root, const fx_entry *es, size_t i, const f
       double want = (double)w[r * e->cols + c] + s * d;
       size_t at = (size_t)(r * e->cols + c);
       float v;
-      if (esz == 4) memcpy(&v, got + 4 * at, 4);
+      if (esz == 4) v = mpk_load_le_f32(got + 4 * at); /* tensor files are little-endian */
       else {
-        uint16_t h;
-        memcpy(&h, got + 2 * at, 2);
+        uint16_t h = mpk_load_le16(got + 2 * at);
         v = !strcmp(e->dtype, "float16") ? mpk_mk_f16_to_f32(h) : mpk_mk_bf16_to_f32(h);
       }
       double errv = fabs((double)v - want);
@@ -411,7 +411,9 @@ static void test_quantized_entry(void **state) {
   char hq[65], hs[65], hz[65], path[700];
   const char *inf = fx_inference(root);
   write_file(inf, "q.bin", q, sizeof q, hq);
-  write_file(inf, "s.bin", sc, sizeof sc, hs);
+  uint8_t scb[sizeof sc]; /* tensor files are little-endian */
+  for (int g = 0; g < OUT * IN / G; g++) mpk_store_le_f32(scb + 4 * g, sc[g]);
+  write_file(inf, "s.bin", scb, sizeof scb, hs);
   write_file(inf, "z.bin", zp, sizeof zp, hz);
   snprintf(path, sizeof path, "%s/weight_handoff_map.json", inf);
   json_t *map = tu_load_json(path);
@@ -454,6 +456,7 @@ static void test_quantized_entry(void **state) {
   assert_int_equal(lq, sizeof q);
   assert_int_equal(ls, sizeof sc);
   assert_int_equal(lz, sizeof zp);
+  mpk_le_to_host_inplace(s2, ls / 4, 4);
   float *w, *a, *b;
   fx_values(es, 0, &fo, &w, &a, &b);
   for (int o_ = 0; o_ < OUT; o_++)

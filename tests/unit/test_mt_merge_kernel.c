@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/endian.h"
 #include "mt/merge/merge_kernel.h"
 #include "testutil.h"
 
@@ -32,15 +33,18 @@ static float rndf(float lo, float hi) { return lo + (hi - lo) * (float)((rnd() >
 static const mpk_mk_dtype DTYPES[] = {MPK_MK_F32, MPK_MK_F16, MPK_MK_BF16};
 static const char *DTN[] = {"f32", "f16", "bf16"};
 
+/* The kernel's tensors are file bytes: little-endian on every host (merge_kernel.h). */
 static float load_el(const void *p, size_t k, mpk_mk_dtype dt) {
-  if (dt == MPK_MK_F16) return mpk_mk_f16_to_f32(((const uint16_t *)p)[k]);
-  if (dt == MPK_MK_BF16) return mpk_mk_bf16_to_f32(((const uint16_t *)p)[k]);
-  return ((const float *)p)[k];
+  const uint8_t *b = p;
+  if (dt == MPK_MK_F16) return mpk_mk_f16_to_f32(mpk_load_le16(b + 2 * k));
+  if (dt == MPK_MK_BF16) return mpk_mk_bf16_to_f32(mpk_load_le16(b + 2 * k));
+  return mpk_load_le_f32(b + 4 * k);
 }
 static void store_el(void *p, size_t k, mpk_mk_dtype dt, float v) {
-  if (dt == MPK_MK_F16) ((uint16_t *)p)[k] = mpk_mk_f32_to_f16(v);
-  else if (dt == MPK_MK_BF16) ((uint16_t *)p)[k] = mpk_mk_f32_to_bf16(v);
-  else ((float *)p)[k] = v;
+  uint8_t *b = p;
+  if (dt == MPK_MK_F16) mpk_store_le16(b + 2 * k, mpk_mk_f32_to_f16(v));
+  else if (dt == MPK_MK_BF16) mpk_store_le16(b + 2 * k, mpk_mk_f32_to_bf16(v));
+  else mpk_store_le_f32(b + 4 * k, v);
 }
 /* Same bits, or both NaN (which NaN an add returns when both operands are NaN is the compiler's
    choice of operand order: docs/merge-arithmetic.md). */
@@ -602,7 +606,8 @@ static void qset(uint8_t *p, mpk_mk_qtype t, size_t k, int v) {
   else p[k] = (uint8_t)v;
 }
 static float sget(const qcase *c, const void *s, int64_t g) {
-  return c->st == MPK_MK_F16 ? mpk_mk_f16_to_f32(((const uint16_t *)s)[g]) : ((const float *)s)[g];
+  const uint8_t *b = s;
+  return c->st == MPK_MK_F16 ? mpk_mk_f16_to_f32(mpk_load_le16(b + 2 * g)) : mpk_load_le_f32(b + 4 * g);
 }
 static int64_t qgroup(const qcase *c, int64_t i, int64_t j) {
   if (!c->group) return 0;
@@ -635,8 +640,8 @@ static void qcase_make(qcase *c, int64_t rows, int64_t cols, int64_t rank, int64
   for (int64_t g = 0; g < c->n_groups; g++) {
     qset(c->zero, zt, (size_t)g, (int)(rnd() % (unsigned)(qmax + 1)));
     float s = rndf(0.001f, 0.05f);
-    if (st == MPK_MK_F16) ((uint16_t *)c->scale)[g] = mpk_mk_f32_to_f16(s);
-    else ((float *)c->scale)[g] = s;
+    if (st == MPK_MK_F16) mpk_store_le16((uint8_t *)c->scale + 2 * g, mpk_mk_f32_to_f16(s));
+    else mpk_store_le_f32((uint8_t *)c->scale + 4 * g, s);
   }
   for (int64_t k = 0; k < rank * in; k++) c->A[k] = rndf(-1, 1);
   for (int64_t k = 0; k < out * rank; k++) c->B[k] = rndf(-1, 1);
@@ -979,7 +984,7 @@ static void test_quant_refusals(void **state) {
   qout_free(&o);
   qcase_free(&c);
   qcase_make(&c, 4, 8, 1, 0, 0, MPK_MK_U4, MPK_MK_U4, MPK_MK_F16);
-  ((uint16_t *)c.scale)[0] = mpk_mk_f32_to_f16(60000.0f);
+  mpk_store_le16(c.scale, mpk_mk_f32_to_f16(60000.0f));
   c.lscale = 1e6f;
   m = qdesc(&c);
   o = (qout){calloc(1, c.q_len), calloc(1, c.z_len), calloc(1, c.s_len)};

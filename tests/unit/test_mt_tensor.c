@@ -7,6 +7,7 @@
 
 #include <dlpack/dlpack.h>
 
+#include "core/endian.h"
 #include "testutil.h"
 
 #define LAYER "backbone.model.layers.0.self_attn.q_proj.base_layer"
@@ -146,7 +147,12 @@ static void test_open_exact_size(void **state) {
         assert_int_equal(v.ndim, 2);
         assert_int_equal(v.strides[1], 1);
         assert_int_equal(v.strides[0], v.shape[1]);
-        assert_int_equal(((const uint8_t *)v.data)[1], 8);
+        /* The view's first element is the file's first bytes read little-endian, in host order
+           (on a big-endian host the view is a converted copy: docs/cross.md, "Byte order"). */
+        const uint8_t *d = v.data;
+        if (v.dl_bits == 32) assert_int_equal(*(const uint32_t *)v.data, 0x160f0801u);
+        else if (v.dl_bits == 16) assert_int_equal(*(const uint16_t *)v.data, 0x0801u);
+        else assert_int_equal(d[1], 8);
       } else {
         assert_int_equal(rc, MPK_EMISMATCH);
         assert_non_null(strstr(err.file, BIN));
@@ -209,6 +215,49 @@ static void test_dlpack(void **state) {
   mpk_tensor_view_close(&v);
   assert_int_equal(mpk_tensor_view_dltensor(&v, &t), MPK_EINVAL); /* closed */
   mpk_mt_handoff_free(map);
+}
+
+/* Byte order: tensor files are little-endian; a view holds host-order elements (a plain mapping
+   on a little-endian host, converted private pages on a big-endian one), and the file keeps its
+   bytes either way (docs/cross.md, "Byte order"). */
+static void test_view_host_order(void **state) {
+  (void)state;
+  static const float want32[6] = {1.5f, -2.0f, 0x1p-149f, 3.0e38f, -0.0f, 1234.5f};
+  static const uint16_t want16[6] = {0x3c00, 0xc000, 0x0001, 0x7bff, 0x8000, 0x7e00};
+  for (int half = 0; half <= 1; half++) {
+    fresh_dir();
+    uint8_t file[24];
+    size_t size = half ? 12 : 24;
+    for (int k = 0; k < 6; k++) {
+      if (half) mpk_store_le16(file + 2 * k, want16[k]);
+      else mpk_store_le_f32(file + 4 * k, want32[k]);
+    }
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", inf, BIN);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(file, 1, size, f), size);
+    fclose(f);
+    mpk_mt_handoff *map = one_entry(half ? "float16" : "float32", "[2, 3]", NULL);
+    mpk_tensor_view v;
+    mpk_error err;
+    mpk_error_clear(&err);
+    if (mpk_mt_tensor_open(inf, &map->entries[0], MPK_MT_ROLE_WEIGHT, &v, &err)) fail_msg("%s", tu_err(&err));
+    for (int k = 0; k < 6; k++) {
+      if (half) assert_int_equal(((const uint16_t *)v.data)[k], want16[k]);
+      else assert_memory_equal(&((const float *)v.data)[k], &want32[k], 4);
+    }
+    /* a zero-copy view exactly when the host is little-endian */
+    assert_int_equal(memcmp(v.data, file, size) == 0, !MPK_HOST_BIG_ENDIAN);
+    mpk_tensor_view_close(&v);
+    size_t n;
+    uint8_t *back = tu_read_file(path, &n);
+    assert_non_null(back);
+    assert_int_equal(n, size);
+    assert_memory_equal(back, file, size); /* the file is untouched */
+    free(back);
+    mpk_mt_handoff_free(map);
+  }
 }
 
 /* ---------------------------------------------------------------- the load gate: oracle cases */
@@ -471,6 +520,7 @@ int main(void) {
       cmocka_unit_test(test_open_exact_size),
       cmocka_unit_test(test_open_refusals),
       cmocka_unit_test(test_dlpack),
+      cmocka_unit_test(test_view_host_order),
       cmocka_unit_test(test_gate_oracle),
       cmocka_unit_test(test_gate_no_entries),
       cmocka_unit_test(test_gate_confined),

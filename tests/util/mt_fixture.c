@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/endian.h"
 #include "mt/merge/merge_kernel.h"
 #include "testutil.h"
 
@@ -82,7 +83,12 @@ void fx_write_safetensors(const char *path, const char *const *names, const floa
   fwrite(len8, 1, 8, f);
   fwrite(text, 1, hl, f);
   for (size_t k = hl; k < padded; k++) fputc(' ', f);
-  for (size_t i = 0; i < n; i++) fwrite(data[i], 4, (size_t)(shapes[i][0] * shapes[i][1]), f);
+  for (size_t i = 0; i < n; i++) /* F32 little-endian, whatever the host */
+    for (size_t k = 0; k < (size_t)(shapes[i][0] * shapes[i][1]); k++) {
+      uint8_t le[4];
+      mpk_store_le_f32(le, data[i][k]);
+      fwrite(le, 1, 4, f);
+    }
   assert_int_equal(fclose(f), 0);
   free(text);
 }
@@ -129,11 +135,8 @@ void fx_build(const char *root, const fx_entry *es, size_t n, const fx_options *
     size_t nw = (size_t)(e->rows * e->cols), esz = strcmp(e->dtype, "float32") ? 2 : 4;
     uint8_t *bytes = malloc(nw * esz);
     for (size_t k = 0; k < nw; k++) {
-      if (esz == 4) memcpy(bytes + 4 * k, &w[k], 4);
-      else {
-        uint16_t h = !strcmp(e->dtype, "float16") ? mpk_mk_f32_to_f16(w[k]) : mpk_mk_f32_to_bf16(w[k]);
-        memcpy(bytes + 2 * k, &h, 2);
-      }
+      if (esz == 4) mpk_store_le_f32(bytes + 4 * k, w[k]); /* tensor files are little-endian */
+      else mpk_store_le16(bytes + 2 * k, !strcmp(e->dtype, "float16") ? mpk_mk_f32_to_f16(w[k]) : mpk_mk_f32_to_bf16(w[k]));
     }
     char file[160], init[128], hex[65];
     snprintf(init, sizeof init, "t%zu.MatMul.weight", i);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/endian.h"
 #include "core/txn.h"
 #include "mt/merge/merge.h"
 #include "mt/merge/merge_kernel.h"
@@ -158,7 +159,8 @@ static int stage_record(const merge_plan *p, const json_t *old, char (*digests)[
 
 /* ---------------------------------------------------------------- computing one entry */
 
-/* The frozen base [out, in] from the adapter, in the on-disk dtype and layout (malloc'ed). */
+/* The frozen base [out, in] from the adapter, in the on-disk dtype, layout and byte order
+   (little-endian: the kernel reads its base as file bytes) (malloc'ed). */
 static int frozen_base(const merge_item *it, mpk_mt_orientation o, mpk_mk_dtype dt, void **out, mpk_error *err) {
   float *w = NULL;
   int rc = mpk_safetensors_tensor_to_f32(it->frozen, &w, err);
@@ -174,11 +176,8 @@ static int frozen_base(const merge_item *it, mpk_mt_orientation o, mpk_mk_dtype 
     for (int64_t c = 0; c < it->in; c++) {
       float v = w[r * it->in + c];
       size_t k = transpose ? (size_t)(c * it->out + r) : (size_t)(r * it->in + c);
-      if (dt == MPK_MK_F32) memcpy(dst + k * 4, &v, 4);
-      else {
-        uint16_t h = dt == MPK_MK_F16 ? mpk_mk_f32_to_f16(v) : mpk_mk_f32_to_bf16(v);
-        memcpy(dst + k * 2, &h, 2);
-      }
+      if (dt == MPK_MK_F32) mpk_store_le_f32(dst + k * 4, v);
+      else mpk_store_le16(dst + k * 2, dt == MPK_MK_F16 ? mpk_mk_f32_to_f16(v) : mpk_mk_f32_to_bf16(v));
     }
   mpk_free(w);
   *out = dst;
@@ -210,7 +209,7 @@ static int merge_dense(const merge_plan *p, const merge_item *it, unsigned worke
     m.base = frozen;
     m.base_len = (size_t)it->rows * (size_t)it->cols * mpk_mk_dtype_size(dt);
   } else {
-    if ((rc = mpk_mt_tensor_open_at(p->inference_fd, p->loc.inference_dir, it->e, it->role, &view, err))) return rc;
+    if ((rc = mpk_mt_tensor_open_file_at(p->inference_fd, p->loc.inference_dir, it->e, it->role, &view, err))) return rc;
     m.base = view.data;
     m.base_len = (size_t)view.nbytes;
   }
@@ -229,7 +228,7 @@ static int merge_quant(const merge_plan *p, const merge_item *it, unsigned worke
   mpk_tensor_view v[MPK_MT_ROLE_COUNT] = {{0}};
   int rc = 0;
   for (int r = MPK_MT_ROLE_WEIGHT_QUANTIZED; r <= MPK_MT_ROLE_ZERO_POINT && !rc; r++)
-    rc = mpk_mt_tensor_open_at(p->inference_fd, p->loc.inference_dir, e, (mpk_mt_role)r, &v[r], err);
+    rc = mpk_mt_tensor_open_file_at(p->inference_fd, p->loc.inference_dir, e, (mpk_mt_role)r, &v[r], err);
   mpk_merge_quant m = {
       .name = e->external_data_location[MPK_MT_ROLE_WEIGHT_QUANTIZED],
       .rows = it->rows,

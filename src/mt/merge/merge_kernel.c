@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 
 #include "core/core.h"
+#include "core/endian.h"
 #include "core/pool.h"
 #include "mt/merge/merge_kernel.h"
 
@@ -586,8 +587,8 @@ static inline int64_t group_of(const quant_ctx *c, int64_t row, int64_t col) {
 }
 
 static inline float scale_at(const mpk_merge_quant *m, int64_t g) {
-  return m->q_scale_dtype == MPK_MK_F16 ? mpk_mk_f16_to_f32(((const uint16_t *)m->q_scale)[g])
-                                        : ((const float *)m->q_scale)[g];
+  const uint8_t *b = m->q_scale; /* little-endian, as in its file */
+  return m->q_scale_dtype == MPK_MK_F16 ? mpk_mk_f16_to_f32(mpk_load_le16(b + 2 * g)) : mpk_load_le_f32(b + 4 * g);
 }
 
 /* Scratch of one worker: the merged float32 block, then the block's q bytes, group min/max,
@@ -697,8 +698,8 @@ static int quant_block(mpk_pool *p, void *ctx, size_t block, void *scratch_, mpk
     for (int64_t g = 0; g < ng; g++) {
       uint16_t h = 0;
       if ((rc = group_params(x.mn[g], x.mx[g], qmax, m->q_scale_dtype, &x.s[g], &h, &x.z[g], m->name, err))) return rc;
-      if (ses == 2) memcpy(x.sbytes + 2 * g, &h, 2);
-      else memcpy(x.sbytes + 4 * g, &x.s[g], 4);
+      if (ses == 2) mpk_store_le16(x.sbytes + 2 * g, h);
+      else mpk_store_le_f32(x.sbytes + 4 * g, x.s[g]);
     }
     if (m->q_zero_type == MPK_MK_U4) {
       memset(x.zbytes, 0, (size_t)ng / 2 + 1);
@@ -752,8 +753,8 @@ static int quant_params_all(quant_ctx *c, mpk_error *err) {
     if ((rc = group_params(c->gmin[g], c->gmax[g], c->L.qmax, m->q_scale_dtype, &c->gs[g], &h, &z, m->name, err)))
       goto out;
     c->gz[g] = (uint8_t)z;
-    if (ses == 2) memcpy(sb + 2 * g, &h, 2);
-    else memcpy(sb + 4 * g, &c->gs[g], 4);
+    if (ses == 2) mpk_store_le16(sb + 2 * g, h);
+    else mpk_store_le_f32(sb + 4 * g, c->gs[g]);
     if (m->q_zero_type == MPK_MK_U4) zb[g >> 1] |= (uint8_t)(z << ((g & 1) * 4));
     else zb[g] = (uint8_t)z;
   }

@@ -2,7 +2,10 @@
    for float32/float16/bfloat16 weights and for quantized ones (uint8 or packed uint4 with a scale
    and a zero point). The formulas, the rounding and the quantized layouts are in
    docs/merge-arithmetic.md. Not installed: the orchestrator (merge.c) finds the factors, the scale
-   and the orientation, then calls these functions. */
+   and the orientation, then calls these functions.
+   Byte order: every tensor these functions read or write (W, the quantized roles, the outputs) is
+   the file's bytes, little-endian on every host; A and B are float32 in host order (decoded by the
+   safetensors reader). docs/cross.md, "Byte order". */
 #ifndef MPK_MT_MERGE_KERNEL_H
 #define MPK_MT_MERGE_KERNEL_H
 

@@ -8,6 +8,7 @@
    stays in L1. Loop order and tile shape change the speed, never an element's arithmetic. */
 #include <math.h>
 
+#include "core/endian.h"
 #include "mt/merge/merge_kernel.h"
 
 /* Columns per chunk: the chunk's slice of R (rank × chunk floats) should stay in L1 (~16 KiB),
@@ -35,19 +36,23 @@ static int64_t pass_cols(int64_t rank, int64_t cols) {
 
 /* ---------------------------------------------------------------- portable */
 
+/* base and out are the tensor's bytes as they lie in its file: little-endian on every host
+   (core/endian.h; on a little-endian host these are plain loads and stores). */
 static inline float load_one(const void *p, int64_t k, mpk_mk_dtype dt) {
+  const uint8_t *b = p;
   switch (dt) {
-    case MPK_MK_F16: return mpk_mk_f16_to_f32(((const uint16_t *)p)[k]);
-    case MPK_MK_BF16: return mpk_mk_bf16_to_f32(((const uint16_t *)p)[k]);
-    default: return ((const float *)p)[k];
+    case MPK_MK_F16: return mpk_mk_f16_to_f32(mpk_load_le16(b + 2 * k));
+    case MPK_MK_BF16: return mpk_mk_bf16_to_f32(mpk_load_le16(b + 2 * k));
+    default: return mpk_load_le_f32(b + 4 * k);
   }
 }
 
 static inline void store_one(void *p, int64_t k, mpk_mk_dtype dt, float v) {
+  uint8_t *b = p;
   switch (dt) {
-    case MPK_MK_F16: ((uint16_t *)p)[k] = mpk_mk_f32_to_f16(v); break;
-    case MPK_MK_BF16: ((uint16_t *)p)[k] = mpk_mk_f32_to_bf16(v); break;
-    default: ((float *)p)[k] = v; break;
+    case MPK_MK_F16: mpk_store_le16(b + 2 * k, mpk_mk_f32_to_f16(v)); break;
+    case MPK_MK_BF16: mpk_store_le16(b + 2 * k, mpk_mk_f32_to_bf16(v)); break;
+    default: mpk_store_le_f32(b + 4 * k, v); break;
   }
 }
 

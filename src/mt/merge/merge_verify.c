@@ -152,7 +152,7 @@ int mpk_merge_verify_keep(const merge_plan *p, merge_verify *v, size_t i, mpk_mt
   mpk_tensor_view *view = &v->staged[i * MPK_MT_ROLE_COUNT + (size_t)role];
   mpk_tensor_view_close(view);
   mpk_tensor_view_fill(view, m, dtype, shape, ndim, numel);
-  return 0;
+  return mpk_tensor_view_to_host(view, loc, err); /* ONNX Runtime reads host order */
 }
 
 int mpk_merge_verify_after(const merge_plan *p, merge_verify *v, bool force, bool dry_run, mpk_error *err) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/endian.h"
 #include "mt/mt.h"
 
 struct mpk_safetensors_priv {
@@ -28,11 +29,7 @@ int mpk_safetensors_dtype_size(const char *dtype) {
 
 /* ---------------------------------------------------------------- header */
 
-static uint64_t le64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
+/* The header length is a little-endian u64 (core/endian.h). */
 
 /* "[4, 3]" */
 static const char *dims_str(const mpk_safetensors_tensor *t, char *buf, size_t size) {
@@ -305,7 +302,7 @@ int mpk_safetensors_parse_budget(const void *data, size_t len, const char *file,
   if (len < 8)
     return mpk_fail_at(err, MPK_EMALFORMED, file, 0,
                        "the file is %zu bytes: a safetensors file starts with an 8-byte header length", len);
-  uint64_t n = le64(p);
+  uint64_t n = mpk_load_le64(p);
   if (n > MPK_SAFETENSORS_MAX_HEADER)
     return mpk_fail_at(err, MPK_ELIMIT, file, 0, "the header length %llu exceeds the limit of %u bytes",
                        (unsigned long long)n, MPK_SAFETENSORS_MAX_HEADER);
@@ -410,8 +407,6 @@ void mpk_safetensors_free(mpk_safetensors *st) {
 /* ---------------------------------------------------------------- conversion to float32 */
 
 /* Little-endian loads from bytes: the data section has no alignment guarantee. */
-static uint16_t ld16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t ld32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
 static float f32_bits(uint32_t u) {
   float f;
@@ -448,17 +443,17 @@ int mpk_safetensors_tensor_to_f32(const mpk_safetensors_tensor *t, float **out, 
   const uint8_t *p = t->data;
   switch (kind) {
     case MPK_DT_FLOAT32:
-      for (size_t i = 0; i < n; i++) f[i] = f32_bits(ld32(p + 4 * i));
+      for (size_t i = 0; i < n; i++) f[i] = f32_bits(mpk_load_le32(p + 4 * i));
       break;
     case MPK_DT_FLOAT16:
-      for (size_t i = 0; i < n; i++) f[i] = half_to_f32(ld16(p + 2 * i));
+      for (size_t i = 0; i < n; i++) f[i] = half_to_f32(mpk_load_le16(p + 2 * i));
       break;
     case MPK_DT_BFLOAT16:
-      for (size_t i = 0; i < n; i++) f[i] = f32_bits((uint32_t)ld16(p + 2 * i) << 16);
+      for (size_t i = 0; i < n; i++) f[i] = f32_bits((uint32_t)mpk_load_le16(p + 2 * i) << 16);
       break;
     default:
       for (size_t i = 0; i < n; i++) {
-        uint64_t u = (uint64_t)ld32(p + 8 * i) | (uint64_t)ld32(p + 8 * i + 4) << 32;
+        uint64_t u = (uint64_t)mpk_load_le32(p + 8 * i) | (uint64_t)mpk_load_le32(p + 8 * i + 4) << 32;
         double d;
         memcpy(&d, &u, sizeof d);
         f[i] = (float)d; /* round to nearest; inf and NaN stay what they are */

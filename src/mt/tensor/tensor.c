@@ -31,8 +31,8 @@ static const char *shape_str(const int64_t *shape, size_t ndim, char *buf, size_
 
 /* ---------------------------------------------------------------- tensor views */
 
-int mpk_mt_tensor_open_at(int dfd, const char *inference_dir, const mpk_mt_handoff_entry *e, mpk_mt_role role,
-                          mpk_tensor_view *out, mpk_error *err) {
+int mpk_mt_tensor_open_file_at(int dfd, const char *inference_dir, const mpk_mt_handoff_entry *e, mpk_mt_role role,
+                               mpk_tensor_view *out, mpk_error *err) {
   if (out) memset(out, 0, sizeof *out);
   if (dfd < 0 || !inference_dir || !e || !out || (unsigned)role >= MPK_MT_ROLE_COUNT)
     return mpk_fail(err, MPK_EINVAL, NULL, NULL, "invalid argument");
@@ -98,6 +98,13 @@ int mpk_mt_tensor_open_at(int dfd, const char *inference_dir, const mpk_mt_hando
 done:
   free(path);
   return rc;
+}
+
+int mpk_mt_tensor_open_at(int dfd, const char *inference_dir, const mpk_mt_handoff_entry *e, mpk_mt_role role,
+                          mpk_tensor_view *out, mpk_error *err) {
+  int rc = mpk_mt_tensor_open_file_at(dfd, inference_dir, e, role, out, err);
+  if (rc) return rc;
+  return mpk_tensor_view_to_host(out, e->external_data_location[role], err);
 }
 
 int mpk_mt_tensor_open(const char *inference_dir, const mpk_mt_handoff_entry *e, mpk_mt_role role,

@@ -14,6 +14,10 @@ int mpk_mt_read_sidecar_at(int dfd, const char *shown, const char *name, char he
 /* mpk_mt_tensor_open on the inference directory's handle. */
 int mpk_mt_tensor_open_at(int dfd, const char *inference_dir, const mpk_mt_handoff_entry *e, mpk_mt_role role,
                           mpk_tensor_view *out, mpk_error *err);
+/* The same with the file's bytes as they are (little-endian, not converted to host order on a
+   big-endian host): for the merge kernel, which reads and writes file bytes. */
+int mpk_mt_tensor_open_file_at(int dfd, const char *inference_dir, const mpk_mt_handoff_entry *e, mpk_mt_role role,
+                               mpk_tensor_view *out, mpk_error *err);
 
 /* Hash files named beneath a directory handle (mpk_open_read_at: no link out, no FIFO), in
    parallel. Each job's code/err/size/hex; returns non-zero only when the pool could not run. */
