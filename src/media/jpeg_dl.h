@@ -13,7 +13,8 @@
 
 #define MPK_JPEG_FUNCS(X)                                                                                             \
   X(jpeg_std_error) X(jpeg_CreateDecompress) X(jpeg_destroy_decompress) X(jpeg_mem_src) X(jpeg_read_header)          \
-  X(jpeg_calc_output_dimensions) X(jpeg_start_decompress) X(jpeg_read_scanlines)
+  X(jpeg_calc_output_dimensions) X(jpeg_start_decompress) X(jpeg_read_scanlines)      \
+  X(jpeg_crop_scanline)
 
 MPK_DL_TABLE(jpeg, MPK_JPEG_FUNCS)
 
@@ -26,6 +27,7 @@ MPK_DL_TABLE(jpeg, MPK_JPEG_FUNCS)
 #define jpeg_calc_output_dimensions (mpk_jpeg_fn.f.jpeg_calc_output_dimensions)
 #define jpeg_start_decompress (mpk_jpeg_fn.f.jpeg_start_decompress)
 #define jpeg_read_scanlines (mpk_jpeg_fn.f.jpeg_read_scanlines)
+#define jpeg_crop_scanline (mpk_jpeg_fn.f.jpeg_crop_scanline)
 #endif
 
 #endif
