@@ -12,7 +12,8 @@ debarch="$1"
 dir="$2"
 [ -f "$dir/.complete" ] && exit 0
 # apt-get download needs the target's package lists.
-if ! dpkg --print-foreign-architectures | grep -qx "$debarch"; then
+foreign=$(dpkg --print-foreign-architectures)
+if ! grep -qx "$debarch" <<<"$foreign"; then
   dpkg --add-architecture "$debarch"
   apt-get -o DPkg::Lock::Timeout=900 update -q
 fi

@@ -91,7 +91,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
   # A foreign architecture's packages need it added before the package lists are read.
-  if [ -n "$cross_arch" ] && ! dpkg --print-foreign-architectures | grep -qx "$debarch"; then
+  foreign=$(dpkg --print-foreign-architectures)
+  if [ -n "$cross_arch" ] && ! grep -qx "$debarch" <<<"$foreign"; then
     $SUDO dpkg --add-architecture "$debarch"
   fi
   $SUDO apt-get -o DPkg::Lock::Timeout=900 update -q
