@@ -130,7 +130,8 @@ if [ -d "$T/C.v1m" ]; then
   classify v1; check "self-test: v1 with a merge record is not as recorded" eval '! recorded_ok "$CLS"'
 fi
 
-# gc's starting state: the merged v2 plus the leftovers of an install of v1 killed mid-download.
+# gc's starting state: the merged v2 plus the leftovers of an install of v1 killed mid-download (and
+# copies of them under other repos' names).
 if [ -d "$T/C.v2m" ]; then
   rm -rf "$C"; cp -a "$T/C.v2m" "$C"
   "$MPK" mt install "$BASE/slower/v1" --repo-id "$REPO" --cache "$C" --features inference,train >/dev/null 2>&1 &
@@ -139,6 +140,10 @@ if [ -d "$T/C.v2m" ]; then
   kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
   check "setup: the killed install left staged files for gc" test -n "$(find "$C/.staging/$NAME" -type f ! -name lock 2>/dev/null)"
   classify v2m; check "setup: ... and the merged v2 in place" test "$CLS" = v2m
+  # ... and the same leftovers of GC_REPOS other models' interrupted installs: a gc of one repo's
+  # leftovers takes a few milliseconds, start-up included, shorter than a loaded machine's timer
+  # slack (CI once landed 22 of 200 kills in it); with these it has work to be killed in.
+  for i in $(seq "${MPK_CRASH_GC_REPOS:-40}"); do cp -a "$C/.staging/$NAME" "$C/.staging/$NAME-leftover-$i"; done
   rm -rf "$T/C.dirty"; cp -a "$C" "$T/C.dirty"
 fi
 
