@@ -20,11 +20,11 @@ if(MPK_HASH STREQUAL "openssl")
 else()
   set(_mpk_hash_env_openssl builtin-best) # asked for, not built: the default stands
 endif()
-if(MPK_HASH STREQUAL "openssl" AND (NOT DEFINED MPK_DLOPEN_DEPS OR MPK_DLOPEN_DEPS))
+if(MPK_HASH STREQUAL "openssl" AND MPK_DLOPEN_DEPS)
   # libcrypto missing at run time: a copy of hash.c given a soname that does not exist.
   mpk_test(test_core_hash_fallback unit unit/test_core_hash_fallback.c ${PROJECT_SOURCE_DIR}/src/core/hash.c)
-  target_compile_definitions(test_core_hash_fallback PRIVATE MPK_HASH_OPENSSL=1 MPK_HASH_DLOPEN=1
-    MPK_LIBCRYPTO_SONAME="libmpk-no-crypto.so.9")
+  target_compile_definitions(test_core_hash_fallback PRIVATE MPK_HASH_OPENSSL=1
+    MPK_SONAME_CRYPTO="libmpk-no-crypto.so.9")
   target_include_directories(test_core_hash_fallback PRIVATE ${OPENSSL_INCLUDE_DIR})
   set_tests_properties(test_core_hash_fallback PROPERTIES ENVIRONMENT MPK_HASH_IMPL=)
 endif()

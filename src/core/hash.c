@@ -13,67 +13,20 @@
 #ifndef MPK_HASH_OPENSSL
 #define MPK_HASH_OPENSSL 1
 #endif
-#ifndef MPK_HASH_DLOPEN
-#define MPK_HASH_DLOPEN 1
-#endif
 
 enum { IMPL_OPENSSL, IMPL_SHANI, IMPL_ARMV8, IMPL_C, IMPL_COUNT };
 static const char *const impl_names[IMPL_COUNT] = {"openssl", "builtin-shani", "builtin-armv8", "builtin-c"};
 
-/* ---- OpenSSL: linked, or opened on the first hash through the one loader (core/dl.h), so that a
-   process that never hashes never maps libcrypto. Only the EVP functions used here are resolved. */
+/* ---- OpenSSL: linked, or opened on the first hash through the one loader (core/crypto_dl.h), so
+   that a process that never hashes never maps libcrypto. Only the EVP functions used here. */
 #if MPK_HASH_OPENSSL
-#include <openssl/evp.h>
-#if MPK_HASH_DLOPEN
-#include "core/dl.h"
-#ifndef MPK_LIBCRYPTO_SONAME
-#define MPK_LIBCRYPTO_SONAME "libcrypto.so.3"
+#include "core/crypto_dl.h"
+#ifndef MPK_SONAME_CRYPTO
+#define MPK_SONAME_CRYPTO "libcrypto.so.3"
 #endif
-static const char *const crypto_names[] = {"EVP_MD_CTX_new",    "EVP_MD_CTX_free",  "EVP_DigestInit_ex",
-                                           "EVP_DigestUpdate",  "EVP_DigestFinal_ex", "EVP_sha256",
-                                           "EVP_md5",           NULL};
-static void *crypto_slots[7];
-static mpk_dl crypto_dl = MPK_DL_INIT("libcrypto", MPK_LIBCRYPTO_SONAME, crypto_names, crypto_slots);
-static struct {
-  EVP_MD_CTX *(*ctx_new)(void);
-  void (*ctx_free)(EVP_MD_CTX *);
-  int (*init)(EVP_MD_CTX *, const EVP_MD *, ENGINE *);
-  int (*update)(EVP_MD_CTX *, const void *, size_t);
-  int (*final)(EVP_MD_CTX *, unsigned char *, unsigned int *);
-  const EVP_MD *(*sha256)(void);
-  const EVP_MD *(*md5)(void);
-} evp;
-static int crypto_ok;
-static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
-static void crypto_open(void) {
-  if (mpk_dl_load(&crypto_dl, NULL)) return;
-  /* object pointers to function pointers, as POSIX dlsym allows */
-  memcpy(&evp.ctx_new, &crypto_slots[0], sizeof(void *));
-  memcpy(&evp.ctx_free, &crypto_slots[1], sizeof(void *));
-  memcpy(&evp.init, &crypto_slots[2], sizeof(void *));
-  memcpy(&evp.update, &crypto_slots[3], sizeof(void *));
-  memcpy(&evp.final, &crypto_slots[4], sizeof(void *));
-  memcpy(&evp.sha256, &crypto_slots[5], sizeof(void *));
-  memcpy(&evp.md5, &crypto_slots[6], sizeof(void *));
-  crypto_ok = 1;
-}
-static int crypto_load(void) {
-  pthread_once(&crypto_once, crypto_open);
-  return crypto_ok;
-}
-#else
-static const struct {
-  EVP_MD_CTX *(*ctx_new)(void);
-  void (*ctx_free)(EVP_MD_CTX *);
-  int (*init)(EVP_MD_CTX *, const EVP_MD *, ENGINE *);
-  int (*update)(EVP_MD_CTX *, const void *, size_t);
-  int (*final)(EVP_MD_CTX *, unsigned char *, unsigned int *);
-  const EVP_MD *(*sha256)(void);
-  const EVP_MD *(*md5)(void);
-} evp = {EVP_MD_CTX_new, EVP_MD_CTX_free, EVP_DigestInit_ex, EVP_DigestUpdate,
-         EVP_DigestFinal_ex, EVP_sha256, EVP_md5};
-static int crypto_load(void) { return 1; }
-#endif
+MPK_DL_DEFINE(crypto, "libcrypto", MPK_SONAME_CRYPTO, MPK_CRYPTO_FUNCS)
+/* The loader remembers the answer, a failure included, for the process. */
+static int crypto_load(void) { return mpk_crypto_load(NULL) == 0; }
 #endif
 
 /* ---- what this CPU and build can run, and the process's choice (made once) */
@@ -163,7 +116,7 @@ static mpk_blocks_fn sha256_blocks(int impl) {
 static int start(mpk_hasher *h) {
 #if MPK_HASH_OPENSSL
   if (h->impl_ == IMPL_OPENSSL)
-    return h->md_ && evp.init(h->md_, h->algo == MPK_DIGEST_MD5 ? evp.md5() : evp.sha256(), NULL) ? 0 : MPK_ENOMEM;
+    return h->md_ && EVP_DigestInit_ex(h->md_, h->algo == MPK_DIGEST_MD5 ? EVP_md5() : EVP_sha256(), NULL) ? 0 : MPK_ENOMEM;
 #endif
   if (h->algo == MPK_DIGEST_MD5) mpk_md_init(&h->st_, 1, mpk_md5_blocks_c);
   else mpk_md_init(&h->st_, 0, sha256_blocks(h->impl_));
@@ -175,7 +128,7 @@ static int init_as(mpk_hasher *h, mpk_digest_algo algo, int impl) {
   h->impl_ = impl;
   h->md_ = NULL;
 #if MPK_HASH_OPENSSL
-  if (impl == IMPL_OPENSSL && !(h->md_ = evp.ctx_new())) return MPK_ENOMEM;
+  if (impl == IMPL_OPENSSL && !(h->md_ = EVP_MD_CTX_new())) return MPK_ENOMEM;
 #endif
   return start(h);
 }
@@ -195,7 +148,7 @@ void mpk_hasher_update(mpk_hasher *h, const void *data, size_t n) {
   if (!n) return;
 #if MPK_HASH_OPENSSL
   if (h->md_) {
-    evp.update(h->md_, data, n);
+    EVP_DigestUpdate(h->md_, data, n);
     return;
   }
 #endif
@@ -206,7 +159,7 @@ int mpk_hasher_final(mpk_hasher *h, uint8_t *out, size_t *len) {
 #if MPK_HASH_OPENSSL
   if (h->impl_ == IMPL_OPENSSL) {
     unsigned int n = 0;
-    if (!h->md_ || !evp.final(h->md_, out, &n)) return MPK_EIO;
+    if (!h->md_ || !EVP_DigestFinal_ex(h->md_, out, &n)) return MPK_EIO;
     *len = n;
     return 0;
   }
@@ -226,7 +179,7 @@ int mpk_hasher_final_hex(mpk_hasher *h, char hex[MPK_HASH_HEX_SIZE]) {
 void mpk_hasher_free(mpk_hasher *h) {
   if (!h) return;
 #if MPK_HASH_OPENSSL
-  if (h->md_) evp.ctx_free(h->md_);
+  if (h->md_) EVP_MD_CTX_free(h->md_);
 #endif
   h->md_ = NULL;
 }

@@ -105,8 +105,9 @@ static int check_layout(mpk_fetch_stage *s, mpk_error *err) {
 
 /* What a process killed while writing the commit marker left: "commit.json.tmp.XXXXXX", regular
    files only (anything else of that name is left alone, never followed). */
-static void remove_marker_temps(mpk_fetch_stage *s) {
-  size_t n;
+/* Removes the commit marker's temporaries; how many it removed. */
+static size_t remove_marker_temps(mpk_fetch_stage *s) {
+  size_t n, removed = 0;
   char **names = mpk_fx_list_dir(s->staging_fd, &n);
   size_t bl = strlen(MPK_FETCH_COMMIT_FILE);
   for (size_t i = 0; i < n; i++) {
@@ -114,9 +115,11 @@ static void remove_marker_temps(mpk_fetch_stage *s) {
     struct stat st;
     if (strncmp(e, MPK_FETCH_COMMIT_FILE, bl) != 0 || strncmp(e + bl, ".tmp.", 5) != 0 || !mpk_is_temp_suffix(e + bl + 5))
       continue;
-    if (fstatat(s->staging_fd, e, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) unlinkat(s->staging_fd, e, 0);
+    if (fstatat(s->staging_fd, e, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && unlinkat(s->staging_fd, e, 0) == 0)
+      removed++;
   }
   mpk_fx_free_names(names, n);
+  return removed;
 }
 
 /* Finish what an interrupted commit left (under the lock): the marker names the new tree; if the
@@ -153,9 +156,10 @@ int mpk_fx_recover(mpk_fetch_stage *s, mpk_error *err) {
     }
   }
   if ((rc = mpk_fx_retire(s, s->staging_fd, "old", NULL, NULL, err))) return rc; /* the old tree, two renames */
-  unlinkat(s->staging_fd, MPK_FETCH_COMMIT_FILE, 0);
-  remove_marker_temps(s);
-  mpk_fsync_dir(s->staging_fd);
+  bool marker = unlinkat(s->staging_fd, MPK_FETCH_COMMIT_FILE, 0) == 0;
+  /* Only when something was removed: a fresh stage (every first install) has nothing to make
+     durable, and a directory fsync is a journal commit (15 ms here) before the first byte. */
+  if (remove_marker_temps(s) > 0 || marker) mpk_fsync_dir(s->staging_fd);
   return 0;
 }
 
