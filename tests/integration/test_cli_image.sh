@@ -127,6 +127,18 @@ refuse "$T/x.gif" "not a JPEG, PNG or WebP image: a GIF image"
 refuse "$T/notes.jpg" "not a JPEG, PNG or WebP image: not an image"
 refuse "$T/cut.jpg" "JPEG is truncated: its image data ends early"
 refuse "$T/missing.png" "missing.png"
+# Without --png the rows are written while the file decodes (mpk_image_options.rows): a JPEG cut
+# half-way fails after rows went out, and still leaves the old output whole and no temporary; to
+# standard output redirected into a file, nothing is written before the image is done.
+set +e
+"$CLI" image "$T/cut.jpg" --mode center_crop --width 32 --height 32 -o "$T/keep.raw" 2>"$T/err"; rc=$?
+"$CLI" image "$T/cut.jpg" --mode center_crop --width 32 --height 32 -o - >"$T/cut.stdout" 2>/dev/null; rc2=$?
+set -e
+[ $rc = 1 ] && [ $rc2 = 1 ] || fail "cut.jpg, rows written as made: exit $rc / $rc2"
+grep -qF "JPEG is truncated" "$T/err" || fail "cut.jpg, rows written as made: message: $(cat "$T/err")"
+[ "$(cat "$T/keep.raw")" = old ] || fail "cut.jpg, rows written as made: output changed"
+[ ! -s "$T/cut.stdout" ] || fail "cut.jpg to standard output (a file): $(stat -c %s "$T/cut.stdout") bytes written"
+left=$(ls -a "$T"); grep -q '\.tmp\.' <<<"$left" && fail "cut.jpg, rows written as made: temporary file left behind"
 set +e
 "$CLI" image "$T/up.png" --mode stretch --width 8 --height 8 --max-pixels 100 2>"$T/err"; rc=$?
 set -e
