@@ -4,10 +4,10 @@
 # usage: scripts/components.sh minimal | no-<component> | all
 #   no-<component>: one of no-mlc no-mt no-fetch no-audio no-image no-onnx
 #   all: minimal, then each no-<component> in turn (slow: seven builds and test runs)
-# Environment: JOBS (default: nproc), CTEST_ARGS (extra ctest arguments, e.g. "-LE slow").
+# Environment: MPK_JOBS (or JOBS; default: nproc), CTEST_ARGS (extra ctest arguments, e.g. "-LE slow").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-jobs="${JOBS:-$(nproc)}"
+jobs="${MPK_JOBS:-${JOBS:-$(nproc)}}"
 comps=(mlc mt fetch audio image onnx)
 
 one() {
