@@ -59,7 +59,7 @@ run mt "check (MT)" check "$MT" --no-hash
 run mt "mt tensors" mt tensors "$MT"
 run mt "mt select" mt select "$MT"
 run mt "mt plan" mt plan "$MT"
-run mt "mt inspect" mt inspect "$MT"
+run onnx "mt inspect" mt inspect "$MT"
 run mt "mt handoff fmt" mt handoff fmt "$T/m.json"
 run mt "mt build" mt build "$T/empty" --describe "$SRC/examples/mt-tiny.build.json" --dry-run
 run mt "mt reseal" mt reseal "$MT" --dry-run
