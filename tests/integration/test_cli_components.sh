@@ -72,6 +72,11 @@ run fetch "mt install" mt install "$T/empty" --repo-id org/name --cache "$T/cach
 run fetch "mt list" mt list --cache "$T/cache"
 run fetch "mt remove" mt remove --cache "$T/cache" --repo-id org/name
 run fetch "mt gc" mt gc --cache "$T/cache"
+# An installed tree (flattened: inference/ and no variants/, docs/mt-cache.md): mt merge and mt
+# restore take the fetch engine's stage lock on it, so without fetch they are refused naming it.
+mkdir -p "$T/cache3/tree/inference"
+run fetch "mt merge (installed tree)" mt merge "$T/cache3/tree" --adapter "$SRC/examples/mt-tiny.adapter.safetensors"
+run fetch "mt restore (installed tree)" mt restore "$T/cache3/tree"
 run fetch "mlc install" mlc install "$T/empty" --cache "$T/cache2"
 run audio "audio" audio "$T/a.wav" --package "$SRC/examples/gemma4-audio"
 run audio "audio --rate" audio "$T/a.wav" --rate 16000 --max-samples 100
