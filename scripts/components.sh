@@ -15,7 +15,11 @@ rows=()
 failed=0
 
 # attr NAME FILE: the first NAME="..." attribute in FILE (ctest's JUnit report: the testsuite's counts).
-attr() { sed -n "s/.*<testsuite [^>]* $1=\"\([0-9]*\)\".*/\1/p" "$2" | sed -n 1p; }
+attr() {
+  awk -v k="$1" '/<testsuite/ { on = 1 }
+    on && match($0, "[ \t]" k "=\"[0-9]+\"") { print substr($0, RSTART + length(k) + 3, RLENGTH - length(k) - 4); exit }
+    on && />/ { exit }' "$2"
+}
 
 one() {
   local config="$1" opts=()
