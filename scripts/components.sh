@@ -36,11 +36,13 @@ one() {
   echo "== $config: $dir (${opts[*]})"
   t0=$(date +%s)
   mkdir -p "$dir"
-  if ! cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMPK_BUILD_BENCH=OFF "${opts[@]}" >"$dir/configure.log" 2>&1 \
-    || ! cmake --build "$dir" -- -j"$jobs"; then
+  if cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMPK_BUILD_BENCH=OFF "${opts[@]}" >"$dir/configure.log" 2>&1; then
+    grep -E "^-- (components|tests not registered)" "$dir/configure.log" || true
+    cmake --build "$dir" -- -j"$jobs" || built=no
+  else
+    cat "$dir/configure.log"
     built=no
   fi
-  grep -E "^-- (components|tests not registered)" "$dir/configure.log" || true
   t1=$(date +%s)
   echo "== $config: built ($built) in $((t1 - t0)) s"
   if [ $built = no ]; then
