@@ -6,7 +6,8 @@
 # than the target (Debian's security archive here lists no s390x), apt cannot install them. So the
 # target's development packages and the run-time libraries they need are fetched with apt-get
 # download and unpacked with dpkg -x into DIR, which the toolchain file uses as CMAKE_SYSROOT and
-# qemu as its -L prefix. Nothing is installed into the host's system. Idempotent: DIR/.complete.
+# whose dynamic loader and library directories qemu runs the tests with (cmake/toolchain-s390x.cmake).
+# Nothing is installed into the host's system. Idempotent: DIR/.complete.
 set -euo pipefail
 debarch="$1"
 dir="$2"
