@@ -531,6 +531,84 @@ static void test_segmented_resampling(void **state) {
   }
 }
 
+/* The same bytes on every host (docs/cross.md): fixed recordings from an integer generator (a
+   stereo 16-bit WAV mixed down, float PCM at three rates, one of them in segments on two threads)
+   resampled by libsoxr to 16 kHz hash to what x86-64 gives; the samples (host order) are hashed as
+   little-endian float32, the bytes `modelpkg audio -o` writes. */
+static void test_same_bytes_on_every_host(void **state) {
+  (void)state;
+  uint32_t x = 88172645u; /* xorshift32: this test's own sequence */
+#define NEXT() (x ^= x << 13, x ^= x >> 17, x ^= x << 5, x)
+  /* a 0.5 s stereo 44.1 kHz WAV: noise plus a slow ramp on the left, noise on the right */
+  enum { FRAMES = 22050 };
+  size_t wav_len = 44 + (size_t)FRAMES * 4;
+  uint8_t *wav = malloc(wav_len), *p = wav;
+  assert_non_null(wav);
+  memcpy(p, "RIFF", 4);
+  mpk_store_le32(p + 4, (uint32_t)wav_len - 8);
+  memcpy(p + 8, "WAVEfmt ", 8);
+  mpk_store_le32(p + 16, 16);
+  mpk_store_le16(p + 20, 1); /* PCM */
+  mpk_store_le16(p + 22, 2); /* channels */
+  mpk_store_le32(p + 24, 44100);
+  mpk_store_le32(p + 28, 44100 * 4);
+  mpk_store_le16(p + 32, 4); /* block align */
+  mpk_store_le16(p + 34, 16);
+  memcpy(p + 36, "data", 4);
+  mpk_store_le32(p + 40, (uint32_t)FRAMES * 4);
+  for (uint32_t f = 0; f < FRAMES; f++) {
+    mpk_store_le16(p + 44 + 4 * f, (uint16_t)(int16_t)((int32_t)(NEXT() >> 20) - 2048 + (int32_t)(f % 2000) * 8));
+    mpk_store_le16(p + 46 + 4 * f, (uint16_t)(int16_t)((int32_t)(NEXT() >> 18) - 8192));
+  }
+  static const struct {
+    double rate;
+    size_t segment_len; /* 0: one stream */
+    unsigned threads;
+    const char *sha256;
+  } pcm[] = {
+      {48000, 0, 1, "sha256:03f66dd7a0c7103a111569875a1d838bfc0d3c9b03d10c5ee2d702d736669e9b"},
+      {22050, 0, 1, "sha256:8d79dafa0edc5f17c515f31445d33a277b37a97ac8e8395cac4e714f245c3557"},
+      {11025, 0, 1, "sha256:248013fe2b9dedbbbefa37ff33ad1914af5bb74b6d455d595ae0e12a3d9ca07a"},
+      {44100, 3000, 2, "sha256:17d6de958c48bbef992b1c75e229c8945af5ddce40b5dee37d5a18602cf5d045"},
+  };
+  enum { N = 33075 }; /* 0.75 s at 44.1 kHz */
+  float *pcm_in = malloc(N * sizeof *pcm_in);
+  assert_non_null(pcm_in);
+  for (size_t i = 0; i < N; i++) pcm_in[i] = (float)((int32_t)(NEXT() >> 8) - (1 << 23)) * 0x1p-24f;
+#undef NEXT
+  for (size_t c = 0; c <= sizeof pcm / sizeof pcm[0]; c++) {
+    mpk_audio_target t = {16000, 1, 480000, 1};
+    mpk_audio *a = NULL;
+    mpk_error err;
+    size_t saved = mpk_audio_segment_len_;
+    const char *what = "stereo 16-bit WAV at 44100 Hz";
+    const char *want = "sha256:e1f3979499f0206e77e23c3d26cf12b47e0294c5c077cb23dd3d2521a6415dce";
+    char name[64];
+    int rc;
+    if (c == 0) {
+      rc = mpk_audio_from_wav(wav, wav_len, NULL, &t, &a, &err);
+    } else {
+      t.threads = pcm[c - 1].threads;
+      if (pcm[c - 1].segment_len) mpk_audio_segment_len_ = pcm[c - 1].segment_len;
+      rc = mpk_audio_from_pcm_f32(pcm_in, N, pcm[c - 1].rate, &t, &a, &err);
+      mpk_audio_segment_len_ = saved;
+      snprintf(name, sizeof name, "float PCM at %.0f Hz%s", pcm[c - 1].rate, pcm[c - 1].segment_len ? " in segments" : "");
+      what = name;
+      want = pcm[c - 1].sha256;
+    }
+    if (rc) fail_msg("%s: %s", what, tu_err(&err));
+    assert_true(a->resampled);
+    uint8_t *le = malloc(a->n_samples * 4);
+    assert_non_null(le);
+    for (size_t i = 0; i < a->n_samples; i++) mpk_store_le_f32(le + 4 * i, a->samples[i]);
+    tu_expect_sha256(what, le, a->n_samples * 4, want);
+    free(le);
+    mpk_audio_free(a);
+  }
+  free(pcm_in);
+  free(wav);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_segmented_resampling),
@@ -541,6 +619,7 @@ int main(void) {
       cmocka_unit_test(test_stream_equals_held),
       cmocka_unit_test(test_tones),
       cmocka_unit_test(test_equal_rate_copy),
+      cmocka_unit_test(test_same_bytes_on_every_host),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

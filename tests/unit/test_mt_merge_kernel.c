@@ -994,6 +994,66 @@ static void test_quant_refusals(void **state) {
   qcase_free(&c);
 }
 
+/* The same bytes on every host (docs/cross.md): fixed dense and quantized merges, from this
+   test's own seed, hash to what x86-64 gives with its best implementation (AUTO; the SIMD paths
+   equal the portable one, above). On AArch64 and s390x the portable C runs, under qemu. Merged
+   tensors are file bytes (little-endian), hashed as they are. */
+static void test_same_bytes_on_every_host(void **state) {
+  (void)state;
+  rng_state = 0x5eed5eed5eed5eedull;
+  static const char *dense_sha256[3][2] = {
+      {"sha256:bd9ef3f1f4d6d7a258bc6cb26c955e1de3ffb612288850ae451b5e278681ac54",
+       "sha256:5afc93f1c23c2487b557c117ae4e3c34a61e88de88675991016fd672ff2c6f8f"},
+      {"sha256:2405b30fdb8c6275e59ba4e8e927e28bf3f1fe0543e193232b826350bd1b63b4",
+       "sha256:ccaf5e4487e3407a443c286bcedc61de4998e1bf7706d5d375e4cd194094d81b"},
+      {"sha256:f1c6e48713c81ef5f19fc8674139f041a268dea9f0ae2e6a32fc9fc220978a83",
+       "sha256:18220afdda1d1fa92e07486d2e79243d1ee72b5bba9d0079e65953e4a5d0619a"},
+  };
+  for (int d = 0; d < 3; d++)
+    for (int t = 0; t < 2; t++) {
+      dense_case c;
+      dense_make(&c, 67, 129, 16, t, DTYPES[d]);
+      size_t len = (size_t)(c.rows * c.cols) * mpk_mk_dtype_size(c.dt);
+      void *out = malloc(len);
+      assert_non_null(out);
+      mpk_merge_dense m = dense_desc(&c, MPK_MK_AUTO);
+      mpk_error e;
+      if (mpk_merge_dense_to_buf(&m, 2, out, &e)) fail_msg("%s", tu_err(&e));
+      char what[64];
+      snprintf(what, sizeof what, "dense %s [67,129] rank 16%s", DTN[d], t ? " transposed" : "");
+      tu_expect_sha256(what, out, len, dense_sha256[d][t]);
+      free(out);
+      dense_free(&c);
+    }
+  static const struct {
+    int64_t rows, cols, group;
+    int t;
+    mpk_mk_qtype qt, zt;
+    mpk_mk_dtype st;
+    const char *sha256; /* of q, then scale, then zero point */
+  } quant[] = {
+      {33, 45, 15, 0, MPK_MK_U4, MPK_MK_U4, MPK_MK_F32, "sha256:3c6d24983908e360b3c4715f88bf5ca57e1718a123cc16eb8870b5d9f41ecfa0"},
+      {64, 32, 16, 1, MPK_MK_U8, MPK_MK_U8, MPK_MK_F16, "sha256:3c85aa3681e5b0e22ffd946445e98cb6e7d0030b9eaf3017c86752c8bff8f6de"},
+      {130, 67, 0, 0, MPK_MK_U8, MPK_MK_U8, MPK_MK_F16, "sha256:eabf3a80cbd6bfe9165867aa5b322785051c6f35668a4da031c89a7ea652aafc"},
+  };
+  for (size_t k = 0; k < sizeof quant / sizeof quant[0]; k++) {
+    qcase c;
+    qcase_make(&c, quant[k].rows, quant[k].cols, 8, quant[k].group, quant[k].t, quant[k].qt, quant[k].zt, quant[k].st);
+    qout o = qrun(&c, qdesc(&c), 2);
+    uint8_t *all = malloc(c.q_len + c.s_len + c.z_len);
+    assert_non_null(all);
+    memcpy(all, o.q, c.q_len);
+    memcpy(all + c.q_len, o.scale, c.s_len);
+    memcpy(all + c.q_len + c.s_len, o.zero, c.z_len);
+    char what[64];
+    snprintf(what, sizeof what, "quantized case %zu", k);
+    tu_expect_sha256(what, all, c.q_len + c.s_len + c.z_len, quant[k].sha256);
+    free(all);
+    qout_free(&o);
+    qcase_free(&c);
+  }
+}
+
 int main(void) {
   print_message("merge kernels available:%s%s%s (auto: %s)\n", " portable",
                 mpk_mk_impl_available(MPK_MK_AVX2) ? " avx2" : "", mpk_mk_impl_available(MPK_MK_AVX512) ? " avx512" : "",
@@ -1012,6 +1072,7 @@ int main(void) {
       cmocka_unit_test(test_quant_zero_exact),
       cmocka_unit_test(test_quant_two_pass_and_fds),
       cmocka_unit_test(test_quant_refusals),
+      cmocka_unit_test(test_same_bytes_on_every_host),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -118,6 +118,12 @@ void tu_webllm_location(const mpk_error *err, char *out, size_t size) {
   }
 }
 
+void tu_expect_sha256(const char *what, const void *p, size_t n, const char *want) {
+  char got[MPK_SHA256_ID_SIZE];
+  assert_int_equal(mpk_sha256_id(p, n, got), 0);
+  if (strcmp(got, want) != 0) fail_msg("%s: %s, not %s as on x86-64", what, got, want);
+}
+
 const char *tu_err(const mpk_error *err) {
   static char buf[2048];
   mpk_error_format(err, buf, sizeof buf);

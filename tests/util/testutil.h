@@ -37,6 +37,11 @@ void tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Make a fresh temporary directory; static buffer. */
 const char *tu_tmpdir(void);
 
+/* The bytes every host must give (docs/cross.md, "Same bytes on every architecture"): fails the
+   test, printing both, unless the SHA-256 of [p, p + n) is `want` ("sha256:<hex>", as x86-64 gives
+   it). Outputs in host order (floats of an mpk_audio) are stored little-endian before hashing. */
+void tu_expect_sha256(const char *what, const void *p, size_t n, const char *want);
+
 /* Tools a test needs (issue 17). Absent, the test is skipped, never passed and never failed: the
    need_ functions print "SKIP: <test>: <tool> not found (scripts/setup.sh --test installs it)" on
    stdout and exit(77), which ctest counts as skipped (SKIP_RETURN_CODE 77). The same line and
