@@ -725,7 +725,8 @@ static void stop_worker(mpk_resampler *r) {
 }
 
 int mpk_resampler_set_rows(mpk_resampler *r, mpk_image_rows_fn rows, void *ctx, mpk_error *err) {
-  if (!r || !rows || r->out || r->pushed) return mpk_fail(err, MPK_EINVAL, "image", NULL, "rows mode is set once, first, on a resampler made without an output");
+  if (!r || !rows || r->out || r->pushed)
+    return mpk_fail(err, MPK_EINVAL, "image", NULL, "rows mode is set once, first, on a resampler made without an output");
   /* In order when the lines are upright rows (no transposition) and each comes after the one above
      (no vertical flip): the windows' ends grow with the row, so order[] is the rows' order. */
   int in_order = !r->swap;
@@ -751,7 +752,8 @@ int mpk_resampler_finish(mpk_resampler *r, mpk_error *err) {
   for (int64_t y = 0; r->rows && !r->row_mode && !r->rows_rc && y < r->out_h; y++)
     r->rows_rc = r->rows(r->rows_ctx, y, r->out + (size_t)y * row, row, &r->rows_err);
   if (r->rows_rc) {
-    if (!r->rows_err.message[0]) return mpk_fail(err, r->rows_rc, "image", NULL, "the receiver of the output rows failed");
+    if (!r->rows_err.message[0])
+      return mpk_fail(err, r->rows_rc, "image", NULL, "the receiver of the output rows failed");
     if (err) *err = r->rows_err;
     return r->rows_rc;
   }
