@@ -16,5 +16,10 @@ set(CMAKE_FIND_ROOT_PATH "${MPK_CROSS_SYSROOT}")
 set(ENV{PKG_CONFIG_SYSROOT_DIR} "${MPK_CROSS_SYSROOT}")
 set(ENV{PKG_CONFIG_LIBDIR}
   "${MPK_CROSS_SYSROOT}/usr/lib/${MPK_CROSS_TRIPLET}/pkgconfig:${MPK_CROSS_SYSROOT}/usr/share/pkgconfig")
-# The emulator loads the target's dynamic loader and libraries from the root.
-set(CMAKE_CROSSCOMPILING_EMULATOR ${MPK_CROSS_QEMU} -L "${MPK_CROSS_SYSROOT}")
+# The emulator runs the root's dynamic loader on the program, which loads the program's libraries
+# (and dlopen()'s) from the root's library directories. Not qemu's -L ROOT: that prefixes every
+# absolute path the program opens when it exists under ROOT, and "/" always does, so
+# open("/") gave the root instead of the host's / (a writer's walk of /tmp/... failed, /etc/...
+# were the root's). The program sees the host's file system as it is.
+set(CMAKE_CROSSCOMPILING_EMULATOR ${MPK_CROSS_QEMU} "${MPK_CROSS_SYSROOT}/lib/ld64.so.1" --library-path
+  "${MPK_CROSS_SYSROOT}/lib/${MPK_CROSS_TRIPLET}:${MPK_CROSS_SYSROOT}/usr/lib/${MPK_CROSS_TRIPLET}")

@@ -6,7 +6,8 @@
 # than the target (Debian's security archive here lists no s390x), apt cannot install them. So the
 # target's development packages and the run-time libraries they need are fetched with apt-get
 # download and unpacked with dpkg -x into DIR, which the toolchain file uses as CMAKE_SYSROOT and
-# qemu as its -L prefix. Nothing is installed into the host's system. Idempotent: DIR/.complete.
+# whose dynamic loader and library directories qemu runs the tests with (cmake/toolchain-s390x.cmake).
+# Nothing is installed into the host's system. Idempotent: DIR/.complete.
 set -euo pipefail
 debarch="$1"
 dir="$2"
@@ -37,5 +38,10 @@ mkdir -p "$dir"
 for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$dir"; done
 # onnx.proto only: the rest of libonnx-dev (its libraries and their dependencies) is not needed.
 find "$dir/usr/lib" -maxdepth 2 -name 'libonnx*' -delete 2>/dev/null || true
+# Development symlinks that name an absolute path (libz.so -> /lib/s390x-linux-gnu/libz.so.1.2.13)
+# would point into the host's root, where the target's file is not: make them relative, inside DIR.
+find "$dir" -type l -lname '/*' -print0 | while IFS= read -r -d '' link; do
+  ln -sfn "$(realpath -m --relative-to="$(dirname "$link")" "$dir$(readlink "$link")")" "$link"
+done
 touch "$dir/.complete"
 echo "cross_sysroot: $debarch root in $dir ($(wc -l < "$work/list") packages)" >&2

@@ -13,8 +13,8 @@ mpk_script_test(test_fifo_inputs integration ${MPK_IT}/test_fifo_inputs.sh ${MPK
 mpk_script_test(test_readme integration python3 ${MPK_IT}/test_readme.py ${MPK_CLI} ${PROJECT_SOURCE_DIR} REQUIRES mlc mt fetch audio image onnx)
 # One --json contract: every reporting command, on success, refusal and usage error (docs/CLI.md).
 mpk_script_test(test_json_contract "integration;slow" ${MPK_IT}/test_json_contract.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} REQUIRES mlc mt fetch audio image onnx)
-# Crash safety: kill -9 the package writer at random points.
-mpk_script_test(test_crash integration ${MPK_IT}/test_crash.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+# Crash safety: kill -9 the package writer (mt reseal) at random points.
+mpk_script_test(test_crash integration ${MPK_IT}/test_crash.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} REQUIRES mt)
 
 # The packaging: install into a temporary prefix, build consumers through pkg-config and
 # find_package. An instrumented library cannot be linked by an uninstrumented consumer: plain builds.

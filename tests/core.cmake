@@ -44,7 +44,7 @@ mpk_test(test_core_document unit unit/test_core_document.c REQUIRES mlc mt) # lo
 mpk_test(test_core_findings unit unit/test_core_findings.c)
 mpk_test(test_core_output unit unit/test_core_output.c)
 # ---- the public API's conventions (docs/API.md): options structs, headers, exported symbols
-mpk_test(test_api_options unit unit/test_api_options.c)
+mpk_test(test_api_options unit unit/test_api_options.c REQUIRES mt) # proven on mt's options structs
 mpk_script_test(test_public_headers unit ${MPK_IT}/test_public_headers.sh ${PROJECT_SOURCE_DIR} ${CMAKE_C_COMPILER})
 mpk_script_test(test_exported_symbols unit ${MPK_IT}/test_exported_symbols.sh $<TARGET_FILE:modelpkg>
   ${PROJECT_SOURCE_DIR})

@@ -56,18 +56,19 @@ set_tests_properties(test_merge_verify PROPERTIES TIMEOUT 300 ENVIRONMENT "MPK_O
 # The reference runtime's cache: a tree in ModelPackageInstaller.kt's layout with Gson's
 # install_record.json is checked, gated and merged; modelpkg's install writes a record its reader accepts.
 mpk_script_test(test_reference_tree e2e ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_reference_tree.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} REQUIRES fetch onnx)
-if(MPK_WITH_FETCH AND MPK_WITH_ONNX) # installs over http, graphs
-  # The device lifecycle on the installed cache (issue 18, docs/mt-lifecycle-e2e.md): a real nginx serves
-  # v1 then v2; install, gate, merge, ONNX Runtime, update under a live reader (the adapter re-applied),
-  # restore, remove, gc. Skipped (exit 77) without nginx, curl, node + onnxruntime-node or numpy/onnx.
-  mpk_script_test(test_lifecycle "e2e;slow" ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_lifecycle.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
+# The device lifecycle on the installed cache (issue 18, docs/mt-lifecycle-e2e.md): a real nginx serves
+# v1 then v2; install, gate, merge, ONNX Runtime, update under a live reader (the adapter re-applied),
+# restore, remove, gc. Skipped (exit 77) without nginx, curl, node + onnxruntime-node or numpy/onnx.
+# Both need fetch (installs over http) and onnx (graphs).
+mpk_script_test(test_lifecycle "e2e;slow" ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_lifecycle.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR}
+  REQUIRES fetch onnx)
+# SIGKILL at random instants of mt install (an update over a merged install), mt merge, mt restore and
+# mt gc, 50 times each: one whole version, merged as recorded, the next run completes.
+mpk_script_test(test_lifecycle_crash "e2e;slow" ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_lifecycle_crash.sh ${MPK_CLI}
+  ${PROJECT_SOURCE_DIR} REQUIRES fetch onnx)
+if(MPK_WITH_FETCH AND MPK_WITH_ONNX)
   set_tests_properties(test_lifecycle PROPERTIES TIMEOUT 300)
-  # SIGKILL at random instants of mt install (an update over a merged install), mt merge, mt restore and
-  # mt gc, 50 times each: one whole version, merged as recorded, the next run completes.
-  mpk_script_test(test_lifecycle_crash "e2e;slow" ${CMAKE_CURRENT_SOURCE_DIR}/e2e/test_lifecycle_crash.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR})
   set_tests_properties(test_lifecycle_crash PROPERTIES TIMEOUT 600)
-else()
-  set_property(GLOBAL APPEND PROPERTY MPK_TESTS_NOT_REGISTERED "test_lifecycle test_lifecycle_crash (fetch, onnx)")
 endif()
 
 if(MPK_WITH_ONNX)

@@ -227,18 +227,31 @@ typedef struct mpk_image_plan {
 MPK_API int mpk_image_plan_resize(int64_t src_width, int64_t src_height, const mpk_image_target *target,
                                   mpk_image_plan *out, mpk_error *err);
 
+/** Receives row y (0: the top) of an image's tensor: width * 3 bytes, valid during the call only
+    (mpk_image_options.rows). 0 to go on; an MPK_E* code, with err filled, to stop. */
+typedef int (*mpk_image_rows_fn)(void *ctx, int64_t y, const uint8_t *row, size_t len, mpk_error *err);
+
 typedef struct mpk_image_options {
   size_t struct_size; /**< sizeof as compiled, set by the _INIT macro; 0: the 0.1 layout (docs/API.md) */
   int ignore_orientation;  /**< 1: pixels as stored, EXIF orientation not applied */
   uint64_t max_pixels;     /**< bound on source width * height; 0: MPK_IMAGE_DEFAULT_MAX_PIXELS */
   uint64_t max_decode_bytes; /**< decoding memory budget; 0: MPK_IMAGE_DEFAULT_MAX_DECODE_BYTES */
+  /** Set: the tensor's rows go to rows(rows_ctx, ...) top to bottom, each once, and the returned
+      image has no pixels (NULL): a caller that only writes the tensor out never holds it whole.
+      With an orientation that neither transposes nor flips vertically (1, 2: nearly every file)
+      a JPEG's or non-interlaced PNG's rows arrive while the file decodes, from one row buffer;
+      otherwise the window is made whole first. rows() may run on another thread than the caller
+      (never two at once); a non-zero return (an MPK_E* code, with err filled) stops the work and
+      mpk_image_from_bytes returns it, with that error. */
+  mpk_image_rows_fn rows;
+  void *rows_ctx;
 } mpk_image_options;
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_IMAGE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_image_options)
 
 /** The pixel tensor and a report of where it came from. Freed with mpk_image_free(). */
 typedef struct mpk_image {
-  uint8_t *pixels;           /**< [height][width][3] RGB, row-major (NHWC with N = 1) */
+  uint8_t *pixels;           /**< [height][width][3] RGB, row-major (NHWC with N = 1); NULL with options.rows */
   int64_t width;             /**< the target width */
   int64_t height;            /**< the target height */
   mpk_image_format format;

@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -165,6 +167,45 @@ static int write_tensor(const char *path, const mpk_image *img, int elem, size_t
   return rc;
 }
 
+/* -o FILE of uint8 without --png: the tensor's rows written as the library makes them
+   (mpk_image_options.rows), so the process never holds the tensor whole; gathered in a buffer,
+   and the file committed only once the image is done (on failure there is no file). */
+typedef struct row_writer {
+  mpk_output *o;
+  size_t used;
+  uint8_t buf[1 << 15];
+} row_writer;
+
+static int row_writer_flush(row_writer *w, mpk_error *err) {
+  int rc = w->used ? mpk_output_write(w->o, w->buf, w->used, err) : 0;
+  w->used = 0;
+  return rc;
+}
+
+static int write_row(void *ctx, int64_t y, const uint8_t *row, size_t len, mpk_error *err) {
+  row_writer *w = ctx;
+  (void)y; /* rows come in order, each once (mpk_image_options.rows) */
+  while (len) {
+    size_t n = sizeof w->buf - w->used < len ? sizeof w->buf - w->used : len;
+    memcpy(w->buf + w->used, row, n);
+    w->used += n, row += n, len -= n;
+    if (w->used == sizeof w->buf) {
+      int rc = row_writer_flush(w, err);
+      if (rc) return rc;
+    }
+  }
+  return 0;
+}
+
+/* Whether rows may be written before the image is done: a file is written aside and committed
+   at the end; standard output only when it is a character device (/dev/null, a terminal): a
+   failure half-way must leave no part of the tensor in a pipe or a redirected file. */
+static bool can_stream(const char *output) {
+  if (!mpk_output_is_stdout(output)) return true;
+  struct stat st;
+  return fstat(STDOUT_FILENO, &st) == 0 && S_ISCHR(st.st_mode);
+}
+
 /* An integer option in 1..max (an mpk_cli_opt fn). */
 #define usage(json, ...) mpk_cli_usage(&spec, (json), __VA_ARGS__)
 
@@ -264,13 +305,23 @@ int mpk_cmd_image(int argc, char **argv) {
     mpk_mapped m;
     mpk_image_options o = {.struct_size = sizeof o, .ignore_orientation = ignore_orientation, .max_pixels = (uint64_t)max_pixels,
                            .max_decode_bytes = (uint64_t)max_mib << 20};
+    row_writer *rw = output && !png && elem == 1 && can_stream(output) ? calloc(1, sizeof *rw) : NULL;
     rc = mpk_map_file(in, IMAGE_MAX_FILE, &m, &err);
-    if (!rc) {
-      rc = mpk_image_from_bytes(m.data, m.size, in, &p.target, &o, &img, &err);
-      mpk_unmap_file(&m);
+    bool mapped = rc == 0;
+    if (!rc && rw && !(rc = mpk_output_open(output, &rw->o, &err))) {
+      o.rows = write_row;
+      o.rows_ctx = rw;
     }
+    if (!rc) rc = mpk_image_from_bytes(m.data, m.size, in, &p.target, &o, &img, &err);
+    if (mapped) mpk_unmap_file(&m);
     if (!rc) bytes = (size_t)img->width * (size_t)img->height * 3 * (size_t)elem;
-    if (!rc && output) rc = write_tensor(output, img, elem, bytes, &err);
+    if (rw && rw->o) {
+      if (!rc) rc = row_writer_flush(rw, &err);
+      if (!rc) rc = mpk_output_commit(rw->o, &err);
+      else mpk_output_abort(rw->o);
+    }
+    if (!rc && output && !rw) rc = write_tensor(output, img, elem, bytes, &err);
+    free(rw);
     if (!rc && png) rc = write_png(png, img, &err);
   }
   int status = MPK_EXIT_OK;

@@ -242,6 +242,13 @@ int mpk_cmd_mt_inspect(int argc, char **argv) {
     mpk_error_clear(&err);
     if (mpk_mt_graph_report_open(a.dir, m->variants[i].id, NULL, &r, &err)) {
       mpk_cli_error(&err);
+      if (err.code == MPK_EUNSUPPORTED && !mpk_has_component("onnx")) { /* no graph reader: no variant can be read */
+        if (json) mpk_cli_json_refuse("mt inspect", keys, &err);
+        json_decref(rows);
+        mpk_cli_problems_free(&found);
+        mpk_mt_manifest_free(m);
+        return MPK_EXIT_FAIL;
+      }
       mpk_cli_problems_add(&found, &err);
       problems++;
       continue;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <jansson.h>
 
@@ -294,6 +295,12 @@ typedef struct mpk_tally {
 } mpk_tally;
 static inline bool mpk_tally_keep(mpk_tally *t) { return t->count++ < MPK_LIST_MAX; }
 static inline bool mpk_tally_over(const mpk_tally *t) { return t->count > MPK_LIST_MAX; }
+
+/* qsort, for every sort in the library: an empty list may have no array (NULL), which qsort may
+   not be given (C11 7.22.5: the pointer must be valid even for 0 elements; UBSan aborts on it). */
+static inline void mpk_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+  if (n > 1) qsort(base, n, size, cmp);
+}
 
 /* ---------------------------------------------------------------- files (fs.c) */
 

@@ -108,7 +108,7 @@ int mpk_digest_files_beneath(const char *root, mpk_digest_job *jobs, size_t n, u
     return mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
   }
   for (size_t i = 0; i < n; i++) slots[i] = (slot){.size = jobs[i].expected_size, .job = i};
-  if (n > 1) qsort(slots, n, sizeof *slots, cmp_larger_first);
+  mpk_sort(slots, n, sizeof *slots, cmp_larger_first);
   for (size_t i = 0; i < n; i++) order[i] = slots[i].job;
   o.order = order;
   int rc = mpk_pool_run(n, &o, task, &r, NULL, err);

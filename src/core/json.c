@@ -134,7 +134,7 @@ int mpk_json_keys_insertion(const json_t *obj, const char ***keys, size_t *n) {
 int mpk_json_keys_js_order(const json_t *obj, const char ***keys, size_t *n) {
   keyed *items;
   if (collect(obj, &items, n)) return MPK_ENOMEM;
-  qsort(items, *n, sizeof *items, cmp_js_order);
+  mpk_sort(items, *n, sizeof *items, cmp_js_order);
   return finish(items, *n, keys);
 }
 
@@ -182,6 +182,6 @@ static int cmp_codepoint(const void *a, const void *b) {
 int mpk_json_keys_sorted(const json_t *obj, bool codepoint, const char ***keys, size_t *n) {
   keyed *items;
   if (collect(obj, &items, n)) return MPK_ENOMEM;
-  qsort(items, *n, sizeof *items, codepoint ? cmp_codepoint : cmp_utf16);
+  mpk_sort(items, *n, sizeof *items, codepoint ? cmp_codepoint : cmp_utf16);
   return finish(items, *n, keys);
 }

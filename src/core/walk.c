@@ -65,7 +65,7 @@ static int read_names(walker *w, char ***out, size_t *n_out) {
     free_names(names, n);
     return rc;
   }
-  if (n) qsort(names, n, sizeof *names, cmp_name);
+  mpk_sort(names, n, sizeof *names, cmp_name);
   *out = names;
   *n_out = n;
   return 0;

@@ -89,7 +89,7 @@ static int sorted_plan(const mpk_fetch_file *files, size_t n, const char *doc, c
   const mpk_fetch_file **v = malloc((n ? n : 1) * sizeof *v);
   if (!v) return mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory");
   for (size_t i = 0; i < n; i++) v[i] = &files[i];
-  qsort(v, n, sizeof *v, cmp_dest);
+  mpk_sort(v, n, sizeof *v, cmp_dest);
   /* Two files at one installed path, or a file where another needs a directory: refused. */
   for (size_t i = 0; i < n; i++) {
     const char *a = dest_of(v[i]);

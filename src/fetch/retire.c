@@ -402,7 +402,7 @@ int mpk_fetch_gc(const char *cache_dir, const mpk_fetch_gc_options *opts, mpk_fe
   if (!rc && sfd >= 0) {
     size_t n;
     char **names = mpk_fx_list_dir(sfd, &n);
-    qsort(names, n, sizeof *names, cmp_names);
+    mpk_sort(names, n, sizeof *names, cmp_names);
     for (size_t i = 0; i < n && !g.oom; i++) {
       struct stat st;
       if (fstatat(sfd, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0) continue;

@@ -79,7 +79,9 @@ int mpk_image_from_bytes(const void *data, size_t len, const char *file, const m
   mpk_raster r = {0};
   int scale = 8;
   size_t n = (size_t)target->width * (size_t)target->height * 3; /* bounded by check_target */
-  if (!(img->pixels = malloc(n))) {
+  /* Rows mode: the streaming paths hand the resampler no output (mpk_resampler_set_rows) */
+  bool rows = opts->rows != NULL;
+  if (!rows && !(img->pixels = malloc(n))) {
     mpk_image_free(img);
     return mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory (output tensor)");
   }
@@ -90,24 +92,37 @@ int mpk_image_from_bytes(const void *data, size_t len, const char *file, const m
     mpk_resampler *rs = NULL;
     rc = mpk_resampler_new(h.width, h.height, 0, 0, orientation, &plan, target->width, target->height, img->pixels,
                            MPK_RESAMPLER_THREAD, &rs, err);
+    if (!rc && rows) rc = mpk_resampler_set_rows(rs, opts->rows, opts->rows_ctx, err);
     if (!rc) rc = mpk_image_decode_png_stream(data, len, file, &h, rs, &streamed, err);
     if (!rc && streamed) rc = mpk_resampler_finish(rs, err);
     mpk_resampler_free(rs);
     r.width = h.width, r.height = h.height;
   }
   if (!rc && h.format == MPK_IMAGE_FORMAT_JPEG) { /* likewise: rows at the DCT scale straight into the resampler */
-    mpk_jpeg_sink sink = {orientation, &plan, target->width, target->height, img->pixels};
+    mpk_jpeg_sink sink = {orientation, &plan, target->width, target->height, img->pixels, opts->rows, opts->rows_ctx};
     rc = mpk_image_decode_jpeg_stream(data, len, file, &h, min_w, min_h, budget, &sink, &r.width, &r.height, &scale,
                                       img->warning, sizeof img->warning, err);
     streamed = true;
   }
   if (!rc && !streamed) {
-    if (!(rc = mpk_image_decode_ex(data, len, file, &h, min_w, min_h, budget, &r, &scale, img->warning,
-                                   sizeof img->warning, err)))
+    if (rows && !(img->pixels = malloc(n))) rc = mpk_fail(err, MPK_ENOMEM, file, NULL, "out of memory (output tensor)");
+    if (!rc && !(rc = mpk_image_decode_ex(data, len, file, &h, min_w, min_h, budget, &r, &scale, img->warning,
+                                          sizeof img->warning, err)))
       /* a reduced JPEG spans W*M/8 of its ceil(W*M/8) columns: sample on that exact extent */
       rc = mpk_image_resample_scaled(&r, h.width, h.height, scale, orientation, &plan, target->width, target->height,
                                      img->pixels, err);
     free(r.px);
+    /* rows mode from a whole raster (WebP, interlaced PNG): handed over, then not kept */
+    size_t row = (size_t)target->width * 3;
+    for (int64_t y = 0; rows && !rc && y < target->height; y++) {
+      mpk_error_clear(err);
+      if ((rc = opts->rows(opts->rows_ctx, y, img->pixels + (size_t)y * row, row, err)) && err && !err->message[0])
+        mpk_fail(err, rc, file, NULL, "the receiver of the output rows failed");
+    }
+    if (rows) {
+      free(img->pixels);
+      img->pixels = NULL;
+    }
   }
   if (rc) {
     mpk_image_free(img);

@@ -228,7 +228,8 @@ static int jpeg_run(jpeg_job *job, const char *file, mpk_error *err) {
     job->out->stride = (size_t)ci->output_width * 3;
     if ((rc = mpk_resampler_new(ci->output_width, ci->output_height, job->h->width * (double)job->scale_num / 8,
                                 job->h->height * (double)job->scale_num / 8, k->orientation, k->plan, k->out_width,
-                                k->out_height, k->out, MPK_RESAMPLER_COPY, &job->rs, err)))
+                                k->out_height, k->out, MPK_RESAMPLER_COPY, &job->rs, err)) ||
+        (k->rows && (rc = mpk_resampler_set_rows(job->rs, k->rows, k->rows_ctx, err))))
       return rc;
 #ifdef LIBJPEG_TURBO_VERSION
     /* Only the iMCU columns around those the window reads (libjpeg-turbo's jpeg_crop_scanline):

@@ -440,6 +440,13 @@ struct mpk_resampler {
   int swap;             /* a runs along the upright y axis (orientations 5..8) */
   int64_t out_w, out_h;
   uint8_t *out;
+  /* rows mode (mpk_resampler_set_rows): each output row goes to rows() when done */
+  mpk_image_rows_fn rows;
+  void *rows_ctx;
+  int row_mode;         /* 1: rows come in order, `out` is one row reused; 0: `out` is owned, whole */
+  uint8_t *owned;       /* what rows mode allocated for `out` */
+  int rows_rc;          /* the first non-zero return of rows(), with rows_err */
+  mpk_error rows_err;
   uint32_t src_w, src_h;
   int level;            /* SIMD_* chosen at creation */
   int copy;
@@ -492,8 +499,10 @@ static void sort_by_end(mpk_resampler *r) {
 }
 
 /* Compute output line e of axis b: pass 1 over its rows, pass 2 into the output. */
+static void horiz(mpk_resampler *r, uint8_t *o, size_t step);
 static void run_entry(mpk_resampler *r, size_t e) {
-  const axis *b = &r->b, *a = &r->a;
+  const axis *b = &r->b;
+  if (r->rows_rc) return; /* the receiver stopped: nothing more is made */
   size_t taps = b->len[e];
   for (size_t k = 0; k < taps; k++) r->win[k] = r->ring[(b->start[e] + k) % r->cap];
   const int32_t *w = b->w + e * b->stride;
@@ -511,26 +520,29 @@ static void run_entry(mpk_resampler *r, size_t e) {
     vert_c(r->win, w, taps, b->bits, r->row_bytes, r->line);
 
   size_t ub = b->pos[e];
-  uint8_t *o;
-  size_t step;
-  if (!r->swap) {
-    o = r->out + ub * (size_t)r->out_w * 3;
-    step = 3;
+  if (r->row_mode) { /* the lines are the output rows, in order: one row, reused */
+    horiz(r, r->out, 3);
+    r->rows_rc = r->rows(r->rows_ctx, (int64_t)ub, r->out, (size_t)r->out_w * 3, &r->rows_err);
+  } else if (!r->swap) {
+    horiz(r, r->out + ub * (size_t)r->out_w * 3, 3);
   } else {
-    o = r->out + ub * 3;
-    step = (size_t)r->out_w * 3;
+    horiz(r, r->out + ub * 3, (size_t)r->out_w * 3);
   }
+}
+
+/* Pass 2 of the line in r->line into pixels at o, o + step, ... */
+static void horiz(mpk_resampler *r, uint8_t *o, size_t step) {
 #ifdef MPK_X86
   if (r->hw2) {
-    horiz_avx2(r->line, a, r->hw2, o, step);
+    horiz_avx2(r->line, &r->a, r->hw2, o, step);
     return;
   }
   if (r->hw) {
-    horiz_ssse3(r->line, a, r->hw, o, step);
+    horiz_ssse3(r->line, &r->a, r->hw, o, step);
     return;
   }
 #endif
-  horiz_c(r->line, a, o, step);
+  horiz_c(r->line, &r->a, o, step);
 }
 
 /* Which stored axis feeds which upright axis, per EXIF orientation: upright (x, y) reads stored
@@ -548,7 +560,7 @@ int mpk_resampler_new(uint32_t src_width, uint32_t src_height, double extent_w, 
                       mpk_resampler **rp, mpk_error *err) {
   if (!rp) return mpk_fail(err, MPK_EINVAL, "image", NULL, "no resampler to return");
   *rp = NULL;
-  if (!plan || !out) return mpk_fail(err, MPK_EINVAL, "image", NULL, "no plan or output buffer");
+  if (!plan) return mpk_fail(err, MPK_EINVAL, "image", NULL, "no plan");
   if (src_width < 1 || src_height < 1)
     return mpk_fail(err, MPK_EINVAL, "image", NULL, "the source raster is empty (%ux%u)", src_width, src_height);
   if (orientation < 1 || orientation > 8)
@@ -712,12 +724,39 @@ static void stop_worker(mpk_resampler *r) {
   r->started = 0;
 }
 
+int mpk_resampler_set_rows(mpk_resampler *r, mpk_image_rows_fn rows, void *ctx, mpk_error *err) {
+  if (!r || !rows || r->out || r->pushed)
+    return mpk_fail(err, MPK_EINVAL, "image", NULL, "rows mode is set once, first, on a resampler made without an output");
+  /* In order when the lines are upright rows (no transposition) and each comes after the one above
+     (no vertical flip): the windows' ends grow with the row, so order[] is the rows' order. */
+  int in_order = !r->swap;
+  for (size_t i = 0; in_order && i < r->b.n; i++) in_order = r->b.pos[r->order[i]] == i;
+  size_t n = (size_t)r->out_w * 3 * (in_order ? 1 : (size_t)r->out_h);
+  if (!(r->owned = malloc(n))) return mpk_fail(err, MPK_ENOMEM, "image", NULL, "out of memory (output rows)");
+  r->out = r->owned;
+  r->row_mode = in_order;
+  r->rows = rows;
+  r->rows_ctx = ctx;
+  return 0;
+}
+
 int mpk_resampler_finish(mpk_resampler *r, mpk_error *err) {
   if (!r) return mpk_fail(err, MPK_EINVAL, "image", NULL, "no resampler");
+  if (!r->out) return mpk_fail(err, MPK_EINVAL, "image", NULL, "the resampler has no output");
   stop_worker(r);
-  if (r->done < r->b.n)
+  if (!r->rows_rc && r->done < r->b.n)
     return mpk_fail(err, MPK_EINVAL, "image", NULL, "the raster gave %u rows; the window needs rows %u..%u",
                     r->pushed, r->first, r->end - 1);
+  /* rows mode out of order (a transposing or flipping orientation): the whole window, row by row */
+  size_t row = (size_t)r->out_w * 3;
+  for (int64_t y = 0; r->rows && !r->row_mode && !r->rows_rc && y < r->out_h; y++)
+    r->rows_rc = r->rows(r->rows_ctx, y, r->out + (size_t)y * row, row, &r->rows_err);
+  if (r->rows_rc) {
+    if (!r->rows_err.message[0])
+      return mpk_fail(err, r->rows_rc, "image", NULL, "the receiver of the output rows failed");
+    if (err) *err = r->rows_err;
+    return r->rows_rc;
+  }
   return 0;
 }
 
@@ -743,6 +782,7 @@ void mpk_resampler_free(mpk_resampler *r) {
   free(r->win);
   free(r->order);
   free(r->minstart);
+  free(r->owned);
 #ifdef MPK_X86
   free(r->hw);
   free(r->hw2);

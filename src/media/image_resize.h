@@ -27,10 +27,16 @@ typedef struct mpk_resampler mpk_resampler;
    mpk_image_resample for orientation, plan and window. extent_w x extent_h: how many of the
    raster's pixels the image content spans (0: all), for a reduced decode whose last column and row
    are partly padding (see mpk_image_resample_scaled). `out` (out_width * out_height * 3 bytes) must
-   stay valid until finish. */
+   stay valid until finish; NULL for rows mode (mpk_resampler_set_rows). */
 int mpk_resampler_new(uint32_t src_width, uint32_t src_height, double extent_w, double extent_h, int orientation,
                       const mpk_image_plan *plan, int64_t out_width, int64_t out_height, uint8_t *out, int flags,
                       mpk_resampler **r, mpk_error *err);
+/* Rows mode (mpk_image_options.rows): for a resampler made with out NULL, before the first push.
+   When the output rows come in order (no transposing or vertically flipping orientation) each goes
+   to rows() as soon as it is made, from one row buffer: the window is never whole in memory; else
+   the window is made whole and handed over row by row in mpk_resampler_finish(). rows() may run on
+   the worker thread; a non-zero return stops the work and finish() returns it, with its error. */
+int mpk_resampler_set_rows(mpk_resampler *r, mpk_image_rows_fn rows, void *ctx, mpk_error *err);
 /* The stored rows [*first, *end) that the output depends on. */
 void mpk_resampler_rows(const mpk_resampler *r, uint32_t *first, uint32_t *end);
 /* The next stored row (src_width * 3 bytes). 0, or MPK_EINVAL (no row, or more rows than src_height). */
@@ -68,7 +74,9 @@ typedef struct mpk_jpeg_sink {
   int orientation;
   const mpk_image_plan *plan;
   int64_t out_width, out_height;
-  uint8_t *out;
+  uint8_t *out;            /* NULL: rows mode, to rows(rows_ctx, ...) (mpk_resampler_set_rows) */
+  mpk_image_rows_fn rows;
+  void *rows_ctx;
 } mpk_jpeg_sink;
 int mpk_image_decode_jpeg_stream(const uint8_t *data, size_t len, const char *file, const mpk_image_header *h,
                                  uint32_t min_width, uint32_t min_height, uint64_t budget, const mpk_jpeg_sink *sink,

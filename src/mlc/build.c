@@ -27,7 +27,7 @@ static json_t *features_json(const mpk_mlc_build_input *in, mpk_error *err) {
     }
     f[i] = in->required_features[i];
   }
-  qsort(f, in->n_required_features, sizeof *f, cmp_str);
+  mpk_sort(f, in->n_required_features, sizeof *f, cmp_str);
   for (size_t i = 0; i < in->n_required_features; i++)
     if (i == 0 || strcmp(f[i], f[i - 1]) != 0) json_array_append_new(list, json_string(f[i]));
   free(f);

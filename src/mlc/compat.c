@@ -114,7 +114,7 @@ static int rt_list_parse(mpk_jv *v, const json_t *parent, const char *key, list_
     mpk_path_pop(&v->path, p);
   }
   if (!rc && n > 1) {
-    qsort(items, n, sizeof *items, item_cmp);
+    mpk_sort(items, n, sizeof *items, item_cmp);
     for (size_t i = 1; i < n; i++) {
       if (item_cmp(&items[i - 1], &items[i])) continue;
       size_t later = items[i].index > items[i - 1].index ? items[i].index : items[i - 1].index;
@@ -270,7 +270,7 @@ static int set_make(mpk_arena *a, const char *const *names, size_t n, name_set *
   if (!out->v) return MPK_ENOMEM;
   for (size_t i = 0; i < n; i++)
     if (names[i]) out->v[out->n++] = names[i];
-  qsort(out->v, out->n, sizeof *out->v, str_cmp);
+  mpk_sort(out->v, out->n, sizeof *out->v, str_cmp);
   return 0;
 }
 
@@ -281,7 +281,7 @@ static bool set_has(const name_set *s, const char *name) {
 /* Sort and deduplicate a list built in `v[0..*n)`. */
 static void sort_unique(const char **v, size_t *n) {
   if (*n < 2) return;
-  qsort(v, *n, sizeof *v, str_cmp);
+  mpk_sort(v, *n, sizeof *v, str_cmp);
   size_t o = 1;
   for (size_t i = 1; i < *n; i++)
     if (strcmp(v[i], v[o - 1])) v[o++] = v[i];
@@ -347,7 +347,7 @@ int mpk_mlc_compat(const mpk_mlc_library *lib, const mpk_mlc_runtime *rt, mpk_ml
       if (im->name && !rt_find(&rt->imports, im->module, im->name)) mi[n++] = *im;
     }
     if (n > 1) {
-      qsort(mi, n, sizeof *mi, import_cmp);
+      mpk_sort(mi, n, sizeof *mi, import_cmp);
       size_t o = 1;
       for (size_t i = 1; i < n; i++)
         if (import_cmp(&mi[i], &mi[o - 1])) mi[o++] = mi[i];
@@ -397,7 +397,7 @@ int mpk_mlc_compat(const mpk_mlc_library *lib, const mpk_mlc_runtime *rt, mpk_ml
       if (!fns.v) goto oom;
       for (size_t i = 0; i < lib->n_functions; i++)
         if (lib->functions[i].name && lib->functions[i].kind != MPK_MLC_FUNCTION_PACKED) fns.v[fns.n++] = lib->functions[i].name;
-      qsort(fns.v, fns.n, sizeof *fns.v, str_cmp);
+      mpk_sort(fns.v, fns.n, sizeof *fns.v, str_cmp);
     }
     const char **mf = mpk_arena_array(a, rt->req_functions.n, sizeof *mf);
     if (!mf) goto oom;

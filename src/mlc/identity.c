@@ -63,13 +63,13 @@ json_t *mpk_mlc_tasks_json(const mpk_mlc_task *tasks, size_t n) {
   const mpk_mlc_task **order = malloc((n ? n : 1) * sizeof *order);
   json_t *all = order ? json_object() : NULL;
   for (size_t t = 0; all && t < n; t++) order[t] = &tasks[t];
-  if (all) qsort(order, n, sizeof *order, cmp_task_name);
+  if (all) mpk_sort(order, n, sizeof *order, cmp_task_name);
   for (size_t t = 0; all && t < n; t++) {
     const mpk_mlc_task *task = order[t];
     const mpk_mlc_input **in = malloc((task->n_inputs ? task->n_inputs : 1) * sizeof *in);
     json_t *inputs = in ? json_object() : NULL;
     for (size_t i = 0; inputs && i < task->n_inputs; i++) in[i] = &task->inputs[i];
-    if (inputs) qsort(in, task->n_inputs, sizeof *in, cmp_position);
+    if (inputs) mpk_sort(in, task->n_inputs, sizeof *in, cmp_position);
     for (size_t i = 0; inputs && i < task->n_inputs; i++) json_object_set_new(inputs, in[i]->name, input_json(in[i]));
     free(in);
     json_t *tj = inputs ? json_pack("{s:s, s:o, s:s}", "executor", task->executor, "inputs", inputs, "output",

@@ -24,7 +24,7 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *c
 /* Sort and drop duplicates in place; returns the new count. */
 static size_t sort_unique(const char **v, size_t n) {
   if (!n) return 0;
-  qsort(v, n, sizeof *v, cmp_str);
+  mpk_sort(v, n, sizeof *v, cmp_str);
   size_t k = 1;
   for (size_t i = 1; i < n; i++)
     if (strcmp(v[i], v[k - 1]) != 0) v[k++] = v[i];
@@ -306,7 +306,7 @@ static int imports(ctx *c, mpk_error *err) {
       if (!v[n].name || (im->module && !v[n].module)) return oom(c->f->path, err);
       n++;
     }
-  if (n) qsort(v, n, sizeof *v, cmp_import);
+  mpk_sort(v, n, sizeof *v, cmp_import);
   size_t k = n ? 1 : 0;
   for (size_t i = 1; i < n; i++)
     if (cmp_import(&v[i], &v[k - 1]) != 0) v[k++] = v[i];

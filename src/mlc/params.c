@@ -157,7 +157,7 @@ static const mpk_mlc_param **sorted_by_name(const mpk_mlc_params *p) {
   const mpk_mlc_param **s = malloc((p->n ? p->n : 1) * sizeof *s);
   if (!s) return NULL;
   for (size_t i = 0; i < p->n; i++) s[i] = &p->items[i];
-  qsort(s, p->n, sizeof *s, cmp_param_name);
+  mpk_sort(s, p->n, sizeof *s, cmp_param_name);
   return s;
 }
 

@@ -106,7 +106,7 @@ static int check_layout(mpk_jv *v, const mpk_mlc_shard *sh, const mpk_mlc_tensor
       break;
     }
   }
-  if (!rc) qsort(o, sh->n_records, sizeof *o, cmp_offset);
+  if (!rc) mpk_sort(o, sh->n_records, sizeof *o, cmp_offset);
   for (size_t i = 1; !rc && i < sh->n_records; i++) {
     if (o[i - 1].offset + o[i - 1].nbytes > o[i].offset && o[i - 1].nbytes && o[i].nbytes) {
       const mpk_mlc_tensor_record *x = &recs[sh->first_record + o[i - 1].index];
@@ -133,7 +133,7 @@ static int check_unique(mpk_jv *v, const mpk_mlc_shard *shards, const mpk_mlc_te
   const mpk_mlc_tensor_record **s = calloc(n ? n : 1, sizeof *s);
   if (!s) return mpk_jv_fail(v, MPK_ENOMEM, "out of memory");
   for (size_t i = 0; i < n; i++) s[i] = &recs[i];
-  qsort(s, n, sizeof *s, cmp_name);
+  mpk_sort(s, n, sizeof *s, cmp_name);
   int rc = 0;
   for (size_t i = 1; i < n && !rc; i++) {
     if (strcmp(s[i - 1]->name, s[i]->name) == 0) {

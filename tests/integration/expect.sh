@@ -73,6 +73,24 @@ as_limit() {
   fi
   AS_LIMIT=(prlimit --as=1073741824 --)
 }
+# ---- components (docs/components.md): a test with cases of a component that may be off reads the
+# command's `components:` line; in a build without it those cases check the refusal instead.
+# has_component CLI NAME: CLI (modelpkg) was built with component NAME.
+has_component() {
+  local v; v=$("$1" --version) || return 1
+  v=$(sed -n 's/^components: //p' <<<"$v")
+  case " $v " in *" $2 "*) return 0 ;; *) return 1 ;; esac
+}
+# refused_without NAME CMD...: CMD exits 1 and says, on stderr, that modelpkg was built without
+# component NAME (the library's stub message); false, with what it did instead on stdout, otherwise.
+refused_without() {
+  local comp="$1" err rc; shift
+  err=$("$@" 2>&1 >/dev/null); rc=$?
+  if [ $rc = 1 ] && grep -q "this modelpkg was built without the $comp component (-DMPK_WITH_${comp^^}=ON)" <<<"$err"; then
+    return 0
+  fi
+  echo "not refused for want of $comp: exit $rc: $err"; return 1
+}
 # finish [LABEL]: the summary line; exit 1 when a check failed, 77 when every case was skipped, else 0.
 finish() {
   local s=""; [ "$skipped" -eq 0 ] || s=", $skipped skipped"

@@ -18,7 +18,17 @@ hdr = b"RIFF" + struct.pack("<I", 36 + len(pcm)) + b"WAVE" + b"fmt " + struct.pa
 open(sys.argv[1], "wb").write(hdr + b"data" + struct.pack("<I", len(pcm)) + pcm)
 PY
 
-out=$("$CLI" audio "$T/st.wav" --package "$SRC/examples/gemma4-audio" -o "$T/out.f32")
+# The processor: the gemma4-audio example's, read from its MLC package. Built without the mlc
+# component (docs/components.md) --package is refused naming it, and the same processor is given as
+# options: every other case is the frontend's own.
+PROC=(--package "$SRC/examples/gemma4-audio")
+if ! has_component "$CLI" mlc; then
+  refused_without mlc "$CLI" audio "$T/st.wav" "${PROC[@]}" -o "$T/out.f32" || fail "--package without mlc"
+  [ ! -e "$T/out.f32" ] || fail "--package without mlc: output written"
+  echo "mlc is off: --package refused naming it; the processor given as --rate 16000 --min-samples 161 --max-samples 480000"
+  PROC=(--rate 16000 --min-samples 161 --max-samples 480000)
+fi
+out=$("$CLI" audio "$T/st.wav" "${PROC[@]}" -o "$T/out.f32")
 echo "$out"
 grep -q "WAV PCM integer (1) 16-bit, 44100 Hz, 2 channels, 44100 frames" <<<"$out" || fail "source line"
 grep -q "16000 samples, mono float32 at 16000 Hz" <<<"$out" || fail "output line"
@@ -35,7 +45,7 @@ assert abs(a - 0.25) < 1e-3, a
 PY
 fi
 
-"$CLI" audio "$T/st.wav" --package "$SRC/examples/gemma4-audio" --json >"$T/r.json"
+"$CLI" audio "$T/st.wav" "${PROC[@]}" --json >"$T/r.json"
 /usr/bin/python3 -c "
 import json,sys; r=json.load(open('$T/r.json'))
 assert list(r)==['modelpkg_version','command','ok','source','processor','output','problems','notes'], list(r)

@@ -74,15 +74,18 @@ assert abs(x[60, 24][0] - 220) <= 12 and abs(x[4, 24][2] - 220) <= 12, (x[60, 24
 done
 
 # ---- the llava-image example: center_crop 336 from the package, uint32 from the library
-out=$("$CLI" image "$T/up.jpg" --package "$PKG" -o "$T/p8.raw" --png "$T/prev.png")
-echo "$out"
-grep -q "decoded: 64x48 (JPEG DCT scale 8/8)" <<<"$out" || fail "decoded line"
-grep -q "plan:    center_crop to 336x336: drawn at 448x336, window at (56, 0)" <<<"$out" || fail "package plan"
-grep -q "for input image" <<<"$out" || fail "input name"
-[ "$(stat -c %s "$T/p8.raw")" = 338688 ] || fail "uint8 size"
-"$CLI" image "$T/up.jpg" --package "$PKG" --lib "$LIB" -o "$T/p32.raw" --json >"$T/r.json"
-[ "$(stat -c %s "$T/p32.raw")" = 1354752 ] || fail "uint32 size"
-$PY - "$T" <<'PY' || fail "json / uint32 / preview"
+# (its processor is read from an MLC package: built without the mlc component, docs/components.md,
+# --package is refused naming it, and the ad-hoc cases above and below are the frontend's own)
+if has_component "$CLI" mlc; then
+  out=$("$CLI" image "$T/up.jpg" --package "$PKG" -o "$T/p8.raw" --png "$T/prev.png")
+  echo "$out"
+  grep -q "decoded: 64x48 (JPEG DCT scale 8/8)" <<<"$out" || fail "decoded line"
+  grep -q "plan:    center_crop to 336x336: drawn at 448x336, window at (56, 0)" <<<"$out" || fail "package plan"
+  grep -q "for input image" <<<"$out" || fail "input name"
+  [ "$(stat -c %s "$T/p8.raw")" = 338688 ] || fail "uint8 size"
+  "$CLI" image "$T/up.jpg" --package "$PKG" --lib "$LIB" -o "$T/p32.raw" --json >"$T/r.json"
+  [ "$(stat -c %s "$T/p32.raw")" = 1354752 ] || fail "uint32 size"
+  $PY - "$T" <<'PY' || fail "json / uint32 / preview"
 import json, sys, numpy as np
 from PIL import Image
 d = sys.argv[1]
@@ -101,15 +104,20 @@ prev = np.asarray(Image.open(f"{d}/prev.png"))
 assert prev.shape == (336, 336, 3) and (prev.reshape(-1) == u8).all(), "preview differs from the tensor"
 PY
 
-# --dtype against the library's adapter_dtypes: refused (exit 1); alone it is obeyed.
-set +e
-"$CLI" image "$T/up.jpg" --package "$PKG" --lib "$LIB" --dtype uint8 -o "$T/x.raw" 2>"$T/err"; rc=$?
-set -e
-[ $rc = 1 ] || fail "dtype conflict: exit $rc"
-grep -q "adapter_dtypes gives the image adapter uint32; --dtype says uint8" "$T/err" || fail "dtype message: $(cat "$T/err")"
-[ ! -e "$T/x.raw" ] || fail "output written after a refusal"
-"$CLI" image "$T/up.jpg" --package "$PKG" --dtype uint32 --width 10 --height 10 -o "$T/d.raw" >/dev/null
-[ "$(stat -c %s "$T/d.raw")" = 1200 ] || fail "--dtype uint32 with overridden size"
+  # --dtype against the library's adapter_dtypes: refused (exit 1); alone it is obeyed.
+  set +e
+  "$CLI" image "$T/up.jpg" --package "$PKG" --lib "$LIB" --dtype uint8 -o "$T/x.raw" 2>"$T/err"; rc=$?
+  set -e
+  [ $rc = 1 ] || fail "dtype conflict: exit $rc"
+  grep -q "adapter_dtypes gives the image adapter uint32; --dtype says uint8" "$T/err" || fail "dtype message: $(cat "$T/err")"
+  [ ! -e "$T/x.raw" ] || fail "output written after a refusal"
+  "$CLI" image "$T/up.jpg" --package "$PKG" --dtype uint32 --width 10 --height 10 -o "$T/d.raw" >/dev/null
+  [ "$(stat -c %s "$T/d.raw")" = 1200 ] || fail "--dtype uint32 with overridden size"
+else
+  refused_without mlc "$CLI" image "$T/up.jpg" --package "$PKG" -o "$T/p8.raw" || fail "--package without mlc"
+  [ ! -e "$T/p8.raw" ] || fail "--package without mlc: output written"
+  echo "mlc is off: --package refused naming it"
+fi
 
 # ---- refusals: exit 1, the reason on stderr, an existing output left as it was, no temp files
 echo old >"$T/keep.raw"
@@ -127,6 +135,18 @@ refuse "$T/x.gif" "not a JPEG, PNG or WebP image: a GIF image"
 refuse "$T/notes.jpg" "not a JPEG, PNG or WebP image: not an image"
 refuse "$T/cut.jpg" "JPEG is truncated: its image data ends early"
 refuse "$T/missing.png" "missing.png"
+# Without --png the rows are written while the file decodes (mpk_image_options.rows): a JPEG cut
+# half-way fails after rows went out, and still leaves the old output whole and no temporary; to
+# standard output redirected into a file, nothing is written before the image is done.
+set +e
+"$CLI" image "$T/cut.jpg" --mode center_crop --width 32 --height 32 -o "$T/keep.raw" 2>"$T/err"; rc=$?
+"$CLI" image "$T/cut.jpg" --mode center_crop --width 32 --height 32 -o - >"$T/cut.stdout" 2>/dev/null; rc2=$?
+set -e
+[ $rc = 1 ] && [ $rc2 = 1 ] || fail "cut.jpg, rows written as made: exit $rc / $rc2"
+grep -qF "JPEG is truncated" "$T/err" || fail "cut.jpg, rows written as made: message: $(cat "$T/err")"
+[ "$(cat "$T/keep.raw")" = old ] || fail "cut.jpg, rows written as made: output changed"
+[ ! -s "$T/cut.stdout" ] || fail "cut.jpg to standard output (a file): $(stat -c %s "$T/cut.stdout") bytes written"
+left=$(ls -a "$T"); grep -q '\.tmp\.' <<<"$left" && fail "cut.jpg, rows written as made: temporary file left behind"
 set +e
 "$CLI" image "$T/up.png" --mode stretch --width 8 --height 8 --max-pixels 100 2>"$T/err"; rc=$?
 set -e

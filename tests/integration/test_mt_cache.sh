@@ -86,6 +86,11 @@ check "gc --dry-run: changed nothing" test -f "$ST/lock"
 expect "gc: the orphaned lock" 0 'removed .staging/org__tiny/lock' -- "$MPK" mt gc --cache "$C"
 check "gc: nothing left in .staging" test ! -e "$C/.staging"
 expect "gc: nothing to do" 0 'nothing to collect' -- "$MPK" mt gc --cache "$C"
+# An empty .staging (a gc killed after the last stage went, before .staging did): removed, and no
+# sort of an empty list of names (the sanitizer build caught that as a NULL qsort base).
+mkdir "$C/.staging"
+expect "gc: an empty staging area" 0 'the staging area, empty: removed' -- "$MPK" mt gc --cache "$C"
+check "gc: the empty staging area is gone" test ! -e "$C/.staging"
 check "gc: the installed tree untouched" test -f "$TREE/inference/model.onnx"
 
 # ---- a reader holds the tree during mt remove: retired, not deleted; gc after it exits removes it

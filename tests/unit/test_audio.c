@@ -45,7 +45,8 @@ typedef struct row {
   size_t n_samples;   /* when accepted */
 } row;
 
-static const int16_t two[2] = {1000, -1000};
+/* Two 16-bit samples, 1000 and -1000, as a WAV holds them (little-endian on every host). */
+static const uint8_t two[4] = {0xe8, 0x03, 0x18, 0xfc};
 static const uint8_t zeros_1k[1024];
 
 static void build(int i, wavb *w) {
@@ -253,14 +254,13 @@ static void test_stream_equals_held(void **state) {
   const uint8_t f[] = {16, 0, 0, 0, 1, 0, 2, 0, 0x44, 0xac, 0, 0, 0x10, 0xb1, 2, 0, 4, 0, 16, 0};
   memcpy(wav + 16, f, sizeof f);
   memcpy(wav + 36, "data", 4);
-  uint32_t ds = frames * 4, rs = (uint32_t)n - 8;
-  memcpy(wav + 40, &ds, 4); /* little-endian hosts (the CI's) */
-  memcpy(wav + 4, &rs, 4);
+  mpk_store_le32(wav + 40, frames * 4);
+  mpk_store_le32(wav + 4, (uint32_t)n - 8);
   uint32_t seed = 11;
   for (size_t i = 44; i < n; i += 2) {
     seed = seed * 1664525u + 1013904223u;
     int16_t v = (int16_t)((int)(8000 * sin((double)i * 0.01)) + (int)((seed >> 20) & 1023) - 512);
-    memcpy(wav + i, &v, 2);
+    mpk_store_le16(wav + i, (uint16_t)v);
   }
   char dir[] = "/tmp/mpk_audio_stream_XXXXXX";
   assert_non_null(mkdtemp(dir));
@@ -269,13 +269,12 @@ static void test_stream_equals_held(void **state) {
   snprintf(p_ff, sizeof p_ff, "%s/ff.wav", dir);
   snprintf(p_0, sizeof p_0, "%s/zero.wav", dir);
   write_bytes(p_ok, wav, n);
-  uint32_t ff = 0xFFFFFFFFu, zero = 0;
-  memcpy(wav + 40, &ff, 4);
-  memcpy(wav + 4, &ff, 4);
+  mpk_store_le32(wav + 40, 0xFFFFFFFFu);
+  mpk_store_le32(wav + 4, 0xFFFFFFFFu);
   wav[n] = 1, wav[n + 1] = 2, wav[n + 2] = 3; /* and a cut-off frame at the end */
   write_bytes(p_ff, wav, n + 3);
-  memcpy(wav + 40, &zero, 4);
-  memcpy(wav + 4, &zero, 4);
+  mpk_store_le32(wav + 40, 0);
+  mpk_store_le32(wav + 4, 0);
   write_bytes(p_0, wav, n);
   size_t saved = mpk_audio_segment_len_;
   mpk_audio_segment_len_ = 4000; /* 48000 outputs: 12 segments, 6 batches of 2 */
@@ -369,8 +368,9 @@ static void test_equal_rate_copy(void **state) {
   wavb w;
   riff(&w);
   fmt(&w, 1, 2, 16000, 4, 16);
-  const int16_t s[4] = {32767, -32768, 3, 4};
-  chunk(&w, "data", 8, s, 8);
+  put(&w, "data", 4);
+  put32(&w, 8);
+  put16(&w, 32767), put16(&w, (uint16_t)-32768), put16(&w, 3), put16(&w, 4);
   mpk_audio_target t = {16000, 1, 10};
   mpk_audio *a = NULL;
   mpk_error err;
@@ -456,9 +456,9 @@ static void test_wav_file_releases_input(void **state) {
   put(&w, "data", 4);
   put32(&w, frames * 4);
   assert_int_equal(write(fd, w.b, w.n), (ssize_t)w.n);
-  int16_t *blk = malloc(1 << 20);
+  uint8_t *blk = malloc(1 << 20);
   for (uint32_t done = 0; done < frames; done += (1 << 20) / 4) {
-    for (size_t i = 0; i < (1 << 20) / 2; i++) blk[i] = (int16_t)(((done * 2 + i) * 2654435761u) >> 18);
+    for (size_t i = 0; i < (1 << 20) / 2; i++) mpk_store_le16(blk + 2 * i, (uint16_t)(((done * 2 + i) * 2654435761u) >> 18));
     assert_int_equal(write(fd, blk, 1 << 20), 1 << 20);
   }
   free(blk);

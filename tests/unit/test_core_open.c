@@ -15,6 +15,7 @@
 #include "core/core.h"
 
 static char root[512], outside[512];
+static const char *self_argv0;
 
 static void write_text(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
@@ -103,15 +104,18 @@ static void test_portable_walk(void **state) {
   assert_true(pid >= 0);
   if (pid == 0) {
     setenv("MPK_OPEN_FORCE_WALK", "1", 1);
+    /* Under the emulator /proc/self/exe may name the target's dynamic loader that runs this
+       program (s390x), so there the path this program was started with. */
     char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n < 0) _exit(3);
-    self[n] = 0;
-    const char *emu = mpk_test_emulator();
-    if (emu)
-      execl(emu, emu, self, "--walk-only", (char *)NULL);
-    else
-      execl(self, self, "--walk-only", (char *)NULL);
+    if (mpk_test_emulator()) {
+      snprintf(self, sizeof self, "%s", self_argv0);
+    } else {
+      ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+      if (n < 0) _exit(3);
+      self[n] = 0;
+    }
+    char *args[] = {self, "--walk-only", NULL};
+    mpk_test_execv(self, args);
     _exit(4);
   }
   int status;
@@ -161,6 +165,7 @@ static void test_writer_dirs(void **state) {
 }
 
 int main(int argc, char **argv) {
+  self_argv0 = argv[0];
   if (argc > 1 && strcmp(argv[1], "--walk-only") == 0) {
     setup(NULL);
     run_cases(); /* cmocka's asserts print and exit non-zero on failure */

@@ -688,6 +688,94 @@ static void test_orientation_upright(void **state) {
   }
 }
 
+/* ---------------------------------------------------------------- rows mode */
+
+/* mpk_image_options.rows: a receiver that keeps what it is given and checks the order. */
+typedef struct rows_got {
+  uint8_t *px;
+  int64_t w, h, next;
+  int64_t fail_at; /* > 0: refuse that row */
+  int bad;
+} rows_got;
+
+static int take_row(void *ctx, int64_t y, const uint8_t *row, size_t len, mpk_error *err) {
+  rows_got *g = ctx;
+  if (y != g->next || len != (size_t)g->w * 3) g->bad = 1;
+  if (g->fail_at > 0 && y == g->fail_at) return mpk_fail(err, MPK_EIO, "sink", NULL, "disk full at row %lld", (long long)y);
+  if (y >= 0 && y < g->h && len == (size_t)g->w * 3) memcpy(g->px + (size_t)y * len, row, len);
+  g->next = y + 1;
+  return 0;
+}
+
+/* The same file through rows mode and through the pixels: the same bytes, every row once, top to
+   bottom, and no pixels kept; for each orientation (in order: 1, 2; whole first: the others), for a
+   streamed JPEG and PNG, an interlaced PNG and a WebP (whole rasters). */
+static void expect_rows_equal(const buf *b, const char *what, int o, const mpk_image_target *tg) {
+  mpk_image *img = NULL, *ri = NULL;
+  mpk_error err;
+  if (mpk_image_from_bytes(b->p, b->n, what, tg, NULL, &img, &err)) fail_msg("%s %d: %s", what, o, tu_err(&err));
+  rows_got g = {.px = calloc((size_t)tg->width * (size_t)tg->height, 3), .w = tg->width, .h = tg->height};
+  mpk_image_options opt = {.struct_size = sizeof opt, .rows = take_row, .rows_ctx = &g};
+  if (mpk_image_from_bytes(b->p, b->n, what, tg, &opt, &ri, &err)) fail_msg("%s %d rows: %s", what, o, tu_err(&err));
+  if (g.bad || g.next != tg->height) fail_msg("%s orientation %d: rows out of order or missing (next %lld)", what, o, (long long)g.next);
+  assert_null(ri->pixels);
+  assert_int_equal(ri->width, img->width);
+  assert_int_equal(ri->orientation, img->orientation);
+  if (memcmp(g.px, img->pixels, (size_t)tg->width * (size_t)tg->height * 3) != 0)
+    fail_msg("%s orientation %d: rows mode gave other bytes", what, o);
+  /* A receiver that stops: its error, no image, nothing after the refused row. */
+  rows_got f = {.px = g.px, .w = tg->width, .h = tg->height, .fail_at = 2};
+  opt.rows_ctx = &f;
+  mpk_image *none = (mpk_image *)&f;
+  assert_int_equal(mpk_image_from_bytes(b->p, b->n, what, tg, &opt, &none, &err), MPK_EIO);
+  assert_null(none);
+  assert_string_equal(err.message, "disk full at row 2");
+  assert_int_equal(f.next, 2);
+  free(g.px);
+  mpk_image_free(img);
+  mpk_image_free(ri);
+}
+
+static void test_rows_mode(void **state) {
+  (void)state;
+  const uint32_t W = 96, H = 64;
+  uint8_t *up = malloc((size_t)W * H * 4);
+  uint32_t seed = 7;
+  for (uint32_t i = 0; i < W * H; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    up[4 * i] = (uint8_t)(i % W * 2), up[4 * i + 1] = (uint8_t)(i / W * 3), up[4 * i + 2] = (uint8_t)(seed >> 24);
+    up[4 * i + 3] = 255;
+  }
+  uint8_t exif[64];
+  const mpk_image_target tg = {MPK_IMAGE_RESIZE_CENTER_CROP, 30, 40};
+  for (int o = 1; o <= 8; o++) {
+    bool t = o >= 5;
+    uint32_t sw = t ? H : W, sh = t ? W : H;
+    uint8_t *rgb = malloc((size_t)sw * sh * 3), *rgba = malloc((size_t)sw * sh * 4);
+    for (uint32_t y = 0; y < H; y++)
+      for (uint32_t x = 0; x < W; x++) {
+        uint32_t c, r;
+        stored_pos(o, x, y, sw, sh, &c, &r);
+        memcpy(rgb + ((size_t)r * sw + c) * 3, up + ((size_t)y * W + x) * 4, 3);
+        memcpy(rgba + ((size_t)r * sw + c) * 4, up + ((size_t)y * W + x) * 4, 4);
+      }
+    size_t n = make_exif(exif, o, false, false);
+    png_opts po = {.ct = 2, .bd = 8, .exif = exif, .exif_len = n};
+    buf png = make_png(sw, sh, &po, rgb, (size_t)sw * sh * 3);
+    po.interlace = 1;
+    buf adam7 = make_png(sw, sh, &po, rgb, (size_t)sw * sh * 3);
+    n = make_exif(exif, o, false, true);
+    buf jpg = make_jpeg(sw, sh, 3, rgb, 90, false, exif, n);
+    buf webp = make_webp(sw, sh, rgba, exif, n, false);
+    expect_rows_equal(&png, "png", o, &tg);
+    expect_rows_equal(&adam7, "interlaced png", o, &tg);
+    expect_rows_equal(&jpg, "jpeg", o, &tg);
+    expect_rows_equal(&webp, "webp", o, &tg);
+    free(png.p), free(adam7.p), free(jpg.p), free(webp.p), free(rgb), free(rgba);
+  }
+  free(up);
+}
+
 /* ---------------------------------------------------------------- malformed and hostile files */
 
 static uint32_t crc32_png(const uint8_t *p, size_t n) {
@@ -1180,7 +1268,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_tensor_bytes),          cmocka_unit_test(test_decode_budget),
   };
   const struct CMUnitTest pipeline_tests[] = {
-      cmocka_unit_test(test_orientation_upright),
+      cmocka_unit_test(test_orientation_upright),   cmocka_unit_test(test_rows_mode),
       cmocka_unit_test(test_hostile_pipeline),
   };
   int failed = cmocka_run_group_tests_name("image decode", decode_tests, NULL, NULL);

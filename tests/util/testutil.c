@@ -180,6 +180,25 @@ const char *mpk_test_emulator(void) {
   return e && *e ? e : NULL;
 }
 
+int mpk_test_execv(const char *prog, char *const argv[]) {
+  const char *emu = mpk_test_emulator();
+  if (!emu) return execv(prog, argv);
+  char words[4096];
+  if (strlen(emu) >= sizeof words) {
+    errno = E2BIG;
+    return -1;
+  }
+  strcpy(words, emu);
+  char *args[256];
+  size_t n = 0;
+  char *save = NULL;
+  for (char *w = strtok_r(words, " ", &save); w && n < 200; w = strtok_r(NULL, " ", &save)) args[n++] = w;
+  args[n++] = (char *)prog;
+  for (size_t i = 1; argv[0] && argv[i] && n < 255; i++) args[n++] = argv[i];
+  args[n] = NULL;
+  return execv(args[0], args);
+}
+
 bool mpk_test_have_python_module(const char *module) {
   for (const char *c = module; *c; c++)
     if (!(*c == '_' || *c == '.' || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))

@@ -60,4 +60,9 @@ void mpk_test_skip(const char *what) __attribute__((noreturn));
    programs itself execs the emulator on it: qemu-user does not follow execve into a foreign binary. */
 const char *mpk_test_emulator(void);
 
+/* execv(PROG, ARGV) of one of the target's programs: natively PROG itself, in a cross build the
+   emulator's words (MPK_TEST_EMULATOR is a command: qemu, and for s390x the root's loader and its
+   library path) followed by PROG and ARGV[1...]. Returns only on failure (errno set). */
+int mpk_test_execv(const char *prog, char *const argv[]);
+
 #endif

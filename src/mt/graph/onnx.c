@@ -223,7 +223,7 @@ static int extract(const Onnx__ModelProto *m, mpk_mt_graph *g, mpk_arena *a, con
     g->n_external += ins[i].external ? 1 : 0;
     idx[i] = &ins[i];
   }
-  qsort(idx, n, sizeof *idx, cmp_name);
+  mpk_sort(idx, n, sizeof *idx, cmp_name);
   for (size_t i = 1; i < n; i++)
     if (strcmp(idx[i]->name, idx[i - 1]->name) == 0)
       return mpk_fail(err, MPK_EMALFORMED, file, NULL, "initializer name \"%.200s\" is used twice (initializers %zu and %zu)",

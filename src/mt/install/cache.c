@@ -119,7 +119,7 @@ int mpk_mt_cache_list(const char *cache_dir, mpk_mt_cache_listing **out, mpk_err
   char **names = mpk_fx_list_dir(cfd, &n);
   int rc = l ? 0 : MPK_ENOMEM;
   if (!rc && n && !(l->entries = calloc(n, sizeof *l->entries))) rc = MPK_ENOMEM;
-  if (names) qsort(names, n, sizeof *names, cmp_names);
+  if (names) mpk_sort(names, n, sizeof *names, cmp_names);
   for (size_t i = 0; i < n && !rc; i++) {
     const char *nm = names[i];
     if (nm[0] == '.') continue; /* .staging, and dot names (as the reference's CacheIndex) */

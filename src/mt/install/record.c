@@ -51,7 +51,7 @@ int mpk_mt_reference_record(const char *repo_id, const char *variant, const char
     goto out;
   }
   if (n) memcpy(sorted, features, n * sizeof *sorted);
-  qsort(sorted, n, sizeof *sorted, utf16_cmp);
+  mpk_sort(sorted, n, sizeof *sorted, utf16_cmp);
   for (size_t i = 0; i < n; i++) json_array_append_new(feat, json_string(sorted[i]));
   /* InstallRecord's fields in declaration order: Gson writes them so. */
   json_object_set_new(doc, "repoId", json_string(repo_id));

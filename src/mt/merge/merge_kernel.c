@@ -637,10 +637,12 @@ static int quant_block(mpk_pool *p, void *ctx, size_t block, void *scratch_, mpk
   qscratch x;
   qscratch_layout(c, &x, scratch);
 
-  /* dequantize: the row's scales and zero points once, then every element by its column */
+  /* dequantize: the row's scales and zero points once, then every element by its column. The block
+     is float32 in little-endian bytes, as the tiles read and write every base (a plain store and
+     load on a little-endian host). */
   const int64_t *colg = c->colg;
   for (int64_t i = r0; i < r1; i++) {
-    float *w = x.w + (size_t)(i - r0) * (size_t)cols;
+    uint8_t *w = (uint8_t *)(x.w + (size_t)(i - r0) * (size_t)cols);
     size_t e = (size_t)i * (size_t)cols;
     int64_t rf = row_first(c, i);
     for (int64_t k = 0; k < c->row_groups; k++) {
@@ -651,10 +653,11 @@ static int quant_block(mpk_pool *p, void *ctx, size_t block, void *scratch_, mpk
     if (m->q_type == MPK_MK_U4)
       for (int64_t j = 0; j < cols; j++) {
         size_t k = e + (size_t)j;
-        w[j] = (float)(((qb[k >> 1] >> ((k & 1) * 4)) & 15) - x.rz[colg[j]]) * x.rs[colg[j]];
+        mpk_store_le_f32(w + 4 * j, (float)(((qb[k >> 1] >> ((k & 1) * 4)) & 15) - x.rz[colg[j]]) * x.rs[colg[j]]);
       }
     else
-      for (int64_t j = 0; j < cols; j++) w[j] = (float)(qb[e + (size_t)j] - x.rz[colg[j]]) * x.rs[colg[j]];
+      for (int64_t j = 0; j < cols; j++)
+        mpk_store_le_f32(w + 4 * j, (float)(qb[e + (size_t)j] - x.rz[colg[j]]) * x.rs[colg[j]]);
   }
   /* merge in place */
   factors_rows(&c->f, r0, r1 - r0, x.L);
@@ -667,10 +670,10 @@ static int quant_block(mpk_pool *p, void *ctx, size_t block, void *scratch_, mpk
   if (c->pass != 2) {
     for (int64_t g = 0; g < ng; g++) x.mn[g] = x.mx[g] = 0.0f;
     for (int64_t i = r0; i < r1; i++) {
-      const float *w = x.w + (size_t)(i - r0) * (size_t)cols;
+      const uint8_t *w = (const uint8_t *)(x.w + (size_t)(i - r0) * (size_t)cols);
       float *mn = x.mn + (row_first(c, i) - g0), *mx = x.mx + (row_first(c, i) - g0);
       for (int64_t j = 0; j < cols; j++) {
-        float v = w[j];
+        float v = mpk_load_le_f32(w + 4 * j);
         if (!isfinite(v))
           return mpk_fail(err, MPK_EUNSUPPORTED, m->name, NULL,
                           "merged value at [%lld, %lld] is not finite; it cannot be quantized", (long long)i,
@@ -722,15 +725,15 @@ static int quant_block(mpk_pool *p, void *ctx, size_t block, void *scratch_, mpk
   /* quantize and pack; e0 is even (blocks are even row counts or start at 0) */
   if (m->q_type == MPK_MK_U4) memset(x.q, 0, ne / 2 + 1);
   for (int64_t i = r0; i < r1; i++) {
-    const float *w = x.w + (size_t)(i - r0) * (size_t)cols;
+    const uint8_t *w = (const uint8_t *)(x.w + (size_t)(i - r0) * (size_t)cols);
     const float *sp = x.s + (row_first(c, i) - g0);
     const int *zp = x.z + (row_first(c, i) - g0);
     size_t k = (size_t)(i - r0) * (size_t)cols;
     if (m->q_type == MPK_MK_U4)
       for (int64_t j = 0; j < cols; j++, k++)
-        x.q[k >> 1] |= (uint8_t)(quantize(w[j], sp[colg[j]], zp[colg[j]], qmax) << ((k & 1) * 4));
+        x.q[k >> 1] |= (uint8_t)(quantize(mpk_load_le_f32(w + 4 * j), sp[colg[j]], zp[colg[j]], qmax) << ((k & 1) * 4));
     else
-      for (int64_t j = 0; j < cols; j++, k++) x.q[k] = (uint8_t)quantize(w[j], sp[colg[j]], zp[colg[j]], qmax);
+      for (int64_t j = 0; j < cols; j++, k++) x.q[k] = (uint8_t)quantize(mpk_load_le_f32(w + 4 * j), sp[colg[j]], zp[colg[j]], qmax);
   }
   if ((rc = sink_write(&c->s, 0, q_bytes(m->q_type, e0), x.q, q_bytes(m->q_type, ne), m->name, err))) return rc;
   mpk_pool_advance(p, q_bytes(m->q_type, ne));

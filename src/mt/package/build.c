@@ -716,7 +716,7 @@ int mpk_mt_build(const char *dir, const mpk_mt_build_input *in, mpk_mt_build_res
 
   /* Pass 1: list and hash the tree (without the manifest and the declared variants' checksums). */
   if ((rc = mpk_walk_files(dir, on_file, &t, err))) goto done;
-  if (t.n) qsort(t.e, t.n, sizeof *t.e, cmp_entry);
+  if (t.n) mpk_sort(t.e, t.n, sizeof *t.e, cmp_entry);
   if ((rc = hash_tree(&t, in))) goto done;
 
   /* Required files must be there: the exporter would list them regardless. */
@@ -751,7 +751,7 @@ int mpk_mt_build(const char *dir, const mpk_mt_build_input *in, mpk_mt_build_res
     }
     mpk_hex(h, sizeof h, t.e[t.n - 1].hex);
   }
-  if (t.n) qsort(t.e, t.n, sizeof *t.e, cmp_entry);
+  if (t.n) mpk_sort(t.e, t.n, sizeof *t.e, cmp_entry);
   if (d.notice_file && !tree_find(&t, d.notice_file)) {
     char *full = mpk_path_join(dir, d.notice_file);
     rc = mpk_fail(err, MPK_ENOTFOUND, full ? full : d.notice_file, NULL,

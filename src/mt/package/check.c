@@ -726,7 +726,7 @@ static int check_integrity(check *c) {
   }
   size_t nj = 0, skipped = 0;
   int rc = 0;
-  if (c->p->n_known) qsort(c->p->known, c->p->n_known, sizeof *c->p->known, cmp_known);
+  if (c->p->n_known) mpk_sort(c->p->known, c->p->n_known, sizeof *c->p->known, cmp_known);
   /* Sizes first, for every file: a truncated file fails before anything is hashed. */
   mpk_tally missing = {0};
   for (size_t i = 0; i < m->n_files && !rc; i++) {
@@ -898,7 +898,7 @@ static int check_unlisted(check *c) {
       if (!(c->listed[c->n_listed] = disk(c, c->m->files[i].path))) return MPK_ENOMEM;
       c->n_listed++;
     }
-    qsort(c->listed, c->n_listed, sizeof *c->listed, cmp_str);
+    mpk_sort(c->listed, c->n_listed, sizeof *c->listed, cmp_str);
   }
   mpk_error e;
   mpk_error_clear(&e);

@@ -233,7 +233,7 @@ static int parse_files(mpk_jv *v, const json_t *root, mpk_arena *a, size_t max_f
                  .a = a};
   if (!c.files) return NOMEM(v);
   AT_KEY(v, "fileSizes", mpk_jv_each_member(v, sizes, size_member, &c));
-  qsort(c.files, c.n, sizeof *c.files, cmp_file);
+  mpk_sort(c.files, c.n, sizeof *c.files, cmp_file);
   c.n_sized = c.n;
   AT_KEY(v, "sha256", mpk_jv_each_member(v, sums, sha_member, &c));
   if (c.n > max_files)
@@ -242,7 +242,7 @@ static int parse_files(mpk_jv *v, const json_t *root, mpk_arena *a, size_t max_f
                        "fileSizes and sha256 list %zu files together: past the manifest reader's budget of %zu files "
                        "(raise it with " MPK_MT_MANIFEST_MAX_FILES_ENV "=N)",
                        c.n, max_files));
-  qsort(c.files, c.n, sizeof *c.files, cmp_file);
+  mpk_sort(c.files, c.n, sizeof *c.files, cmp_file);
   m->files = c.files;
   m->n_files = c.n;
   return 0;

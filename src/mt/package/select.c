@@ -395,7 +395,7 @@ static int check_options(const mpk_mt_select_options *o, mpk_error *err) {
 /* Rank the eligible candidates, apply the budget, word every reason. Returns the chosen one or NULL. */
 static const cand *decide(mpk_arena *a, const mpk_mt_manifest *m, const mpk_mt_select_options *o, mpk_mt_selection *s,
                           cand *el, size_t n_el, bool *oom) {
-  qsort(el, n_el, sizeof *el, cand_qsort_cmp);
+  mpk_sort(el, n_el, sizeof *el, cand_qsort_cmp);
   for (size_t i = 0; i < n_el; i++) el[i].c->rank = i + 1;
   if (n_el && el[0].quant_rank < o->n_prefer_quant) s->preferred_quant = o->prefer_quant[el[0].quant_rank];
   const cand *win = NULL;

@@ -384,7 +384,7 @@ static int check_unique(mpk_jv *v, const mpk_mt_handoff *m, int kind) {
       if (s) cl[n++] = (claim){s, i, r};
     }
   }
-  qsort(cl, n, sizeof *cl, cmp_claim);
+  mpk_sort(cl, n, sizeof *cl, cmp_claim);
   int rc = 0;
   for (size_t k = 1; !rc && k < n; k++) {
     if (strcmp(cl[k].name, cl[k - 1].name) != 0) continue;
@@ -611,7 +611,7 @@ int mpk_mt_handoff_json(const mpk_mt_handoff *m, char **out, size_t *len, mpk_er
   if (!bad) {
     /* Sorted by the canonical weight name; ties (which the invariants make rare) by content, so the
        bytes never depend on the input order. */
-    qsort(se, n, sizeof *se, cmp_sorted);
+    mpk_sort(se, n, sizeof *se, cmp_sorted);
     json_t *sorted = json_array();
     for (size_t i = 0; sorted && i < n; i++)
       if (json_array_append(sorted, se[i].entry)) bad = 1;

@@ -181,7 +181,7 @@ static int check_tiling(mpk_jv *v, mpk_safetensors_tensor *t, size_t n, uint64_t
   const mpk_safetensors_tensor **order = malloc((n ? n : 1) * sizeof *order);
   if (!order) return mpk_jv_fail(v, MPK_ENOMEM, "out of memory");
   for (size_t i = 0; i < n; i++) order[i] = &t[i];
-  qsort(order, n, sizeof *order, cmp_offsets);
+  mpk_sort(order, n, sizeof *order, cmp_offsets);
   uint64_t at = 0;
   int rc = 0;
   for (size_t i = 0; !rc && i < n; i++) {
@@ -252,8 +252,8 @@ static int read_header(mpk_jv *v, const json_t *root, const uint8_t *data_sectio
   free(keys);
   if (rc) return rc;
   if ((rc = check_tiling(v, t, n_tensors, data_len))) return rc;
-  qsort(t, n_tensors, sizeof *t, cmp_name);
-  if (st->n_metadata) qsort((void *)st->metadata, st->n_metadata, sizeof *st->metadata, cmp_pair);
+  mpk_sort(t, n_tensors, sizeof *t, cmp_name);
+  if (st->n_metadata) mpk_sort((void *)st->metadata, st->n_metadata, sizeof *st->metadata, cmp_pair);
   st->tensors = t;
   st->n_tensors = n_tensors;
   return 0;
