@@ -12,7 +12,9 @@ else()
   get_filename_component(MPK_CROSS_SYSROOT "${CMAKE_CURRENT_LIST_DIR}/../.deps/sysroot-s390x" ABSOLUTE)
 endif()
 set(CMAKE_SYSROOT "${MPK_CROSS_SYSROOT}")
-set(CMAKE_FIND_ROOT_PATH "${MPK_CROSS_SYSROOT}")
+# The root first; then the host's / (as aarch64's multiarch toolchain has it), where a package
+# installed outside the root is found through CMAKE_PREFIX_PATH (test_install, test_cli_standalone).
+set(CMAKE_FIND_ROOT_PATH "${MPK_CROSS_SYSROOT}" /)
 set(ENV{PKG_CONFIG_SYSROOT_DIR} "${MPK_CROSS_SYSROOT}")
 set(ENV{PKG_CONFIG_LIBDIR}
   "${MPK_CROSS_SYSROOT}/usr/lib/${MPK_CROSS_TRIPLET}/pkgconfig:${MPK_CROSS_SYSROOT}/usr/share/pkgconfig")
@@ -20,6 +22,7 @@ set(ENV{PKG_CONFIG_LIBDIR}
 # (and dlopen()'s) from the root's library directories. Not qemu's -L ROOT: that prefixes every
 # absolute path the program opens when it exists under ROOT, and "/" always does, so
 # open("/") gave the root instead of the host's / (a writer's walk of /tmp/... failed, /etc/...
-# were the root's). The program sees the host's file system as it is.
+# were the root's). The program sees the host's file system as it is. --library-path replaces the
+# loader's LD_LIBRARY_PATH: a caller's is not seen (docs/cross.md, test_startup_libs).
 set(CMAKE_CROSSCOMPILING_EMULATOR ${MPK_CROSS_QEMU} "${MPK_CROSS_SYSROOT}/lib/ld64.so.1" --library-path
   "${MPK_CROSS_SYSROOT}/lib/${MPK_CROSS_TRIPLET}:${MPK_CROSS_SYSROOT}/usr/lib/${MPK_CROSS_TRIPLET}")

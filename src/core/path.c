@@ -43,7 +43,10 @@ size_t mpk_path_push_index(mpk_path *p, size_t i) {
 }
 
 void mpk_path_pop(mpk_path *p, size_t prev_len) {
-  if (prev_len > p->len) return;
+  /* Back to the same length: nothing to undo, and a cut path stays cut (clearing the mark would let
+     the next push write its "..." past the end of buf). Shorter is always before the cut: nothing
+     is appended after the mark. */
+  if (prev_len >= p->len) return;
   p->len = prev_len;
   p->buf[prev_len] = '\0';
   p->truncated = false;

@@ -30,7 +30,7 @@ TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
 # ---- what the test needs
 ORT_DEFAULT="$SRC/.deps/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1" # ctest sets MPK_ORT_LIBRARY (tests/ort.cmake)
 export MPK_ORT_LIBRARY="${MPK_ORT_LIBRARY:-$ORT_DEFAULT}"
-[ -f "$MPK_ORT_LIBRARY" ] || skip_test "ONNX Runtime (libonnxruntime.so.1 from npm onnxruntime-node: scripts/deps_node.sh)"
+[ -f "$MPK_ORT_LIBRARY" ] || skip_test "ONNX Runtime (libonnxruntime.so.1 from npm onnxruntime-node: scripts/deps_node.sh) at $MPK_ORT_LIBRARY"
 need_tool node
 need_py numpy onnx
 have_tool node node "$SRC/tests/e2e/run_onnx.js" --version || skip_test "onnxruntime-node (npm, in $SRC/.deps or \$MPK_NODE_MODULES)"

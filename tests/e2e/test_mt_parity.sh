@@ -17,7 +17,7 @@ TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
 . "$SRC/tests/integration/expect.sh"
 
 ORT_HOW="ONNX Runtime (libonnxruntime.so.1 from npm onnxruntime-node: scripts/deps_node.sh)"
-[ -n "${MPK_ORT_LIBRARY:-}" ] && [ -f "$MPK_ORT_LIBRARY" ] || skip_test "$ORT_HOW"
+[ -n "${MPK_ORT_LIBRARY:-}" ] && [ -f "$MPK_ORT_LIBRARY" ] || skip_test "$ORT_HOW${MPK_ORT_LIBRARY:+ at $MPK_ORT_LIBRARY}"
 need_py numpy onnx
 need_tool node
 have_tool node node "$SRC/tests/e2e/run_onnx.js" --version || skip_test "onnxruntime-node (npm, in $SRC/.deps or \$MPK_NODE_MODULES)"

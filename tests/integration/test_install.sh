@@ -5,12 +5,26 @@ set -euo pipefail
 BUILD="$1"
 TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
 cmake --install "$BUILD" --prefix "$TMP/prefix" >/dev/null
-mapfile -t LIBS < <(find "$TMP/prefix" -name 'libmodelpkg.so')
+PCPREFIX="$TMP/prefix"
+# A cross build against a target root (PKG_CONFIG_SYSROOT_DIR, tests/cross.cmake): pkg-config prefixes
+# the root to every -I/-L (pkgconf leaves a path already inside it alone), so the pkg-config
+# consumers get a copy installed inside the root, as one stages a package for it. (CMake's consumer
+# keeps the prefix outside: CMake strips the root from RPATH entries inside it, which then name
+# nothing on this host.)
+if [ -n "${PKG_CONFIG_SYSROOT_DIR:-}" ]; then
+  mkdir -p "$PKG_CONFIG_SYSROOT_DIR/tmp"
+  INROOT="$(mktemp -d -p "$PKG_CONFIG_SYSROOT_DIR/tmp")"
+  trap 'rm -rf "$TMP" "$INROOT"' EXIT
+  PCPREFIX="$INROOT/prefix"
+  cmake --install "$BUILD" --prefix "$PCPREFIX" >/dev/null
+fi
+mapfile -t LIBS < <(find "$PCPREFIX" -name 'libmodelpkg.so')
 LIBDIR="$(dirname "${LIBS[0]}")"
 pass=0
 # A cross build (tests/cross.cmake) sets CC, CMAKE_TOOLCHAIN_FILE (read by cmake), PKG_CONFIG_LIBDIR
 # and the emulator the consumers run under; natively these are empty or defaults.
-CC="${CC:-cc}"
+# CC may carry options (a target root's --sysroot=...): split into words.
+read -r -a CC <<<"${CC:-cc}"
 read -r -a EMU <<<"${MPK_TEST_EMULATOR:-}"
 
 cat > "$TMP/consumer.c" <<'C'
@@ -28,13 +42,13 @@ int main(void) {
 C
 # pkg-config, shared library
 export PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
-"$CC" -o "$TMP/c1" "$TMP/consumer.c" $(pkg-config --cflags --libs modelpkg) -Wl,-rpath,"$LIBDIR"
+"${CC[@]}" -o "$TMP/c1" "$TMP/consumer.c" $(pkg-config --cflags --libs modelpkg) -Wl,-rpath,"$LIBDIR"
 out="$("${EMU[@]}" "$TMP/c1")" && grep -q '^0\.1\.0 sha256:[0-9a-f]\{64\}$' <<<"$out" && pass=$((pass + 1))
 # pkg-config, static library
 # The archive, with its dependencies as the .pc's Requires.private names them (so that list must be
 # complete), linked as shared libraries: `--static` would ask for libcurl's own static dependencies.
 PRIVATE=$(pkg-config --print-requires-private modelpkg | awk '{print $1}')
-"$CC" -o "$TMP/c2" "$TMP/consumer.c" $(pkg-config --cflags modelpkg) "$LIBDIR/libmodelpkg.a" \
+"${CC[@]}" -o "$TMP/c2" "$TMP/consumer.c" $(pkg-config --cflags modelpkg) "$LIBDIR/libmodelpkg.a" \
   $(pkg-config --libs $PRIVATE) -lpthread -lm
 "${EMU[@]}" "$TMP/c2" >/dev/null && pass=$((pass + 1))
 # CMake package config

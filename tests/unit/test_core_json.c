@@ -210,6 +210,39 @@ static void test_integer_getter(void **state) {
   json_decref(v);
 }
 
+/* A path cut at its capacity stays cut inside, and after a pop back to the cut length a sibling's
+   push cuts it again within the buffer. (The pop used to clear the mark, and the next "..." was
+   written 2 bytes past buf into len: a wrong length on x86-64, a crash on s390x.) */
+static void test_path_truncation(void **state) {
+  (void)state;
+  mpk_path p;
+  mpk_path_init(&p);
+  char key[1019];
+  memset(key, 'k', sizeof key - 1);
+  key[sizeof key - 1] = '\0';
+  size_t a = mpk_path_push_key(&p, key); /* "/kkk...": 1019 bytes, the most that is not cut */
+  assert_int_equal(p.len, 1019);
+  assert_false(p.truncated);
+  size_t b = mpk_path_push_key(&p, "b"); /* cut: "..." */
+  assert_true(p.truncated);
+  assert_int_equal(p.len, 1022);
+  for (int sibling = 0; sibling < 3; sibling++) {
+    size_t c = mpk_path_push_key(&p, sibling ? "d" : "c");
+    mpk_path_pop(&p, c);
+    assert_true(p.truncated);
+    assert_int_equal(p.len, 1022);
+    assert_int_equal(strlen(p.buf), 1022);
+    assert_memory_equal(p.buf + 1019, "...", 4);
+  }
+  mpk_path_pop(&p, b);
+  assert_false(p.truncated);
+  assert_int_equal(p.len, 1019);
+  assert_int_equal(strlen(p.buf), 1019);
+  mpk_path_pop(&p, a);
+  assert_int_equal(p.len, 0);
+  assert_string_equal(p.buf, "");
+}
+
 static void test_exact_keys_and_paths(void **state) {
   (void)state;
   json_t *v;
@@ -262,6 +295,7 @@ int main(void) {
       cmocka_unit_test(test_js_key_order),
       cmocka_unit_test(test_utf16_vs_codepoint_sort),
       cmocka_unit_test(test_integer_getter),
+      cmocka_unit_test(test_path_truncation),
       cmocka_unit_test(test_exact_keys_and_paths),
       cmocka_unit_test(test_error_format),
   };
