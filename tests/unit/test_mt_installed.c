@@ -92,9 +92,14 @@ static void test_installed_tree(void **state) {
   assert_non_null(strstr(err.file, "modelpkg_install.json"));
 
   mpk_mt_graph_report *gr = NULL;
+#if MPK_WITH_ONNX
   assert_int_equal(mpk_mt_graph_report_open(tree, NULL, NULL, &gr, &err), 0);
   assert_int_equal(gr->graph_present, 1);
   assert_non_null(strstr(gr->graph_file, "/org__Tiny/inference/model.onnx"));
+#else /* the graph reader is the onnx component (docs/components.md) */
+  assert_int_equal(mpk_mt_graph_report_open(tree, NULL, NULL, &gr, &err), MPK_EUNSUPPORTED);
+  assert_non_null(strstr(err.message, "built without the onnx component"));
+#endif
   mpk_mt_graph_report_free(gr);
 
   mpk_mt_installed *in = NULL;
