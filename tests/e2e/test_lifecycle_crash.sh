@@ -180,13 +180,13 @@ cycle() {
     [ "$rc" -ne 137 ] || n_landed=$((n_landed + 1))
     [ "$(leftovers)" -eq 0 ] || n_left=$((n_left + 1))
     classify "$from"; s="$CLS"
-    if [ "$s" = mixed ] || [ "$s" = none ]; then
-      if [ -n "$(shopt -s nullglob dotglob; echo "$INF"/.*txn-journal)" ]; then
-        # a transaction was interrupted after its journal was committed: the gate finishes it
-        gate >"$OUT" 2>&1
-        classify "$from"; s="$CLS"
-        [ "$s" = mixed ] || n_rec=$((n_rec + 1))
-      fi
+    if [ -n "$(shopt -s nullglob dotglob; echo "$INF"/.*txn-journal)" ]; then
+      # a transaction was interrupted after its journal was committed: the gate finishes it. Its
+      # payload alone may already look whole (every tensor renamed, a record not yet): the journal,
+      # not the payload, says whether the transaction is over.
+      gate >"$OUT" 2>&1
+      classify "$from"; s="$CLS"
+      [ "$s" = mixed ] || n_rec=$((n_rec + 1))
     fi
     if { [ "$s" = "$from" ] || [ "$s" = "$to" ]; } && recorded_ok "$s"; then
       [ "$s" = "$from" ] && n_old=$((n_old + 1)) || n_new=$((n_new + 1))
