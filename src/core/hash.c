@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/cpu.h"
 #include "core/hash.h"
 
 #ifndef MPK_HASH_OPENSSL
@@ -30,22 +31,19 @@ static int crypto_load(void) { return mpk_crypto_load(NULL) == 0; }
 #endif
 
 /* ---- what this CPU and build can run, and the process's choice (made once) */
-/* What the CPU has, asked once: cpuid traps to the hypervisor in a VM. Racing first callers store
-   the same answer. */
+/* What the CPU has (core/cpu.c asks once). SHA-NI's kernel also uses SSSE3 and SSE4.1. */
 static int cpu_has(int impl) {
-  static atomic_int known[IMPL_COUNT] = {-1, -1, -1, -1};
-  int v = atomic_load(&known[impl]);
-  if (v < 0) {
-    v = 0;
+  const unsigned shani = MPK_CPU_SHA | MPK_CPU_SSSE3 | MPK_CPU_SSE41;
+  unsigned f = mpk_cpu_features();
 #ifdef MPK_HAVE_SHA256_SHANI
-    if (impl == IMPL_SHANI) v = mpk_cpu_has_shani();
+  if (impl == IMPL_SHANI) return (f & shani) == shani;
 #endif
 #ifdef MPK_HAVE_SHA256_ARMV8
-    if (impl == IMPL_ARMV8) v = mpk_cpu_has_sha2();
+  if (impl == IMPL_ARMV8) return (f & MPK_CPU_ARM_SHA2) != 0;
 #endif
-    atomic_store(&known[impl], v);
-  }
-  return v;
+  (void)f;
+  (void)shani;
+  return 0;
 }
 
 static int available(int impl) {

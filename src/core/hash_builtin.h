@@ -17,12 +17,10 @@ void mpk_md5_blocks_c(uint32_t state[4], const uint8_t *p, size_t n);      /* md
 #if defined(__x86_64__) || defined(__i386__)
 #define MPK_HAVE_SHA256_SHANI 1
 void mpk_sha256_blocks_shani(uint32_t state[8], const uint8_t *p, size_t n); /* sha256_x86.c */
-int mpk_cpu_has_shani(void);
 #endif
 #if defined(__aarch64__)
 #define MPK_HAVE_SHA256_ARMV8 1
 void mpk_sha256_blocks_armv8(uint32_t state[8], const uint8_t *p, size_t n); /* sha256_arm.c */
-int mpk_cpu_has_sha2(void);
 #endif
 
 /* A digest in progress: the chaining state (8 words for SHA-256, the first 4 for MD5), the bytes

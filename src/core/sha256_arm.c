@@ -1,27 +1,10 @@
 /* SHA-256 with the ARMv8 SHA-2 instructions (sha256h, sha256h2, sha256su0, sha256su1), chosen at
-   run time when the kernel reports HWCAP_SHA2 (hash.c). Compiled for that extension by attribute
+   run time when the kernel reports HWCAP_SHA2 (core/cpu.c, hash.c). Compiled for that extension by attribute
    only, so the rest of the library keeps the baseline ISA. */
 #if defined(__aarch64__)
 #include <arm_neon.h>
-#if defined(__linux__)
-#include <sys/auxv.h>
-#ifndef HWCAP_SHA2
-#define HWCAP_SHA2 (1 << 6)
-#endif
-#endif
 
 #include "core/hash_builtin.h"
-
-int mpk_cpu_has_sha2(void) {
-#if defined(__linux__)
-  return (getauxval(AT_HWCAP) & HWCAP_SHA2) != 0;
-#elif defined(__APPLE__)
-  return 1; /* every Apple arm64 CPU has the SHA-2 instructions */
-#else
-  return 0;
-#endif
-}
-
 
 #if defined(__clang__)
 #define TARGET __attribute__((target("crypto")))

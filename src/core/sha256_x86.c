@@ -1,23 +1,11 @@
 /* SHA-256 with the x86 SHA extensions (SHA-NI: sha256rnds2, sha256msg1, sha256msg2), chosen at run
-   time when cpuid says the CPU has them (hash.c). Compiled for that target by attribute only, so the
+   time when cpuid says the CPU has them (core/cpu.c, hash.c). Compiled for that target by attribute only, so the
    rest of the library keeps the baseline ISA. The instructions keep the state as two registers in
    the order they want (ABEF and CDGH); the message words are byte-swapped to big-endian on load. */
 #if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
 #include <immintrin.h>
 
 #include "core/hash_builtin.h"
-
-/* cpuid leaf 7, subleaf 0, EBX bit 29: SHA extensions. SSSE3/SSE4.1 come with every CPU that has
-   them, and are checked too (ECX bits 9 and 19 of leaf 1). */
-int mpk_cpu_has_shani(void) {
-  unsigned a, b, c, d;
-  if (__get_cpuid_max(0, NULL) < 7) return 0;
-  __cpuid(1, a, b, c, d);
-  if (!(c & (1u << 9)) || !(c & (1u << 19))) return 0;
-  __cpuid_count(7, 0, a, b, c, d);
-  return (b >> 29) & 1;
-}
 
 #define TARGET __attribute__((target("sha,sse4.1,ssse3")))
 

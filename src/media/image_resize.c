@@ -33,6 +33,7 @@
 #endif
 
 #include "core/core.h"
+#include "core/cpu.h"
 #include "media/image.h"
 #include "media/image_resize.h"
 
@@ -55,10 +56,10 @@ int mpk_image_resample_simd_cap(int level) {
 static int simd_level(void) {
   int have = SIMD_C;
 #ifdef MPK_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("sse2")) have = SIMD_SSE2;
-  if (have == SIMD_SSE2 && __builtin_cpu_supports("ssse3")) have = SIMD_SSSE3;
-  if (have == SIMD_SSSE3 && __builtin_cpu_supports("avx2")) have = SIMD_AVX2;
+  unsigned f = mpk_cpu_features();
+  if (f & MPK_CPU_SSE2) have = SIMD_SSE2;
+  if (have == SIMD_SSE2 && (f & MPK_CPU_SSSE3)) have = SIMD_SSSE3;
+  if (have == SIMD_SSSE3 && (f & MPK_CPU_AVX2)) have = SIMD_AVX2;
 #endif
   return have < simd_cap ? have : simd_cap;
 }

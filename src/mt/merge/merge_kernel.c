@@ -11,13 +11,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#ifdef __x86_64__
-#include <cpuid.h>
-#endif
-
 #include <stdatomic.h>
 
 #include "core/core.h"
+#include "core/cpu.h"
 #include "core/endian.h"
 #include "core/pool.h"
 #include "mt/merge/merge_kernel.h"
@@ -74,26 +71,19 @@ static const char *qtype_name(mpk_mk_qtype q) { return mpk_dtype_name(q == MPK_M
 
 typedef void (*rows_fn)(const mpk_mk_tile_args *);
 
-#ifdef MPK_MK_X86
-static bool cpu_f16c(void) {
-  unsigned a, b, c, d;
-  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
-}
-#endif
-
 static int impl_available(mpk_mk_impl impl) {
   switch (impl) {
     case MPK_MK_AUTO:
     case MPK_MK_PORTABLE: return 1;
 #ifdef MPK_MK_X86
-    case MPK_MK_AVX2:
-      __builtin_cpu_init();
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_f16c();
-    case MPK_MK_AVX512:
-      __builtin_cpu_init();
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
-             __builtin_cpu_supports("fma") && cpu_f16c();
+    case MPK_MK_AVX2: {
+      const unsigned need = MPK_CPU_AVX2 | MPK_CPU_FMA | MPK_CPU_F16C;
+      return (mpk_cpu_features() & need) == need;
+    }
+    case MPK_MK_AVX512: {
+      const unsigned need = MPK_CPU_AVX512 | MPK_CPU_AVX2 | MPK_CPU_FMA | MPK_CPU_F16C;
+      return (mpk_cpu_features() & need) == need;
+    }
 #endif
     default: return 0;
   }
