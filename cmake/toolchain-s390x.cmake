@@ -23,6 +23,8 @@ set(ENV{PKG_CONFIG_LIBDIR}
 # absolute path the program opens when it exists under ROOT, and "/" always does, so
 # open("/") gave the root instead of the host's / (a writer's walk of /tmp/... failed, /etc/...
 # were the root's). The program sees the host's file system as it is. --library-path replaces the
-# loader's LD_LIBRARY_PATH: a caller's is not seen (docs/cross.md, test_startup_libs).
+# loader's LD_LIBRARY_PATH: the script tests' wrappers (tests/cross.cmake) put a caller's in front
+# of MPK_CROSS_LIBRARY_PATH, as the loader would search it (test_startup_libs).
+set(MPK_CROSS_LIBRARY_PATH "${MPK_CROSS_SYSROOT}/lib/${MPK_CROSS_TRIPLET}:${MPK_CROSS_SYSROOT}/usr/lib/${MPK_CROSS_TRIPLET}")
 set(CMAKE_CROSSCOMPILING_EMULATOR ${MPK_CROSS_QEMU} "${MPK_CROSS_SYSROOT}/lib/ld64.so.1" --library-path
-  "${MPK_CROSS_SYSROOT}/lib/${MPK_CROSS_TRIPLET}:${MPK_CROSS_SYSROOT}/usr/lib/${MPK_CROSS_TRIPLET}")
+  "${MPK_CROSS_LIBRARY_PATH}")
