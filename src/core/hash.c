@@ -43,6 +43,7 @@ static int cpu_has(int impl) {
 #endif
   (void)f;
   (void)shani;
+  (void)impl;
   return 0;
 }
 

@@ -147,7 +147,7 @@ static int numel(int64_t rows, int64_t cols, const char *name, size_t *out, mpk_
     return mpk_fail(err, MPK_EINVAL, name, NULL, "weight shape [%lld, %lld]: both dimensions must be >= 1",
                     (long long)rows, (long long)cols);
   size_t n;
-  if (!mul_size((size_t)rows, (size_t)cols, &n) || n > ((size_t)1 << 60))
+  if (!mul_size((size_t)rows, (size_t)cols, &n) || (uint64_t)n > ((uint64_t)1 << 60)) /* 64-bit: wasm32 */
     return mpk_fail(err, MPK_ELIMIT, name, NULL, "weight shape [%lld, %lld] is too large", (long long)rows,
                     (long long)cols);
   *out = n;
@@ -165,7 +165,7 @@ static int check_factors(const char *name, const float *A, const float *B, int64
     return mpk_fail(err, MPK_EINVAL, name, NULL, "orientation flag must be 0 or 1");
   size_t n = 0;
   if (!mul_size((size_t)(rows + cols), (size_t)rank, &n) || !mul_size(n, sizeof(float), &n) ||
-      n > ((size_t)1 << 40))
+      (uint64_t)n > ((uint64_t)1 << 40))
     return mpk_fail(err, MPK_ELIMIT, name, NULL, "adapter factors of rank %lld are too large", (long long)rank);
   return 0;
 }

@@ -56,6 +56,7 @@ static inline void store_one(void *p, int64_t k, mpk_mk_dtype dt, float v) {
   }
 }
 
+#ifdef MPK_MK_X86
 /* One element the reference way; the SIMD paths use it for the columns left after their vectors. */
 static inline void one_element(const mpk_mk_tile_args *a, int64_t i, int64_t j) {
   const float *l = a->L + i * a->rank;
@@ -64,6 +65,7 @@ static inline void one_element(const mpk_mk_tile_args *a, int64_t i, int64_t j) 
   int64_t k = i * a->cols + j;
   store_one(a->out, k, a->dtype, load_one(a->base, k, a->dtype) + d);
 }
+#endif
 
 #define PCHUNK 256
 

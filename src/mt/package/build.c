@@ -766,8 +766,10 @@ int mpk_mt_build(const char *dir, const mpk_mt_build_input *in, mpk_mt_build_res
   snprintf(handoff, sizeof handoff, "variants/%s/inference/weight_handoff_map.json", d.default_variant);
   bool ok = sizes && sums && plan;
   if (ok) { /* json_object_set_new takes the reference even when it fails */
-    ok = !json_object_set_new(m, "fileSizes", sizes) & !json_object_set_new(m, "sha256", sums) &
-         !json_object_set_new(m, "downloadPlan", plan);
+    int bad = json_object_set_new(m, "fileSizes", sizes); /* all three run: each takes its reference */
+    bad |= json_object_set_new(m, "sha256", sums);
+    bad |= json_object_set_new(m, "downloadPlan", plan);
+    ok = !bad;
   } else {
     json_decref(sizes), json_decref(sums), json_decref(plan);
   }
