@@ -1,9 +1,10 @@
 """MobileTransformers packages: the manifest, the package check, sealing (``mt build``).
 
 Bound so far: :class:`Manifest` (read, version gate, typed fields, download plans, the exporter's
-bytes), :func:`check_versions` (the shared version gate), :func:`check` and :func:`build`; the
-load gate's tensors as zero-copy numpy arrays are in :mod:`modelpkg.tensors`. Not yet bound:
-select/plan, install, HandoffMap as an object, merge (docs/python.md).
+bytes), :func:`check_versions` (the shared version gate), :func:`check`, :func:`build`, and
+:func:`open_tensors` (the load gate; views as zero-copy numpy arrays with DLPack, from
+:mod:`modelpkg.tensors`). Not yet bound: select/plan, install, HandoffMap as an object, merge
+(docs/python.md).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from . import _lib
 from ._util import JsonInput, PathLike, json_bytes, opt_str, path_bytes
 from .errors import check as _check
 from .report import MtReport, Progress, ProgressFn, mt_report_from_c
+from .tensors import GatedTensors, TensorView, open_tensors
 
 MANIFEST_FILENAME = "mobiletransformers_manifest.json"
 #: The manifest versions this library reads (MPK_MT_MANIFEST_READER_VERSION).
@@ -285,4 +287,5 @@ def build(path: PathLike, describe: Optional[JsonInput] = None, *, describe_file
 
 
 __all__ = ["MANIFEST_FILENAME", "READER_VERSION", "HANDOFF_READER_VERSION", "check_versions", "Variant",
-           "ManifestFile", "Manifest", "check", "Change", "BuildResult", "build"]
+           "ManifestFile", "Manifest", "check", "Change", "BuildResult", "build", "open_tensors", "GatedTensors",
+           "TensorView"]
