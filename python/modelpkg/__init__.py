@@ -33,14 +33,14 @@ from .errors import (
     VersionError,
 )
 from .errors import check as _check
-from .report import MlcReport, MtReport, Problem, Report
+from .report import MlcReport, MtReport, Problem, ProgressFn, Report
 
 __version__ = "0.1.0"
 
 
 def version() -> str:
     """The library's version string at run time ("0.1.0")."""
-    return _lib.lib.mpk_version().decode()
+    return str(_lib.lib.mpk_version().decode())
 
 
 def version_number() -> int:
@@ -56,7 +56,7 @@ def version_info() -> Tuple[int, int, int]:
 
 def components() -> List[str]:
     """The components the library was built with: "core", then any of mlc mt fetch audio image onnx."""
-    return _lib.lib.mpk_components().decode().split()
+    return [str(c) for c in _lib.lib.mpk_components().decode().split()]
 
 
 def has_component(name: str) -> bool:
@@ -65,7 +65,7 @@ def has_component(name: str) -> bool:
 
 def hash_implementation() -> str:
     """What computes SHA-256 and MD5 in this process: "openssl", "builtin-shani", ..."""
-    return _lib.lib.mpk_hash_implementation().decode()
+    return str(_lib.lib.mpk_hash_implementation().decode())
 
 
 def library_path() -> str:
@@ -116,7 +116,7 @@ def package_kind(path: PathLike) -> str:
 def check(path: PathLike, lib: Optional[PathLike] = None, *, device_features: Optional[Iterable[str]] = None,
           max_binding_size: Optional[int] = None, no_weights: bool = False, variant: Optional[str] = None,
           all_variants: bool = False, no_hash: bool = False, no_graph: bool = False, workers: int = 0,
-          progress=None) -> Report:
+          progress: Optional[ProgressFn] = None) -> Report:
     """Check a package directory as ``modelpkg check`` does, and return the report.
 
     A directory holding ``mobiletransformers_manifest.json`` is checked as a MobileTransformers

@@ -42,7 +42,7 @@ from ctypes import (
     c_void_p,
 )
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 #: The oldest library release whose public structs this binding mirrors (MPK_VERSION_NUMBER).
 MIN_VERSION_NUMBER = 100  # 0.1.0
@@ -597,7 +597,7 @@ STRUCTS = [
 ]
 
 
-def options(cls: type) -> Structure:
+def options(cls: Any) -> Any:
     """An options struct with every field at its default and struct_size set (MPK_*_OPTIONS_INIT)."""
     o = cls()
     o.struct_size = ctypes.sizeof(cls)
@@ -678,6 +678,11 @@ if lib.mpk_version_number() < MIN_VERSION_NUMBER:
 def s(b: Optional[bytes]) -> Optional[str]:
     """A C string (bytes or NULL) as str or None."""
     return None if b is None else b.decode("utf-8", "surrogateescape")
+
+
+def dec(b: bytes) -> str:
+    """A fixed C char array's text."""
+    return b.decode("utf-8", "surrogateescape")
 
 
 def strings(arr: "ctypes._Pointer[c_char_p]", n: int) -> List[str]:

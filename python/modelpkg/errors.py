@@ -127,7 +127,7 @@ _BY_CODE: Dict[int, Type[Error]] = {
 def code_name(code: int) -> str:
     """The library's short name of a code ("malformed", "not-found", ...)."""
     n = _lib.lib.mpk_code_name(code)
-    return n.decode() if n else f"error {code}"
+    return str(n.decode()) if n else f"error {code}"
 
 
 def format_error(err: "_lib.mpk_error") -> str:
@@ -144,7 +144,7 @@ def from_c(err: "_lib.mpk_error", rc: Optional[int] = None) -> Error:
     """The exception for a filled mpk_error (its code, else `rc`)."""
     code = err.code or (rc if rc is not None else 0)
     cls = _BY_CODE.get(code, Error)
-    dec = lambda b: b.decode("utf-8", "surrogateescape")  # noqa: E731
+    dec = _lib.dec
     return cls(code, dec(err.message) or code_name(code), dec(err.file), dec(err.pointer),
                err.offset if err.offset >= 0 else None, format_error(err) if err.message else None)
 

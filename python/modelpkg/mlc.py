@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Iterable, List, Optional
+from typing import Any, Iterable, List, Optional
 
 from . import _lib
 from ._util import JsonInput, PathLike, json_bytes, opt_path, opt_str, path_bytes
@@ -37,7 +37,7 @@ class Package:
     """A parsed ``mlc-model-manifest.json`` (immutable; the C object is freed with this one)."""
 
     def __init__(self, ptr: "ctypes._Pointer[_lib.mpk_mlc_package]") -> None:
-        self._ptr = ptr
+        self._ptr: Any = ptr
         p = ptr.contents
         self.schema_version: int = p.schema_version
         self.chat_config: str = _lib.s(p.chat_config) or ""

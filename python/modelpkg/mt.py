@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 from . import _lib
 from ._util import JsonInput, PathLike, json_bytes, opt_str, path_bytes
@@ -72,7 +72,7 @@ class Manifest:
     """
 
     def __init__(self, ptr: "ctypes._Pointer[_lib.mpk_mt_manifest]") -> None:
-        self._ptr = ptr
+        self._ptr: Any = ptr
         m = ptr.contents
         s = _lib.s
         self.schema_version: str = s(m.schema_version) or ""

@@ -48,7 +48,7 @@ class Problem:
 
 
 def problem_from_c(e: "_lib.mpk_error") -> Problem:
-    dec = lambda b: b.decode("utf-8", "surrogateescape")  # noqa: E731
+    dec = _lib.dec
     return Problem(code=code_name(e.code), file=dec(e.file), pointer=dec(e.pointer), message=dec(e.message),
                    offset=e.offset if e.offset >= 0 else None, code_value=e.code, line=format_error(e))
 
@@ -175,8 +175,9 @@ class MlcReport(Report):
         b = None
         if self.binding is not None:
             B = self.binding
-            bound = lambda x: None if x is None else {  # noqa: E731
-                "input": x.input, "adapter": x.adapter, "adapter_function": x.adapter_function, "dtype": x.dtype}
+            def bound(x: Optional[BoundInput]) -> Optional[Dict[str, str]]:
+                return None if x is None else {"input": x.input, "adapter": x.adapter,
+                                               "adapter_function": x.adapter_function, "dtype": x.dtype}
             b = {"task": B.task, "executor": B.executor, "generation_inputs": B.generation_inputs,
                  "embed_tokens": B.embed_tokens, "create_kv_cache": B.create_kv_cache, "prefill": B.prefill,
                  "decode": B.decode, "create_rnn_state": B.create_rnn_state,

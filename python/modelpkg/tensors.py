@@ -217,8 +217,8 @@ class GatedTensors:
     def __init__(self, path: PathLike, variant: Optional[str], presence_only: bool, workers: int) -> None:
         from .mt import Manifest
 
-        self._gate = POINTER(_lib.mpk_mt_variant_gate)()
-        self._map = POINTER(_lib.mpk_mt_handoff)()
+        self._gate: Any = POINTER(_lib.mpk_mt_variant_gate)()
+        self._map: Any = POINTER(_lib.mpk_mt_handoff)()
         opts = _lib.options(_lib.mpk_mt_gate_options)
         opts.presence_only = int(presence_only)
         opts.workers = workers
@@ -266,7 +266,7 @@ class GatedTensors:
         """The view of a layer's tensor (its trainingBaseLayerName, or its inference initializer name)
         for a role; fail-closed: only when the gate verified every tensor (``ready``)."""
         self.raise_if_not_ready()
-        if not self._map:
+        if not self._map or self._inference_dir is None:
             raise KeyError(layer)
         r = _ROLES.index(role)
         m = self._map.contents

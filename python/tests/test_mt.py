@@ -8,7 +8,6 @@ import hashlib
 import json
 import shutil
 import threading
-from pathlib import Path
 
 import pytest
 
