@@ -41,6 +41,7 @@ TEST_PACKAGES=(
   clang libclang-rt-14-dev                   # libFuzzer targets (optional build, MPK_FUZZ=ON)
   lld llvm                                   # test libraries in every container (tests/tools/make_tvm_lib.py: wasm-ld, ld.lld, ld64.lld, llvm-ar)
   python3-numpy python3-onnx                 # the merge's ONNX Runtime test: models and expected values
+  python3-pytest python3-setuptools python3-wheel python3-pip python3-mypy # the Python binding (python/): its pytest suite, pip install --no-build-isolation ./python, mypy --strict
   imagemagick python3-pil libjpeg-turbo-progs # image tests and bench: synthetic images, Pillow, djpeg
   fonts-dejavu-core                          # the font ImageMagick draws the test images' text with
   sox espeak-ng                              # audio quality script and bench: speech, sox -v reference

@@ -38,3 +38,9 @@ mpk_script_test(test_no_pipe_grep unit ${MPK_IT}/test_no_pipe_grep.sh ${PROJECT_
 mpk_script_test(test_skips integration ${MPK_IT}/test_skips.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} REQUIRES mlc mt fetch audio image onnx)
 # mlc urls: where WebLLM finds a model's documents (docs/mlc-urls.md).
 mpk_script_test(test_cli_mlc_urls integration ${MPK_IT}/test_cli_mlc_urls.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} REQUIRES mlc)
+# The Python binding's pytest suite (python/, docs/python.md), label `python` too (ctest -L python).
+# Host Python loads the plain shared library: not in sanitizer, fuzz or cross builds.
+if(NOT MPK_SANITIZE AND NOT MPK_FUZZ AND NOT CMAKE_CROSSCOMPILING)
+  mpk_script_test(test_python "integration;python" ${MPK_IT}/test_python.sh $<TARGET_FILE:modelpkg> ${MPK_CLI}
+    ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR} REQUIRES mlc mt onnx)
+endif()

@@ -87,6 +87,9 @@ skips gen_onnx_graphs "SKIP: gen_onnx_graphs: /usr/bin/python3 module onnx not f
   -- env PYTHONPATH="$(stubs noonnx2 onnx)" /usr/bin/python3 "$SRC/scripts/gen_onnx_graphs.py" "$T/graphs"
 skips cli_mt_graph "SKIP: test_cli_mt_graph: /usr/bin/python3 module onnx not found $HOW" \
   -- env PYTHONPATH="$(stubs noonnx3 onnx)" "$I/test_cli_mt_graph.sh" "$MPK" "$SRC" "$T/graphs"
+# the Python binding's suite runs under Debian's pytest
+skips python_pytest "SKIP: test_python: /usr/bin/python3 module pytest not found $HOW" \
+  -- env PYTHONPATH="$(stubs nopytest pytest)" "$I/test_python.sh" /nonexistent "$MPK" "$SRC" "$T/no-shared"
 # the image quality comparison draws its images with ImageMagick
 NOCONVERT="$(without noconvert convert)"
 skips image_quality_convert "SKIP: test_image_quality: ImageMagick convert not found $HOW" \
