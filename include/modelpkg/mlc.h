@@ -118,6 +118,15 @@ MPK_API int mpk_mlc_package_interface_id(const mpk_mlc_package *pkg,
                                          char out[MPK_SHA256_ID_SIZE], mpk_error *err);
 
 /**
+ * The package's `tasks` object as JSON text, normalized (defaults filled, absent adapter/prompt
+ * omitted: what WebLLM's parseModelPackageManifest returns and what the interface_id hashes), tasks
+ * sorted by name and each object's fields in the spec's order, compact UTF-8. `*out` is freed with
+ * mpk_free; `out_len` may be NULL.
+ */
+MPK_API int mpk_mlc_package_tasks_json(const mpk_mlc_package *pkg, char **out, size_t *out_len,
+                                       mpk_error *err);
+
+/**
  * interface_id of a JSON text holding the `tasks` object: parsed and normalized exactly as the
  * sidecar's tasks, then hashed.
  */

@@ -104,6 +104,19 @@ int mpk_mlc_package_interface_id(const mpk_mlc_package *pkg, char out[MPK_SHA256
   return mpk_mlc_tasks_interface_id(pkg->tasks, pkg->n_tasks, out, err);
 }
 
+int mpk_mlc_package_tasks_json(const mpk_mlc_package *pkg, char **out, size_t *out_len, mpk_error *err) {
+  if (out) *out = NULL;
+  if (!pkg || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
+  json_t *tasks = mpk_mlc_tasks_json(pkg->tasks, pkg->n_tasks);
+  /* jansson's dump is compact UTF-8 here; strings were checked free of U+0000 by the parse */
+  char *text = tasks ? json_dumps(tasks, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+  json_decref(tasks);
+  if (!text) return mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory writing the tasks");
+  *out = text; /* jansson allocates with malloc: mpk_free releases it */
+  if (out_len) *out_len = strlen(text);
+  return 0;
+}
+
 int mpk_mlc_interface_id(const char *tasks_json_text, size_t len, char out[MPK_SHA256_ID_SIZE],
                          mpk_error *err) {
   if (!tasks_json_text || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");

@@ -6,12 +6,18 @@
 #include "webllm_json.h"
 #include "mlc/mlc.h"
 
+/* The tasks through the public mpk_mlc_package_tasks_json: what the JS and Python bindings hand out. */
 json_t *wj_package(const mpk_mlc_package *pkg) {
+  char *text = NULL;
+  mpk_error err;
+  if (mpk_mlc_package_tasks_json(pkg, &text, NULL, &err)) fail_msg("tasks json: %s", tu_err(&err));
+  json_t *tasks = json_loads(text, 0, NULL);
+  mpk_free(text);
+  if (!tasks) fail_msg("mpk_mlc_package_tasks_json wrote text jansson cannot read");
   return json_pack("{s:s, s:I, s:s, s:s, s:{s:s, s:s}, s:o}", "schema", "mlc.model-package",
                    "schema_version", (json_int_t)pkg->schema_version, "chat_config", pkg->chat_config,
                    "interface_id", pkg->interface_id, "weights", "manifest", pkg->weights_manifest,
-                   "parameter_schema_id", pkg->parameter_schema_id, "tasks",
-                   mpk_mlc_tasks_json(pkg->tasks, pkg->n_tasks));
+                   "parameter_schema_id", pkg->parameter_schema_id, "tasks", tasks);
 }
 
 static json_t *entries(const mpk_mlc_entry *e, size_t n) {
