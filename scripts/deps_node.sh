@@ -15,6 +15,19 @@ ORT_VERSION=1.30.0
 WEBLLM_VERSION=0.2.86
 DEPS=.deps
 
+# `deps_node.sh js`: what the JavaScript package's tests use (js/test): TypeScript, which checks
+# js/src/index.d.ts against a typed use of the API.
+TYPESCRIPT_VERSION=5.9.3
+if [ "${1:-}" = js ]; then
+  have="$(node -e "process.stdout.write(require('./$DEPS/node_modules/typescript/package.json').version)" 2>/dev/null || true)"
+  [ "$have" = "$TYPESCRIPT_VERSION" ] && exit 0
+  echo "deps_node: installing typescript@$TYPESCRIPT_VERSION into $DEPS/node_modules" >&2
+  mkdir -p "$DEPS"
+  [ -f "$DEPS/package.json" ] || echo '{"private": true, "description": "modelpkg test dependencies (scripts/deps_node.sh)"}' >"$DEPS/package.json"
+  npm install --prefix "$DEPS" --ignore-scripts --no-audit --no-fund --save-exact "typescript@$TYPESCRIPT_VERSION"
+  exit 0
+fi
+
 if [ "${1:-}" = webllm ]; then
   have="$(node -e "process.stdout.write(require('./$DEPS/node_modules/@mlc-ai/web-llm/package.json').version)" 2>/dev/null || true)"
   [ "$have" = "$WEBLLM_VERSION" ] && exit 0

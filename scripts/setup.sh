@@ -5,6 +5,9 @@
 #                             packages the tests need (scripts/deps_node.sh, into .deps/)
 #   scripts/setup.sh --bench  the Quick start's, plus the peers and tools bench/ runs against
 #                             (bench/README.md): nothing the library, the tool or the tests need
+#   scripts/setup.sh --wasm   the Quick start's, plus what scripts/wasm.sh needs: Debian's emscripten,
+#                             dpkg-dev and a deb-src line (the WebAssembly build's dependencies are
+#                             built from Debian's source packages), node (docs/wasm.md)
 #   scripts/setup.sh --cross aarch64|s390x
 #                             a cross toolchain, qemu-user-static and the target's development packages
 #                             (multiarch :arm64/:s390x) for scripts/cross.sh (docs/cross.md)
@@ -13,13 +16,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 want_tests=false
 want_bench=false
+want_wasm=false
 cross_arch=""
 case "${1:-}" in
   --test) want_tests=true ;;
   --bench) want_bench=true ;;
+  --wasm) want_wasm=true ;;
   --cross) cross_arch="${2:-}" ;;
   "") ;;
-  *) echo "usage: $0 [--test | --bench | --cross aarch64|s390x]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--test | --bench | --wasm | --cross aarch64|s390x]" >&2; exit 2 ;;
 esac
 
 PACKAGES=(
@@ -71,7 +76,14 @@ if [ -n "$cross_arch" ]; then
     CROSS_PACKAGES+=("$p:$debarch")
   done
 fi
+# The WebAssembly build (scripts/wasm.sh): the test suite builds and tests it too.
+WASM_PACKAGES=(
+  emscripten                                 # emcc (Debian's 3.1.6; builds offline)
+  dpkg-dev                                   # apt-get source: jansson, yajl, zlib from Debian's sources
+)
+$want_tests && want_wasm=true
 $want_tests && PACKAGES+=("${TEST_PACKAGES[@]}")
+$want_wasm && PACKAGES+=("${WASM_PACKAGES[@]}")
 [ -n "$cross_arch" ] && PACKAGES+=("${CROSS_PACKAGES[@]}")
 $want_bench && PACKAGES+=("${BENCH_PACKAGES[@]}")
 
@@ -82,7 +94,7 @@ for p in "${PACKAGES[@]}"; do
 done
 # Node.js runs ONNX Runtime in the merge test. Asked for by command, not by package: a machine may
 # have it from another repository (whose nodejs brings npm, and conflicts with Debian's npm).
-if $want_tests; then
+if $want_tests || $want_wasm; then
   command -v node >/dev/null || missing+=(nodejs)
   command -v npm >/dev/null || missing+=(npm)
 fi
@@ -99,7 +111,23 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get -o DPkg::Lock::Timeout=900 update -q
   $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends "${missing[@]}"
 fi
+# apt-get source (scripts/wasm_deps.sh) needs deb-src lines: mirrored from the deb ones into a file
+# of our own when none is configured, then the package lists read again.
+targets=""; $want_wasm && targets="$(apt-get indextargets --format '$(CREATED_BY)' 2>/dev/null || true)"
+if $want_wasm && ! grep -qx Sources <<<"$targets"; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+    echo "setup: adding deb-src entries (/etc/apt/sources.list.d/modelpkg-deb-src.sources)" >&2
+    sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources |
+      $SUDO tee /etc/apt/sources.list.d/modelpkg-deb-src.sources >/dev/null
+  else
+    echo "setup: adding deb-src lines (/etc/apt/sources.list.d/modelpkg-deb-src.list)" >&2
+    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | sed -n 's/^deb /deb-src /p' |
+      $SUDO tee /etc/apt/sources.list.d/modelpkg-deb-src.list >/dev/null
+  fi
+  $SUDO apt-get -o DPkg::Lock::Timeout=900 update -q
+fi
 if [ "$cross_arch" = s390x ]; then scripts/cross_sysroot.sh s390x "$PWD/.deps/sysroot-s390x"; fi
-# The tests' npm packages: onnxruntime-node (the merge's ONNX Runtime check) and WebLLM's bundle (the
-# reference the URL differential test, test_url_diff, runs against).
-if $want_tests; then scripts/deps_node.sh && scripts/deps_node.sh webllm; fi
+# The tests' npm packages: onnxruntime-node (the merge's ONNX Runtime check), WebLLM's bundle (the
+# reference the URL differential test, test_url_diff, runs against) and TypeScript (js/test).
+if $want_tests; then scripts/deps_node.sh && scripts/deps_node.sh webllm && scripts/deps_node.sh js; fi

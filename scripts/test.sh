@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: install what is missing, then build and run every test twice, plainly and
-# under AddressSanitizer + UndefinedBehaviorSanitizer, then the unit and conformance tests of an
-# AArch64 cross build under qemu. Needs ../shared next to the checkout.
+# The whole test suite: install what is missing, build the WebAssembly module (scripts/wasm.sh), then
+# build and run every test twice, plainly and under AddressSanitizer + UndefinedBehaviorSanitizer,
+# then the unit and conformance tests of an AArch64 cross build under qemu. Needs ../shared next to the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --test
@@ -10,6 +10,8 @@ if [ ! -d ../shared/conformance ] && [ -z "${MPK_SHARED_DIR:-}" ]; then
   exit 1
 fi
 python3 scripts/gen_examples.py >/dev/null
+# The JavaScript package's WebAssembly module (js/dist/), which test_js runs in the release ctest.
+scripts/wasm.sh
 for flavour in release sanitize; do
   scripts/build.sh "$flavour"
   dir=build; [ "$flavour" = sanitize ] && dir=build-sanitize

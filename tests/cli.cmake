@@ -43,4 +43,8 @@ mpk_script_test(test_cli_mlc_urls integration ${MPK_IT}/test_cli_mlc_urls.sh ${M
 if(NOT MPK_SANITIZE AND NOT MPK_FUZZ AND NOT CMAKE_CROSSCOMPILING)
   mpk_script_test(test_python "integration;python" ${MPK_IT}/test_python.sh $<TARGET_FILE:modelpkg> ${MPK_CLI}
     ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR} REQUIRES mlc mt onnx)
+  # The JavaScript package's node --test suite (js/, docs/wasm.md) against the module scripts/wasm.sh
+  # built into js/dist/ and this build's CLI (the reports it must equal); label `js` too.
+  mpk_script_test(test_js "integration;js" ${MPK_IT}/test_js.sh ${MPK_CLI} ${PROJECT_SOURCE_DIR} ${MPK_SHARED_DIR}
+    REQUIRES mlc mt)
 endif()

@@ -69,6 +69,14 @@ skips merge_onnx_node "SKIP: test_merge_onnx: node not found $HOW" \
 # the URL differential test: without node; with node but without WebLLM's bundle (in an empty tree).
 skips url_diff_node "SKIP: test_url_diff: node not found $HOW" \
   -- env PATH="$NONODE" MPK_TEST_TOOL_PATH="$NONODE" "$I/test_url_diff.sh" /nonexistent "$SRC"
+# the JavaScript package's tests: without node; with node but without the WebAssembly module (a tree without js/dist).
+skips js_node "SKIP: test_js: node not found $HOW" \
+  -- env PATH="$NONODE" MPK_TEST_TOOL_PATH="$NONODE" "$I/test_js.sh" "$MPK" "$SRC" "$T/no-shared"
+if have_tool node; then
+  mkdir -p "$T/nojs/tests" && cp -r "$SRC/tests/integration" "$T/nojs/tests/"
+  skips js_module "SKIP: test_js: $T/nojs/js/dist/modelpkg-core.wasm not found (scripts/wasm.sh builds it)" \
+    -- "$I/test_js.sh" "$MPK" "$T/nojs" "$T/no-shared"
+fi
 if have_tool node; then
   skips url_diff_bundle "SKIP: test_url_diff: the WebLLM bundle ($T/.deps/node_modules/@mlc-ai/web-llm/lib/index.js) not found (scripts/deps_node.sh webllm installs it)" \
     -- "$I/test_url_diff.sh" /nonexistent "$T"

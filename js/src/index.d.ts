@@ -1,0 +1,152 @@
+// Types of the modelpkg JavaScript package (js/src/index.js).
+
+/** Bytes of a document or file, its text, or a JSON value (serialized with JSON.stringify). */
+export type Document = Uint8Array | ArrayBuffer | ArrayBufferView | Blob | string | object;
+
+/** A package's files: name (relative, '/'-separated) -> content; File objects from a folder picker
+ * (webkitRelativePath); or a function fetching a file by name (null when absent). */
+export type PackageFiles =
+  | Map<string, Document>
+  | Record<string, Document>
+  | File[]
+  | FileList
+  | ((name: string) => Promise<Document | Response | null | undefined> | Document | null | undefined);
+
+/** A problem as the library reports it (the --json form). */
+export interface Problem {
+  code: string;
+  code_value?: number;
+  file: string;
+  pointer: string;
+  message: string;
+  offset: number | null;
+}
+
+export declare class ModelpkgError extends Error {
+  constructor(problem: Problem);
+  /** "malformed", "unsupported-version", "mismatch", "not-found", ... (the --json spelling) */
+  readonly code: string;
+  /** the C code (MPK_EMALFORMED = -1, ...) */
+  readonly codeValue: number | null;
+  /** the file the rule concerns ("" when none) */
+  readonly file: string;
+  /** RFC 6901 JSON pointer into the file ("" when none) */
+  readonly pointer: string;
+  /** the rule that was broken (the library's message) */
+  readonly rule: string;
+  /** byte offset into the file, or null */
+  readonly offset: number | null;
+}
+export declare class MalformedError extends ModelpkgError {}
+export declare class VersionError extends ModelpkgError {}
+export declare class MismatchError extends ModelpkgError {}
+export declare class NotFoundError extends ModelpkgError {}
+export declare class UnsupportedError extends ModelpkgError {}
+export declare class IoError extends ModelpkgError {}
+export declare class OutOfMemoryError extends ModelpkgError {}
+export declare class LimitError extends ModelpkgError {}
+export declare class NoVariantError extends ModelpkgError {}
+export declare class CancelledError extends ModelpkgError {}
+export declare class InvalidArgumentError extends ModelpkgError {}
+/** The library's "FILE@OFFSET: POINTER: RULE" line of a problem. */
+export declare function formatProblem(problem: Problem): string;
+/** The ModelpkgError subclass for a problem's code. */
+export declare function errorFromProblem(problem: Problem): ModelpkgError;
+
+export declare function toBytes(doc: Document | Response): Promise<Uint8Array>;
+
+export declare function version(): Promise<{ version: string; components: string[]; hashImplementation: string }>;
+export declare function canonicalJson(doc: Document): Promise<{ text: string; sha256: string }>;
+export declare function sha256Id(data: Document): Promise<string>;
+export declare function interfaceId(tasks: Document): Promise<string>;
+
+/** mlc-model-manifest.json as WebLLM 0.2.86's parseModelPackageManifest returns it. */
+export interface ModelPackage {
+  schema: 'mlc.model-package';
+  schema_version: number;
+  chat_config: string;
+  interface_id: string;
+  weights: { manifest: string; parameter_schema_id: string };
+  tasks: Record<string, { executor: string; inputs: Record<string, unknown>; output: string }>;
+}
+export declare function parsePackage(doc: Document, options?: { file?: string; checkInterfaceId?: boolean }): Promise<ModelPackage>;
+
+/** _metadata.artifact as WebLLM's parseCompiledProgramArtifact returns it. */
+export interface CompiledProgram {
+  schema: 'mlc.compiled-program';
+  schema_version: number;
+  interface_id: string;
+  parameter_schema_id: string;
+  programs: Record<string, { kind: string; exports: Record<string, string>; adapters: Record<string, string>; adapter_dtypes: Record<string, string> }>;
+  resources: { required_features: string[]; max_storage_buffer_binding_size: number; estimated_device_memory_bytes: number };
+}
+export declare function parseArtifact(doc: Document, options?: { file?: string }): Promise<CompiledProgram>;
+
+export interface BoundInput {
+  adapter: string;
+  adapter_function: string;
+  processor: Record<string, unknown>;
+  prompt: Record<string, unknown> | null;
+  dtype?: string;
+}
+/** resolveChatCompletionArtifact's binding, plus the kv_state_kind the roles imply. */
+export interface Binding {
+  executor: string;
+  generation: { inputs: 'tokens' | 'embeds'; prefill: string; decode: string };
+  audio_input: BoundInput | null;
+  image_input: BoundInput | null;
+  supported_input_kinds: Array<'audio' | 'image'>;
+  kv_state_kind_implied: string;
+}
+export declare function bind(pkg: Document, artifact: Document, options?: { checkInterfaceId?: boolean; artifactFile?: string }): Promise<Binding>;
+
+export declare function cleanModelUrl(url: string): Promise<string>;
+export declare function resourceUrls(url: string, pkg?: Document | null): Promise<{ chatConfigUrl: string; tensorCacheBaseUrl: string; tensorCacheManifestUrl: string }>;
+
+/** A library: a file name among the package's files, or its bytes (a File keeps its name). */
+export type Library = string | Uint8Array | ArrayBuffer | Blob;
+
+export interface CheckOptions {
+  lib?: Library;
+  deviceFeatures?: string[] | string;
+  maxBindingSize?: number;
+  noWeights?: boolean;
+  variant?: string;
+  allVariants?: boolean;
+  noHash?: boolean;
+  noGraph?: boolean;
+  /** the package directory's name in the report (default "model") */
+  name?: string;
+}
+/** The `modelpkg check --json` report (docs/check-report.md): MLC or MobileTransformers. */
+export interface CheckReport {
+  modelpkg_version: string;
+  command: 'check';
+  ok: boolean;
+  dir: string;
+  problems: Problem[];
+  notes: string[];
+  [key: string]: unknown;
+}
+export declare function check(files: PackageFiles, options?: CheckOptions): Promise<CheckReport>;
+
+export interface FitOptions {
+  lib?: Library;
+  context?: number;
+  set?: Record<string, number>;
+  deviceMemory?: number | string;
+  maxBindingSize?: number;
+  deviceFeatures?: string[] | string;
+  name?: string;
+}
+/** The `modelpkg fit --json` document (docs/CLI.md). */
+export interface FitReport {
+  modelpkg_version: string;
+  command: 'fit';
+  ok: boolean;
+  fits: boolean | null;
+  problems: Problem[];
+  notes: string[];
+  [key: string]: unknown;
+}
+export declare function fit(files: PackageFiles, options?: FitOptions): Promise<FitReport>;

@@ -1,0 +1,225 @@
+// modelpkg for JavaScript: the C library compiled to WebAssembly (docs/wasm.md, js/README.md).
+// Every function is async (the module loads on first use). Documents are bytes (Uint8Array,
+// ArrayBuffer, a typed array, a Blob or File), their text (a string), or a JSON value (an object or
+// array, serialized with JSON.stringify). Results are plain objects: a check or fit report is the
+// CLI's --json document (docs/check-report.md, docs/CLI.md); parsed documents and bindings have the
+// shapes WebLLM 0.2.86 gives them. A failure is thrown as a ModelpkgError subclass (errors.js)
+// carrying the file, the JSON pointer and the rule.
+import { errorFromProblem, InvalidArgumentError } from './errors.js';
+import { loadModule } from './module.js';
+
+export * from './errors.js';
+
+const core = () => loadModule('modelpkg-core');
+const enc = new TextEncoder();
+
+function invalid(message) {
+  return new InvalidArgumentError({ code: 'invalid-argument', code_value: -11, file: '', pointer: '', message });
+}
+
+// Bytes of a document or file.
+export async function toBytes(x) {
+  if (x instanceof Uint8Array) return x;
+  if (x instanceof ArrayBuffer) return new Uint8Array(x);
+  if (ArrayBuffer.isView(x)) return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+  if (typeof x === 'string') return enc.encode(x);
+  if (x && typeof x.arrayBuffer === 'function') return new Uint8Array(await x.arrayBuffer()); // Blob, File, Response
+  if (x !== null && typeof x === 'object') return enc.encode(JSON.stringify(x));
+  throw invalid(`not a document: ${x === null ? 'null' : typeof x} (bytes, a Blob, a string or a JSON value)`);
+}
+
+function unwrap(answer) {
+  if (answer.error) throw errorFromProblem(answer.error);
+  return answer.result;
+}
+
+async function callCore(op, args, data) {
+  const m = await core();
+  return unwrap(m.call(op, args, data == null ? null : await toBytes(data)));
+}
+
+async function text(x) {
+  return typeof x === 'string' ? x : new TextDecoder().decode(await toBytes(x));
+}
+
+/** The library's version, its components and what computes its hashes. */
+export async function version() {
+  const v = await callCore('version');
+  return { version: v.version, components: v.components.split(' '), hashImplementation: v.hash_implementation };
+}
+
+/** Canonical JSON (sorted keys by code point, no whitespace, integers only) and its "sha256:<hex>". */
+export async function canonicalJson(doc) {
+  return callCore('canonical_json', null, doc);
+}
+
+/** "sha256:<hex>" of bytes. */
+export async function sha256Id(data) {
+  return callCore('sha256_id', null, data);
+}
+
+/** The interface_id of a `tasks` object (normalized first, as WebLLM and MLC's producer do). */
+export async function interfaceId(tasks) {
+  return callCore('interface_id', null, tasks);
+}
+
+/** Parse mlc-model-manifest.json: WebLLM's parsed object (tasks normalized). Unless
+ * checkInterfaceId is false, its interface_id must be its tasks' (loadModelPackageManifest). */
+export async function parsePackage(doc, { file, checkInterfaceId = true } = {}) {
+  return callCore('package_parse', { file, skip_interface_check: !checkInterfaceId }, doc);
+}
+
+/** Parse a compiled program (the `artifact` object of a library's _metadata). */
+export async function parseArtifact(doc, { file } = {}) {
+  return callCore('artifact_parse', { file }, doc);
+}
+
+/** Bind a package to a compiled program as WebLLM's resolveChatCompletionArtifact does. */
+export async function bind(pkg, artifact, { checkInterfaceId = true, artifactFile } = {}) {
+  return callCore('resolve', { package: await text(pkg), skip_interface_check: !checkInterfaceId, file: artifactFile },
+    artifact);
+}
+
+/** WebLLM's cleanModelUrl (hub URLs gain resolve/main/). */
+export async function cleanModelUrl(url) {
+  return callCore('clean_model_url', { url });
+}
+
+/** Where WebLLM fetches a model's documents: {chatConfigUrl, tensorCacheBaseUrl, tensorCacheManifestUrl}. */
+export async function resourceUrls(url, pkg = null) {
+  return callCore('resource_urls', { url, package: pkg == null ? null : await text(pkg) });
+}
+
+// ---- packages as files
+
+function checkName(name) {
+  const parts = String(name).split('/');
+  if (!name || parts.some((p) => p === '' || p === '.' || p === '..'))
+    throw invalid(`file name '${name}': a relative path without '.', '..' or empty parts`);
+  return parts.join('/');
+}
+
+// The package's files as [[path, Uint8Array]]: a Map or object of name -> content, or an array or
+// FileList of File objects from a folder picker (their webkitRelativePath without the folder).
+async function filesOf(files) {
+  let entries;
+  if (files instanceof Map) entries = [...files];
+  else if (Array.isArray(files) || (typeof FileList !== 'undefined' && files instanceof FileList))
+    entries = [...files].map((f) => [relativeName(f), f]);
+  else if (files && typeof files === 'object') entries = Object.entries(files);
+  else throw invalid('files: a Map or object of name -> content, File objects, or a function (name) -> content');
+  const out = [];
+  for (const [name, content] of entries) out.push([checkName(name), await toBytes(content)]);
+  return out;
+}
+
+function relativeName(f) {
+  const rel = f.webkitRelativePath || f.name;
+  const i = rel.indexOf('/');
+  return f.webkitRelativePath && i >= 0 ? rel.slice(i + 1) : rel;
+}
+
+// A fetch function (name) -> content|null: what an MLC check reads, fetched by name — the
+// sidecar, the chat config, the tensor cache it names and, only when weights are wanted, the
+// shards it lists (a check of the documents needs no shard: noWeights).
+async function fetchMlcFiles(get, wantWeights) {
+  const out = [];
+  const fetchOne = async (name) => {
+    const c = await get(name);
+    if (c == null) return null;
+    const bytes = await toBytes(c);
+    out.push([checkName(name), bytes]);
+    return bytes;
+  };
+  const manifest = await fetchOne('mlc-model-manifest.json');
+  let cacheName = 'tensor-cache.json';
+  if (manifest) {
+    try {
+      cacheName = JSON.parse(new TextDecoder().decode(manifest))?.weights?.manifest || cacheName;
+    } catch {
+      // the check reports the broken sidecar
+    }
+  }
+  await fetchOne('mlc-chat-config.json');
+  const cache = await fetchOne(checkName(cacheName));
+  if (cache && wantWeights) {
+    let records = [];
+    try {
+      records = JSON.parse(new TextDecoder().decode(cache)).records || [];
+    } catch {
+      // reported by the check
+    }
+    const base = cacheName.includes('/') ? cacheName.slice(0, cacheName.lastIndexOf('/') + 1) : '';
+    for (const r of records) if (typeof r?.dataPath === 'string') await fetchOne(base + r.dataPath);
+  }
+  return out;
+}
+
+async function libraryFile(lib, files, get, dir) {
+  if (lib == null) return null;
+  if (typeof lib === 'string') {
+    const name = checkName(lib);
+    if (get) files.push([name, await toBytes(await get(name) ?? '')]);
+    else if (!files.some(([n]) => n === name)) throw invalid(`lib: '${name}' is not among the package's files`);
+    return `${dir}/${name}`;
+  }
+  const name = checkName(lib.name || 'model-lib.wasm');
+  files.push([`.lib/${name}`, await toBytes(lib)]);
+  return `.lib/${name}`;
+}
+
+// Run a CLI command with --json over the package's files; the parsed document.
+async function runJson(cmd, files, options, flags) {
+  const m = await core();
+  const dir = checkName(options.name || 'model');
+  const get = typeof files === 'function' ? files : null;
+  const list = get ? await fetchMlcFiles(get, options.noWeights === false) : await filesOf(files);
+  const lib = await libraryFile(options.lib, list, get, dir);
+  // the package under DIR/, a library given as bytes beside it; run from inside DIR's parent
+  const placed = list.map(([n, b]) => (n.startsWith('.lib/') ? [n, b] : [`${dir}/${n}`, b]));
+  if (!placed.some(([n]) => n.startsWith(`${dir}/`))) placed.push([`${dir}/.keep`, new Uint8Array(0)]);
+  const argv = [cmd, dir, '--json', ...(lib ? ['--lib', lib] : []), ...flags];
+  const r = m.run(argv, placed);
+  let doc = null;
+  try {
+    doc = r.stdout ? JSON.parse(r.stdout) : null;
+  } catch {
+    doc = null;
+  }
+  if (!doc) throw invalid(`modelpkg ${cmd}: ${r.stderr || `exit status ${r.status}`}`);
+  if (r.status === 2) throw errorFromProblem(doc.problems?.[0] ?? { code: 'invalid-argument', message: r.stderr });
+  return doc;
+}
+
+function features(f) {
+  return Array.isArray(f) ? f.join(',') : String(f);
+}
+
+/** Check a package (MLC or MobileTransformers) from its files: the `modelpkg check --json` report.
+ * files: a Map or object of name -> content, File objects from a folder picker, or a function
+ * (name) -> content|null that fetches MLC documents lazily (shards only with noWeights: false).
+ * options: lib (a file name among the files, or bytes/File), deviceFeatures, maxBindingSize,
+ * noWeights, variant, allVariants, noHash, noGraph, name (the directory's name in the report). */
+export async function check(files, options = {}) {
+  const f = [];
+  if (options.deviceFeatures != null) f.push('--device-features', features(options.deviceFeatures));
+  if (options.maxBindingSize != null) f.push('--max-binding-size', String(options.maxBindingSize));
+  if (options.noWeights) f.push('--no-weights');
+  if (options.variant != null) f.push('--variant', String(options.variant));
+  if (options.allVariants) f.push('--all-variants');
+  if (options.noHash) f.push('--no-hash');
+  if (options.noGraph) f.push('--no-graph');
+  return runJson('check', files, options, f);
+}
+
+/** What an MLC model needs of a device next to what it has: the `modelpkg fit --json` document.
+ * options: lib, context, set ({name: value}), deviceMemory (bytes), maxBindingSize, deviceFeatures, name. */
+export async function fit(files, options = {}) {
+  const f = [];
+  if (options.context != null) f.push('--context', String(options.context));
+  for (const [k, v] of Object.entries(options.set || {})) f.push('--set', `${k}=${v}`);
+  if (options.deviceMemory != null) f.push('--device-memory', String(options.deviceMemory));
+  if (options.maxBindingSize != null) f.push('--max-binding-size', String(options.maxBindingSize));
+  if (options.deviceFeatures != null) f.push('--device-features', features(options.deviceFeatures));
+  return runJson('fit', files, options, f);
+}

@@ -1,0 +1,53 @@
+// Shared paths of the package's tests: the checkout (js/..), the conformance vectors
+// ($MPK_SHARED_DIR/conformance or ../shared/conformance beside the checkout), the native CLI
+// ($MODELPKG_CLI or the checkout's build/modelpkg) for comparing reports.
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const SHARED = process.env.MPK_SHARED_DIR || join(REPO, '..', 'shared');
+export const WEBLLM = join(SHARED, 'conformance', 'mlc-webllm');
+export const EXAMPLES = join(REPO, 'examples');
+export const CLI = process.env.MODELPKG_CLI || join(REPO, 'build', 'modelpkg');
+
+// The cases of a WebLLM vector file, or null (the test then skips, naming the file).
+export function cases(name) {
+  const f = join(WEBLLM, name);
+  return existsSync(f) ? JSON.parse(readFileSync(f, 'utf8')).cases : null;
+}
+
+export function vectorsOr(t, name) {
+  const c = cases(name);
+  if (!c) t.skip(`${join(WEBLLM, name)} not found (the shared conformance vectors: ../shared, or set MPK_SHARED_DIR)`);
+  return c;
+}
+
+// A directory's files as {relative path: Buffer}.
+export function readTree(dir, prefix = '') {
+  const out = {};
+  for (const n of readdirSync(dir).sort()) {
+    const f = join(dir, n);
+    if (statSync(f).isDirectory()) Object.assign(out, readTree(f, `${prefix}${n}/`));
+    else out[prefix + n] = readFileSync(f);
+  }
+  return out;
+}
+
+// WebLLM's location of an error: FILE then .key / [index] per pointer segment (tests/util/testutil.c).
+export function webllmLocation(e) {
+  let out = e.file;
+  if (!e.pointer) return out;
+  const segs = e.pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  segs.forEach((s, i) => {
+    if (s === '' && i === segs.length - 1) out += ' key';
+    else if (/^[0-9]+$/.test(s)) out += `[${s}]`;
+    else out += `.${s}`;
+  });
+  return out;
+}
+
+export function webllmMessage(e) {
+  const loc = webllmLocation(e);
+  return loc ? `${loc}: ${e.rule}` : e.rule;
+}

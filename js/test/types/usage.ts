@@ -1,0 +1,24 @@
+// A typed use of the package: tsc --strict must accept it (js/test/types.test.mjs).
+import * as mpk from '../../src/index.js';
+
+async function main(files: Map<string, Uint8Array>, lib: Blob): Promise<void> {
+  const v: { version: string; components: string[] } = await mpk.version();
+  const report: mpk.CheckReport = await mpk.check(files, { lib, deviceFeatures: ['shader-f16'], noWeights: true });
+  const ok: boolean = report.ok;
+  for (const p of report.problems) console.log(p.file, p.pointer, p.message, p.offset ?? -1);
+  const lazy = await mpk.check(async (name: string) => (name.endsWith('.json') ? '{}' : null), { name: 'm' });
+  const fitted: boolean | null = (await mpk.fit(files, { deviceMemory: '4GiB', set: { vocab_size: 10 } })).fits;
+  const pkg: mpk.ModelPackage = await mpk.parsePackage('{}', { checkInterfaceId: false });
+  const b: mpk.Binding = await mpk.bind(pkg, { schema: 'mlc.compiled-program' });
+  const kinds: Array<'audio' | 'image'> = b.supported_input_kinds;
+  const urls = await mpk.resourceUrls('https://huggingface.co/m', null);
+  const u: string = urls.tensorCacheBaseUrl + (await mpk.cleanModelUrl('https://h/m'));
+  try {
+    await mpk.interfaceId({ tasks: {} });
+  } catch (e) {
+    if (e instanceof mpk.MalformedError) console.log(e.file, e.pointer, e.rule, e.offset, e.codeValue);
+    if (e instanceof mpk.ModelpkgError) console.log(mpk.formatProblem({ code: e.code, file: e.file, pointer: e.pointer, message: e.rule, offset: e.offset }));
+  }
+  console.log(v, ok, lazy.dir, fitted, kinds, u, (await mpk.canonicalJson([1])).sha256);
+}
+void main;

@@ -1,0 +1,273 @@
+/* The WebAssembly module's function entry (js/src/core.js calls it; docs/wasm.md): one call, JSON
+   in, JSON out, so the JavaScript side needs no knowledge of C structs. A client of the public API
+   (include/modelpkg.h) and of jansson, like the CLI, whose main() is in the same module for the
+   commands with a --json document (check, fit, mlc plan): those documents are the CLI's, byte for byte.
+
+   char *mpkjs_call(const char *op, const char *args, const void *data, size_t len)
+     op: what to do (the table at the end); args: a JSON object of options (may be NULL);
+     data/len: the input bytes (a document, a library). Returns {"result": ...} or
+     {"error": {"code", "code_value", "file", "pointer", "message", "offset"}} (the --json problem
+     form), always a string (out of memory included): the caller frees it with mpkjs_free. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <modelpkg.h>
+
+#include <emscripten/emscripten.h>
+
+/* ---- results */
+
+static json_t *error_json(const mpk_error *e) {
+  json_t *o = json_pack("{s:s, s:i, s:s, s:s, s:s}", "code", mpk_code_name(e->code), "code_value", e->code,
+                        "file", e->file, "pointer", e->pointer, "message", e->message);
+  if (o) json_object_set_new(o, "offset", e->offset >= 0 ? json_integer(e->offset) : json_null());
+  return o;
+}
+
+static json_t *fail(mpk_error *err, int code, const char *message) {
+  mpk_error_clear(err);
+  err->code = code;
+  snprintf(err->message, sizeof err->message, "%s", message);
+  return NULL;
+}
+
+/* ---- inputs */
+
+static const char *arg_str(const json_t *args, const char *key) {
+  return json_string_value(json_object_get(args, key));
+}
+
+static bool arg_bool(const json_t *args, const char *key) { return json_is_true(json_object_get(args, key)); }
+
+/* A document passed as a string argument (the package beside an artifact). */
+static int arg_package(const json_t *args, const char *key, bool skip_id_check, mpk_mlc_package **out,
+                       mpk_error *err) {
+  const json_t *v = json_object_get(args, key);
+  *out = NULL;
+  if (!v || json_is_null(v)) return 0;
+  if (!json_is_string(v)) {
+    fail(err, MPK_EINVAL, "the package must be the text of mlc-model-manifest.json");
+    return MPK_EINVAL;
+  }
+  return mpk_mlc_package_parse(json_string_value(v), json_string_length(v), arg_str(args, "package_file"),
+                               skip_id_check, out, err);
+}
+
+/* ---- WebLLM's shapes (what parseModelPackageManifest, parseCompiledProgramArtifact and
+   resolveChatCompletionArtifact return): the reference consumer's objects, so a web app sees what
+   WebLLM would. */
+
+static json_t *tasks_of(const mpk_mlc_package *pkg, mpk_error *err) {
+  char *text = NULL;
+  if (mpk_mlc_package_tasks_json(pkg, &text, NULL, err)) return NULL;
+  json_t *t = json_loads(text, 0, NULL);
+  mpk_free(text);
+  return t ? t : fail(err, MPK_ENOMEM, "out of memory reading the tasks");
+}
+
+static json_t *package_json(const mpk_mlc_package *pkg, mpk_error *err) {
+  json_t *tasks = tasks_of(pkg, err);
+  if (!tasks) return NULL;
+  return json_pack("{s:s, s:I, s:s, s:s, s:{s:s, s:s}, s:o}", "schema", "mlc.model-package", "schema_version",
+                   (json_int_t)pkg->schema_version, "chat_config", pkg->chat_config, "interface_id",
+                   pkg->interface_id, "weights", "manifest", pkg->weights_manifest, "parameter_schema_id",
+                   pkg->parameter_schema_id, "tasks", tasks);
+}
+
+static json_t *entries(const mpk_mlc_entry *e, size_t n) {
+  json_t *o = json_object();
+  for (size_t i = 0; o && i < n; i++) json_object_set_new(o, e[i].key, json_string(e[i].value));
+  return o;
+}
+
+static json_t *artifact_json(const mpk_mlc_artifact *art) {
+  json_t *programs = json_object();
+  for (size_t i = 0; programs && i < art->n_programs; i++) {
+    const mpk_mlc_program *p = &art->programs[i];
+    json_object_set_new(programs, p->name,
+                        json_pack("{s:s, s:o, s:o, s:o}", "kind", p->kind, "exports", entries(p->exports, p->n_exports),
+                                  "adapters", entries(p->adapters, p->n_adapters), "adapter_dtypes",
+                                  entries(p->adapter_dtypes, p->n_adapter_dtypes)));
+  }
+  json_t *features = json_array();
+  for (size_t i = 0; features && i < art->n_required_features; i++)
+    json_array_append_new(features, json_string(art->required_features[i]));
+  return json_pack("{s:s, s:I, s:s, s:s, s:o, s:{s:o, s:I, s:I}}", "schema", "mlc.compiled-program",
+                   "schema_version", (json_int_t)art->schema_version, "interface_id", art->interface_id,
+                   "parameter_schema_id", art->parameter_schema_id, "programs", programs, "resources",
+                   "required_features", features, "max_storage_buffer_binding_size",
+                   (json_int_t)art->max_storage_buffer_binding_size, "estimated_device_memory_bytes",
+                   (json_int_t)art->estimated_device_memory_bytes);
+}
+
+/* A bound input: its adapter, and its processor and prompt as the package's normalized tasks say. */
+static json_t *bound_json(const mpk_mlc_bound_input *b, const json_t *tasks, const char *task, bool with_dtype) {
+  const json_t *in = json_object_get(json_object_get(json_object_get(tasks, task), "inputs"), b->input->name);
+  json_t *o = json_pack("{s:s, s:s, s:O, s:O}", "adapter", b->adapter, "adapter_function", b->adapter_function,
+                        "processor", json_object_get(in, "processor"), "prompt", json_object_get(in, "prompt"));
+  if (o && with_dtype) json_object_set_new(o, "dtype", json_string(b->dtype));
+  return o;
+}
+
+static json_t *binding_json(const mpk_mlc_binding *b, const mpk_mlc_package *pkg, mpk_error *err) {
+  json_t *tasks = tasks_of(pkg, err);
+  if (!tasks) return NULL;
+  const char *task = "chat.completions";
+  json_t *kinds = json_array();
+  if (b->has_audio) json_array_append_new(kinds, json_string("audio"));
+  if (b->has_image) json_array_append_new(kinds, json_string("image"));
+  json_t *o = json_pack(
+      "{s:s, s:{s:s, s:s, s:s}, s:o, s:o, s:o, s:s}", "executor", b->executor, "generation", "inputs",
+      b->generation_inputs == MPK_MLC_GENERATION_TOKENS ? "tokens" : "embeds", "prefill", b->prefill, "decode",
+      b->decode, "audio_input", b->has_audio ? bound_json(&b->audio, tasks, task, false) : json_null(),
+      "image_input", b->has_image ? bound_json(&b->image, tasks, task, true) : json_null(), "supported_input_kinds",
+      kinds, "kv_state_kind_implied", mpk_mlc_kv_state_kind_name(b->kv_state_kind_implied));
+  json_decref(tasks);
+  return o;
+}
+
+/* ---- the operations */
+
+typedef json_t *(*op_fn)(const json_t *args, const void *data, size_t len, mpk_error *err);
+
+static json_t *op_version(const json_t *args, const void *data, size_t len, mpk_error *err) {
+  (void)args, (void)data, (void)len, (void)err;
+  return json_pack("{s:s, s:s, s:s}", "version", mpk_version(), "components", mpk_components(),
+                   "hash_implementation", mpk_hash_implementation());
+}
+
+static json_t *op_canonical_json(const json_t *args, const void *data, size_t len, mpk_error *err) {
+  (void)args;
+  char *out = NULL, id[MPK_SHA256_ID_SIZE];
+  size_t n = 0;
+  if (mpk_canonical_json(data, len, &out, &n, err)) return NULL;
+  json_t *r = NULL;
+  if (mpk_sha256_id(out, n, id) == 0) r = json_pack("{s:s%, s:s}", "text", out, n, "sha256", id);
+  mpk_free(out);
+  return r;
+}
+
+static json_t *op_sha256_id(const json_t *args, const void *data, size_t len, mpk_error *err) {
+  (void)args;
+  char id[MPK_SHA256_ID_SIZE];
+  int rc = mpk_sha256_id(data, len, id);
+  return rc ? fail(err, rc, "SHA-256 failed") : json_string(id);
+}
+
+static json_t *op_interface_id(const json_t *args, const void *data, size_t len, mpk_error *err) {
+  (void)args;
+  char id[MPK_SHA256_ID_SIZE];
+  return mpk_mlc_interface_id(data, len, id, err) ? NULL : json_string(id);
+}
+
+static json_t *op_package_parse(const json_t *args, const void *data, size_t len, mpk_error *err) {
+  mpk_mlc_package *pkg = NULL;
+  if (mpk_mlc_package_parse(data, len, arg_str(args, "file"), arg_bool(args, "skip_interface_check"), &pkg, err))
+    return NULL;
+  json_t *r = package_json(pkg, err);
+  mpk_mlc_package_free(pkg);
+  return r;
+}
+
+static json_t *op_artifact_parse(const json_t *args, const void *data, size_t len, mpk_error *err) {
+  mpk_mlc_artifact *art = NULL;
+  if (mpk_mlc_artifact_parse(data, len, arg_str(args, "file"), &art, err)) return NULL;
+  json_t *r = artifact_json(art);
+  mpk_mlc_artifact_free(art);
+  return r;
+}
+
+/* data: the compiled program (_metadata.artifact JSON); args.package: the sidecar's text. */
+static json_t *op_resolve(const json_t *args, const void *data, size_t len, mpk_error *err) {
+  mpk_mlc_package *pkg = NULL;
+  mpk_mlc_artifact *art = NULL;
+  json_t *r = NULL;
+  if (arg_package(args, "package", arg_bool(args, "skip_interface_check"), &pkg, err)) return NULL;
+  if (!pkg) return fail(err, MPK_EINVAL, "resolve needs the package (mlc-model-manifest.json)");
+  if (mpk_mlc_artifact_parse(data, len, arg_str(args, "file"), &art, err) == 0) {
+    mpk_mlc_binding b;
+    if (mpk_mlc_resolve(pkg, art, &b, err) == 0) r = binding_json(&b, pkg, err);
+  }
+  mpk_mlc_artifact_free(art);
+  mpk_mlc_package_free(pkg);
+  return r;
+}
+
+static json_t *op_clean_model_url(const json_t *args, const void *data, size_t len, mpk_error *err) {
+  (void)data, (void)len;
+  char *out = NULL;
+  if (mpk_mlc_clean_model_url(arg_str(args, "url"), &out, err)) return NULL;
+  json_t *r = json_string(out);
+  mpk_free(out);
+  return r;
+}
+
+static json_t *op_resource_urls(const json_t *args, const void *data, size_t len, mpk_error *err) {
+  (void)data, (void)len;
+  mpk_mlc_package *pkg = NULL;
+  if (arg_package(args, "package", true, &pkg, err)) return NULL;
+  mpk_mlc_resource_urls u;
+  json_t *r = NULL;
+  if (mpk_mlc_resource_urls_resolve(arg_str(args, "url"), pkg, &u, err) == 0) {
+    r = json_pack("{s:s, s:s, s:s}", "chatConfigUrl", u.chat_config_url, "tensorCacheBaseUrl",
+                  u.tensor_cache_base_url, "tensorCacheManifestUrl", u.tensor_cache_manifest_url);
+    mpk_mlc_resource_urls_free(&u);
+  }
+  mpk_mlc_package_free(pkg);
+  return r;
+}
+
+static const struct {
+  const char *name;
+  op_fn fn;
+} OPS[] = {
+    {"version", op_version},
+    {"canonical_json", op_canonical_json},
+    {"sha256_id", op_sha256_id},
+    {"interface_id", op_interface_id},
+    {"package_parse", op_package_parse},
+    {"artifact_parse", op_artifact_parse},
+    {"resolve", op_resolve},
+    {"clean_model_url", op_clean_model_url},
+    {"resource_urls", op_resource_urls},
+};
+
+/* The answer when building the answer ran out of memory: a static text the caller can always parse
+   (mpkjs_free ignores it). */
+static char oom_text[256];
+static char *oom(void) {
+  snprintf(oom_text, sizeof oom_text,
+           "{\"error\":{\"code\":\"%s\",\"code_value\":%d,\"file\":\"\",\"pointer\":\"\",\"message\":"
+           "\"out of memory\",\"offset\":null}}",
+           mpk_code_name(MPK_ENOMEM), MPK_ENOMEM);
+  return oom_text;
+}
+
+EMSCRIPTEN_KEEPALIVE char *mpkjs_call(const char *op, const char *args_text, const void *data, size_t len) {
+  mpk_error err;
+  mpk_error_clear(&err);
+  json_t *args = NULL, *result = NULL;
+  if (args_text && *args_text) {
+    args = json_loads(args_text, 0, NULL);
+    if (!json_is_object(args)) fail(&err, MPK_EINVAL, "mpkjs_call: the options are not a JSON object");
+  }
+  if (!err.code) {
+    size_t i = 0;
+    while (i < sizeof OPS / sizeof OPS[0] && strcmp(OPS[i].name, op ? op : "") != 0) i++;
+    if (i == sizeof OPS / sizeof OPS[0]) fail(&err, MPK_EINVAL, "mpkjs_call: no such operation");
+    else result = OPS[i].fn(args, data ? data : "", data ? len : 0, &err);
+  }
+  json_decref(args);
+  if (!result && !err.code) fail(&err, MPK_ENOMEM, "out of memory");
+  json_t *doc = result ? json_pack("{s:o}", "result", result) : json_pack("{s:o}", "error", error_json(&err));
+  char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+  json_decref(doc);
+  return text ? text : oom();
+}
+
+EMSCRIPTEN_KEEPALIVE void mpkjs_free(char *p) {
+  if (p != oom_text) free(p);
+}

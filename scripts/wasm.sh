@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Build the WebAssembly module of the JavaScript package (docs/wasm.md, js/README.md) with Debian's
+# emscripten: the dependencies from Debian's source packages (scripts/wasm_deps.sh, into
+# .deps/wasm/prefix), the library and js/wasm/api.c into build-wasm/, the module copied to js/dist/.
+#   scripts/wasm.sh           the contract module (no media): js/dist/modelpkg-core.{mjs,wasm}
+# Needs what scripts/setup.sh --wasm installs (emscripten, dpkg-dev, a deb-src line).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v emcc >/dev/null ||
+  { echo "wasm: emcc not found (Debian's emscripten): run scripts/setup.sh --wasm" >&2; exit 1; }
+[ -r /usr/include/dlpack/dlpack.h ] ||
+  { echo "wasm: /usr/include/dlpack/dlpack.h not found (libdlpack-dev): run scripts/setup.sh --wasm" >&2; exit 1; }
+# Debian's emscripten runs its JS optimizer with Debian's node-acorn (see wasm_deps.sh).
+export NODE_PATH="/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}"
+jobs="${MPK_JOBS:-$(nproc)}"
+prefix="$PWD/.deps/wasm/prefix"
+
+scripts/wasm_deps.sh "$prefix" jansson yajl zlib
+mkdir -p "$prefix/include/dlpack"
+cp /usr/include/dlpack/dlpack.h "$prefix/include/dlpack/" # a header only: Debian's is the one
+
+# build DIR NAME CMAKE_OPTION...: configure and build the module NAME (js/dist/NAME.mjs + .wasm).
+build() {
+  local dir="$1" name="$2"; shift 2
+  mkdir -p "$dir"
+  PKG_CONFIG_LIBDIR="$prefix/lib/pkgconfig" emcmake cmake -S . -B "$dir" -G Ninja \
+    -DCMAKE_BUILD_TYPE=MinSizeRel -DMPK_BUILD_TESTS=OFF -DMPK_BUILD_BENCH=OFF -DMPK_JS_NAME="$name" \
+    -DMPK_WITH_FETCH=OFF -DMPK_WITH_ONNX=OFF "$@" \
+    -DCMAKE_FIND_ROOT_PATH="$prefix" -DCMAKE_C_FLAGS="-I$prefix/include" >"$dir/wasm.log" 2>&1 ||
+    { echo "wasm: configuring $dir failed: $dir.log" >&2; exit 1; }
+  cmake --build "$dir" -j"$jobs" --target modelpkg_js modelpkg_cli >>"$dir/wasm.log" 2>&1 ||
+    { echo "wasm: building $dir failed: $dir.log" >&2; exit 1; }
+  mkdir -p js/dist
+  cp "$dir/$name.mjs" "$dir/$name.wasm" js/dist/
+  echo "wasm: js/dist/$name.wasm $(stat -c %s "js/dist/$name.wasm") bytes, $(gzip -9c "js/dist/$name.wasm" | wc -c) gzipped" >&2
+}
+
+build build-wasm modelpkg-core -DMPK_WITH_AUDIO=OFF -DMPK_WITH_IMAGE=OFF
