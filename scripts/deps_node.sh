@@ -16,15 +16,20 @@ WEBLLM_VERSION=0.2.86
 DEPS=.deps
 
 # `deps_node.sh js`: what the JavaScript package's tests use (js/test): TypeScript, which checks
-# js/src/index.d.ts against a typed use of the API.
+# js/src/index.d.ts against a typed use of the API, and puppeteer-core, which drives Debian's
+# chromium (it downloads no browser of its own).
 TYPESCRIPT_VERSION=5.9.3
+PUPPETEER_VERSION=24.43.1
 if [ "${1:-}" = js ]; then
-  have="$(node -e "process.stdout.write(require('./$DEPS/node_modules/typescript/package.json').version)" 2>/dev/null || true)"
-  [ "$have" = "$TYPESCRIPT_VERSION" ] && exit 0
-  echo "deps_node: installing typescript@$TYPESCRIPT_VERSION into $DEPS/node_modules" >&2
+  have="$(node -e "
+    const v = (p) => require('./$DEPS/node_modules/' + p + '/package.json').version;
+    process.stdout.write(v('typescript') + ' ' + v('puppeteer-core'));" 2>/dev/null || true)"
+  [ "$have" = "$TYPESCRIPT_VERSION $PUPPETEER_VERSION" ] && exit 0
+  echo "deps_node: installing typescript@$TYPESCRIPT_VERSION puppeteer-core@$PUPPETEER_VERSION into $DEPS/node_modules" >&2
   mkdir -p "$DEPS"
   [ -f "$DEPS/package.json" ] || echo '{"private": true, "description": "modelpkg test dependencies (scripts/deps_node.sh)"}' >"$DEPS/package.json"
-  npm install --prefix "$DEPS" --ignore-scripts --no-audit --no-fund --save-exact "typescript@$TYPESCRIPT_VERSION"
+  npm install --prefix "$DEPS" --ignore-scripts --no-audit --no-fund --save-exact \
+    "typescript@$TYPESCRIPT_VERSION" "puppeteer-core@$PUPPETEER_VERSION"
   exit 0
 fi
 

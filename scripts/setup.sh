@@ -43,6 +43,7 @@ PACKAGES=(
 TEST_PACKAGES=(
   libcmocka-dev                              # unit tests
   nginx curl                                 # mt install tests: a real HTTP server on 127.0.0.1, polled with curl
+  chromium                                   # the JavaScript package in headless Chromium (js/test, puppeteer-core from npm)
   clang libclang-rt-14-dev                   # libFuzzer targets (optional build, MPK_FUZZ=ON)
   lld llvm                                   # test libraries in every container (tests/tools/make_tvm_lib.py: wasm-ld, ld.lld, ld64.lld, llvm-ar)
   python3-numpy python3-onnx                 # the merge's ONNX Runtime test: models and expected values

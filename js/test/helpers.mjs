@@ -33,21 +33,3 @@ export function readTree(dir, prefix = '') {
   }
   return out;
 }
-
-// WebLLM's location of an error: FILE then .key / [index] per pointer segment (tests/util/testutil.c).
-export function webllmLocation(e) {
-  let out = e.file;
-  if (!e.pointer) return out;
-  const segs = e.pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
-  segs.forEach((s, i) => {
-    if (s === '' && i === segs.length - 1) out += ' key';
-    else if (/^[0-9]+$/.test(s)) out += `[${s}]`;
-    else out += `.${s}`;
-  });
-  return out;
-}
-
-export function webllmMessage(e) {
-  const loc = webllmLocation(e);
-  return loc ? `${loc}: ${e.rule}` : e.rule;
-}
