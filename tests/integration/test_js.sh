@@ -4,7 +4,8 @@
 # this build's `modelpkg check --json`, the TypeScript declarations. Needs the module that
 # scripts/wasm.sh builds into js/dist/ (scripts/test.sh builds it first) and node >= 18; skipped
 # (exit 77, a SKIP line naming what is missing) without either; without TypeScript (scripts/deps_node.sh
-# js) only the declarations test is skipped (node --test names it).
+# js) only the declarations test is skipped, without chromium or puppeteer-core the browser tests
+# (node --test names what is missing).
 # usage: test_js.sh MODELPKG SOURCE_DIR SHARED_DIR
 set -uo pipefail
 MPK="$1"; SRC="$2"; SHARED="$3"
@@ -12,8 +13,9 @@ MPK="$1"; SRC="$2"; SHARED="$3"
 need_tool node node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 18 ? 1 : 0)'
 [ -f "$SRC/js/dist/modelpkg-core.wasm" ] ||
   { echo "SKIP: $TEST_NAME: $SRC/js/dist/modelpkg-core.wasm not found (scripts/wasm.sh builds it)"; exit 77; }
+OUT="$PWD" # the build's tests/ directory: the page's screenshot goes there
 cd "$SRC/js" || exit 1
-out=$(MODELPKG_CLI="$MPK" MPK_SHARED_DIR="$SHARED" node --test --test-reporter=tap test/*.test.mjs 2>&1); rc=$?
+out=$(MODELPKG_CLI="$MPK" MPK_SHARED_DIR="$SHARED" MPK_SCREENSHOT="$OUT/web-page.png" node --test --test-reporter=tap test/*.test.mjs 2>&1); rc=$?
 printf '%s\n' "$out" | grep -E '^(not ok|ok|# (tests|pass|fail|skipped))|# SKIP' 
 [ $rc -eq 0 ] || printf '%s\n' "$out" | tail -60
 exit $rc
