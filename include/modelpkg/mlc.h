@@ -1123,6 +1123,17 @@ MPK_API int mpk_mlc_prefill_plan_segments(const mpk_mlc_planner *planner, int64_
 /** Free the mpk_mlc_prefill_plan and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_prefill_plan_free(mpk_mlc_prefill_plan *plan);
 
+/**
+ * A plan as the JSON object `modelpkg mlc plan --json` holds (docs/prefill.md), without the
+ * command's envelope: generation_inputs, functions {embed_tokens, prefill, decode},
+ * prefill_chunk_size, prefill_chunk_size_from, context_window_size, sliding_window_size (the
+ * planner's), filled_kv_cache_length, prompt_length, items [{kind, segment, adapter_function, rows,
+ * offset, chunks: [first, n]}], chunks [{token_ids, modality_ids, embedding_rows: [row_start, n] |
+ * null, offset, item}]. Compact UTF-8; `*out` is freed with mpk_free; `out_len` may be NULL.
+ */
+MPK_API int mpk_mlc_prefill_plan_json(const mpk_mlc_planner *planner, const mpk_mlc_prefill_plan *plan, char **out,
+                                      size_t *out_len, mpk_error *err);
+
 /** A prompt described as JSON (the SEGMENTS.json of `modelpkg mlc plan`, docs/prefill.md). */
 typedef struct mpk_mlc_segments {
   int64_t filled_kv_cache_length;

@@ -150,3 +150,48 @@ export interface FitReport {
   [key: string]: unknown;
 }
 export declare function fit(files: PackageFiles, options?: FitOptions): Promise<FitReport>;
+
+/** A prompt: SEGMENTS.json of `modelpkg mlc plan` (docs/prefill.md). */
+export interface PromptSegments {
+  filled_kv_cache_length?: number;
+  segments: Array<{ text: number[] } | { audio: { rows: number } } | { image: { rows?: number } }>;
+}
+/** A media input of a planner configuration. */
+export interface PrefillInput {
+  prompt?: { prefix_token_ids?: number[]; placeholder_token_id: number; suffix_token_ids?: number[] } | null;
+  adapter_function?: string | null;
+  num_embeddings?: number;
+}
+/** The fields of mpk_mlc_prefill_config. */
+export interface PrefillConfig {
+  generation_inputs?: 'tokens' | 'embeds';
+  embed_tokens?: string | null;
+  prefill?: string | null;
+  decode?: string | null;
+  audio?: PrefillInput | null;
+  image?: PrefillInput | null;
+  prefill_chunk_size: number;
+  context_window_size?: number;
+  sliding_window_size?: number;
+  system_prefix_token_ids?: number[] | null;
+}
+/** A plan: the object of `modelpkg mlc plan --json` (docs/prefill.md). */
+export interface PrefillPlan {
+  generation_inputs: 'tokens' | 'embeds';
+  functions: { embed_tokens: string | null; prefill: string | null; decode: string | null };
+  prefill_chunk_size: number;
+  prefill_chunk_size_from: string | null;
+  context_window_size: number;
+  sliding_window_size: number;
+  filled_kv_cache_length: number;
+  prompt_length: number;
+  items: Array<{ kind: 'audio' | 'image'; segment: number; adapter_function: string | null; rows: number; offset: number; chunks: [number, number] }>;
+  chunks: Array<{ token_ids: number[]; modality_ids: number[]; embedding_rows: [number, number] | null; offset: number; item: number | null }>;
+}
+export declare function planPrefill(config: PrefillConfig, segments: PromptSegments | Document, options?: { file?: string }): Promise<PrefillPlan>;
+/** `modelpkg mlc plan --json` for a package and its library (the document, envelope included). */
+export declare function planPackagePrefill(files: PackageFiles, segments: PromptSegments | Document,
+  options: { lib: Library; name?: string }): Promise<PrefillPlan & { modelpkg_version: string; command: 'mlc plan'; ok: true; package: string; lib: string }>;
+/** WebLLM's pre-manifest chunker. */
+export declare function legacyChunks(items: Array<{ text: number } | { image: number }>, prefillChunkSize: number):
+  Promise<Array<{ length: number; pieces: Array<{ item: number; start: number; count: number }> }>>;

@@ -168,8 +168,9 @@ async function libraryFile(lib, files, get, dir) {
   return `.lib/${name}`;
 }
 
-// Run a CLI command with --json over the package's files; the parsed document.
-async function runJson(cmd, files, options, flags) {
+// Run a CLI command with --json over the package's files; the parsed document. argv(dir, lib) gives
+// the command's arguments; extra: more files ([[path, bytes]], placed beside the package).
+async function runJson(cmd, files, options, argv, extra = []) {
   const m = await core();
   const dir = checkName(options.name || 'model');
   const get = typeof files === 'function' ? files : null;
@@ -178,8 +179,7 @@ async function runJson(cmd, files, options, flags) {
   // the package under DIR/, a library given as bytes beside it; run from inside DIR's parent
   const placed = list.map(([n, b]) => (n.startsWith('.lib/') ? [n, b] : [`${dir}/${n}`, b]));
   if (!placed.some(([n]) => n.startsWith(`${dir}/`))) placed.push([`${dir}/.keep`, new Uint8Array(0)]);
-  const argv = [cmd, dir, '--json', ...(lib ? ['--lib', lib] : []), ...flags];
-  const r = m.run(argv, placed);
+  const r = m.run(argv(dir, lib), [...placed, ...extra]);
   let doc = null;
   try {
     doc = r.stdout ? JSON.parse(r.stdout) : null;
@@ -209,7 +209,7 @@ export async function check(files, options = {}) {
   if (options.allVariants) f.push('--all-variants');
   if (options.noHash) f.push('--no-hash');
   if (options.noGraph) f.push('--no-graph');
-  return runJson('check', files, options, f);
+  return runJson('check', files, options, (dir, lib) => ['check', dir, '--json', ...(lib ? ['--lib', lib] : []), ...f]);
 }
 
 /** What an MLC model needs of a device next to what it has: the `modelpkg fit --json` document.
@@ -221,5 +221,33 @@ export async function fit(files, options = {}) {
   if (options.deviceMemory != null) f.push('--device-memory', String(options.deviceMemory));
   if (options.maxBindingSize != null) f.push('--max-binding-size', String(options.maxBindingSize));
   if (options.deviceFeatures != null) f.push('--device-features', features(options.deviceFeatures));
-  return runJson('fit', files, options, f);
+  return runJson('fit', files, options, (dir, lib) => ['fit', dir, '--json', ...(lib ? ['--lib', lib] : []), ...f]);
+}
+
+/** Plan the prefill of a prompt for a package and its library: the `modelpkg mlc plan --json`
+ * document. segments: SEGMENTS.json ({filled_kv_cache_length?, segments: [{text: [ids]},
+ * {audio: {rows}}, {image: {}}, ...]}, docs/prefill.md) as a JSON value or text. options: lib
+ * (required), name. A refused prompt is thrown (LimitError for the context window, ...). */
+export async function planPackagePrefill(files, segments, options = {}) {
+  if (options.lib == null) throw invalid('planPackagePrefill: options.lib (the compiled library) is required');
+  const doc = await runJson('mlc plan', files, options,
+    (dir, lib) => ['mlc', 'plan', '--package', dir, '--lib', lib, '--segments', '.prompt/segments.json', '--json'],
+    [['.prompt/segments.json', await toBytes(segments)]]);
+  if (!doc.ok) throw errorFromProblem(doc.problems[0]);
+  return doc;
+}
+
+/** Plan the prefill of a prompt with a planner configuration given as an object (the fields of
+ * mpk_mlc_prefill_config: generation_inputs, embed_tokens, prefill, decode, audio and image
+ * ({prompt: {prefix_token_ids, placeholder_token_id, suffix_token_ids}, adapter_function,
+ * num_embeddings} or null), prefill_chunk_size, context_window_size, sliding_window_size,
+ * system_prefix_token_ids); segments as for planPackagePrefill. The plan object of `mlc plan --json`. */
+export async function planPrefill(config, segments, { file } = {}) {
+  return callCore('prefill_plan', { config, file }, segments);
+}
+
+/** WebLLM's pre-manifest chunker (getChunkedPrefillInputData): items [{text: TOKENS} | {image:
+ * EMBED_SIZE}] into chunks [{length, pieces: [{item, start, count}]}]; images are never split. */
+export async function legacyChunks(items, prefillChunkSize) {
+  return callCore('legacy_chunks', { items, prefill_chunk_size: prefillChunkSize });
 }

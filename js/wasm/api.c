@@ -13,10 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-#include <modelpkg.h>
-
 #include <emscripten/emscripten.h>
+
+#include "api.h"
 
 /* ---- results */
 
@@ -27,12 +26,16 @@ static json_t *error_json(const mpk_error *e) {
   return o;
 }
 
-static json_t *fail(mpk_error *err, int code, const char *message) {
+json_t *mpkjs_fail(mpk_error *err, int code, const char *file, const char *pointer, const char *message) {
   mpk_error_clear(err);
   err->code = code;
+  snprintf(err->file, sizeof err->file, "%s", file ? file : "");
+  snprintf(err->pointer, sizeof err->pointer, "%s", pointer ? pointer : "");
   snprintf(err->message, sizeof err->message, "%s", message);
   return NULL;
 }
+
+static json_t *fail(mpk_error *err, int code, const char *message) { return mpkjs_fail(err, code, NULL, NULL, message); }
 
 /* ---- inputs */
 
@@ -131,8 +134,6 @@ static json_t *binding_json(const mpk_mlc_binding *b, const mpk_mlc_package *pkg
 
 /* ---- the operations */
 
-typedef json_t *(*op_fn)(const json_t *args, const void *data, size_t len, mpk_error *err);
-
 static json_t *op_version(const json_t *args, const void *data, size_t len, mpk_error *err) {
   (void)args, (void)data, (void)len, (void)err;
   return json_pack("{s:s, s:s, s:s}", "version", mpk_version(), "components", mpk_components(),
@@ -222,7 +223,7 @@ static json_t *op_resource_urls(const json_t *args, const void *data, size_t len
 
 static const struct {
   const char *name;
-  op_fn fn;
+  mpkjs_op fn;
 } OPS[] = {
     {"version", op_version},
     {"canonical_json", op_canonical_json},
@@ -233,6 +234,8 @@ static const struct {
     {"resolve", op_resolve},
     {"clean_model_url", op_clean_model_url},
     {"resource_urls", op_resource_urls},
+    {"prefill_plan", mpkjs_op_prefill_plan},
+    {"legacy_chunks", mpkjs_op_legacy_chunks},
 };
 
 /* The answer when building the answer ran out of memory: a static text the caller can always parse

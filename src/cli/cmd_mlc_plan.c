@@ -17,19 +17,6 @@ static const char more[] = "exit status: 0 planned, 1 refused (the reason on std
 
 /* ---------------------------------------------------------------- output pieces */
 
-static json_t *ids_json(const int32_t *ids, size_t n) {
-  json_t *a = json_array();
-  for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_integer(ids[i]));
-  return a;
-}
-
-/* A chunk as the conformance vectors write it: token ids, modality ids, embedding_rows. */
-static json_t *chunk_json(const mpk_mlc_prefill_chunk *c) {
-  json_t *rows = c->from_adapter ? json_pack("[I, I]", (json_int_t)c->row_start, (json_int_t)c->n) : json_null();
-  return json_pack("{s:o, s:o, s:o}", "token_ids", ids_json(c->token_ids, c->n), "modality_ids",
-                   ids_json(c->modality_ids, c->n), "embedding_rows", rows);
-}
-
 /* The command's own keys in its --json document (docs/CLI.md), by mode; null on a refusal. */
 static const char *const package_keys[] = {"package", "lib", "generation_inputs", "functions", "prefill_chunk_size",
                                            "prefill_chunk_size_from", "context_window_size", "sliding_window_size",
@@ -108,33 +95,24 @@ static void plan_text(const char *dir, const mpk_mlc_planner *pl, const mpk_mlc_
   else printf("decode:   %s(%s(token id) as [1, 1, hidden], kv, params)\n", str_or(p->decode, "decode_embeds"), embed);
 }
 
-static int plan_json(const char *dir, const char *lib, const mpk_mlc_planner *pl, const mpk_mlc_prefill_plan *p) {
-  const mpk_mlc_prefill_config *c = &pl->config;
-  json_t *items = json_array(), *chunks = json_array();
-  for (size_t i = 0; i < p->n_items; i++) {
-    const mpk_mlc_prefill_item *it = &p->items[i];
-    json_array_append_new(items, json_pack("{s:s, s:I, s:o, s:I, s:I, s:[I, I]}", "kind", kind_name(it->kind), "segment",
-                                           (json_int_t)it->segment, "adapter_function",
-                                           mpk_cli_json_str(it->adapter_function), "rows", (json_int_t)it->rows,
-                                           "offset", (json_int_t)it->offset, "chunks", (json_int_t)it->first_chunk,
-                                           (json_int_t)it->n_chunks));
+/* The document: the package and library, then the library's JSON of the plan (one writer for the
+   CLI and the bindings). */
+static int plan_json(const char *dir, const char *lib, const mpk_mlc_planner *pl, const mpk_mlc_prefill_plan *p,
+                     mpk_error *err) {
+  char *text = NULL;
+  if (mpk_mlc_prefill_plan_json(pl, p, &text, NULL, err)) return -1;
+  json_t *plan = json_loads(text, 0, NULL);
+  mpk_free(text);
+  json_t *root = plan ? json_pack("{s:s, s:s}", "package", dir, "lib", lib) : NULL;
+  if (!root) {
+    json_decref(plan);
+    mpk_error_clear(err);
+    err->code = MPK_ENOMEM;
+    snprintf(err->message, sizeof err->message, "out of memory");
+    return -1;
   }
-  for (size_t i = 0; i < p->n_chunks; i++) {
-    const mpk_mlc_prefill_chunk *ch = &p->chunks[i];
-    json_t *o = chunk_json(ch);
-    json_object_set_new(o, "offset", json_integer((json_int_t)ch->offset));
-    json_object_set_new(o, "item", ch->from_adapter ? json_integer((json_int_t)ch->item) : json_null());
-    json_array_append_new(chunks, o);
-  }
-  json_t *root = json_pack(
-      "{s:s, s:s, s:s, s:{s:o, s:o, s:o}, s:I, s:o, s:I, s:I, s:I, s:I, s:o, s:o}", "package", dir, "lib", lib,
-      "generation_inputs", p->generation_inputs == MPK_MLC_GENERATION_TOKENS ? "tokens" : "embeds", "functions",
-      "embed_tokens", mpk_cli_json_str(p->embed_tokens), "prefill", mpk_cli_json_str(p->prefill), "decode",
-      mpk_cli_json_str(p->decode), "prefill_chunk_size", (json_int_t)c->prefill_chunk_size,
-      "prefill_chunk_size_from", mpk_cli_json_str(pl->prefill_chunk_size_from), "context_window_size",
-      (json_int_t)c->context_window_size, "sliding_window_size", (json_int_t)c->sliding_window_size,
-      "filled_kv_cache_length", (json_int_t)p->filled_kv_cache_length, "prompt_length", (json_int_t)p->prompt_length,
-      "items", items, "chunks", chunks);
+  json_object_update(root, plan); /* its keys in its order, after package and lib */
+  json_decref(plan);
   return print_ok(root);
 }
 
@@ -156,10 +134,10 @@ static int run_package(const char *dir, const char *lib, const char *segments, b
     if (rc && !err.file[0]) snprintf(err.file, sizeof err.file, "%s", segments); /* the prompt's fault */
   }
   int status;
+  if (!rc && json && plan_json(dir, lib, pl, plan, &err) < 0) rc = err.code;
   if (rc) status = refused(&err, json);
   else {
-    if (json) plan_json(dir, lib, pl, plan);
-    else plan_text(dir, pl, plan);
+    if (!json) plan_text(dir, pl, plan);
     status = MPK_EXIT_OK;
   }
   mpk_mlc_prefill_plan_free(plan);

@@ -167,6 +167,172 @@ export const SUITES = [
   },
 ];
 
+// ---- prefill planning (tests/conformance/test_conf_prefill.c)
+
+// WebLLM's error class -> the package's Error subclass name.
+const PREFILL_ERRORS = {
+  ContextWindowSizeExceededError: 'LimitError',
+  PrefillChunkSizeSmallerThanImageError: 'LimitError',
+  ArtifactManifestError: 'UnsupportedError',
+  Error: 'InvalidArgumentError',
+};
+
+// WebLLM's message up to its first newline opens ours; its second line is in ours too.
+function prefillMessage(name, e, expected) {
+  const [first, ...rest] = expected.split('\n');
+  ok(e.rule.startsWith(first), `${name}: expected message\n  ${first}\ngot\n  ${e.rule}`);
+  if (rest.length) ok(e.rule.includes(rest.join('\n')), `${name}: message lacks "${rest.join('\n')}": ${e.rule}`);
+}
+
+// An artifact case as a planner configuration and SEGMENTS.json; imageRowsKnown: the image's rows
+// declared as num_embeddings and not passed (the check then runs before the adapter).
+function artifactCase(c, imageRowsKnown) {
+  const input = (p) => (p ? { prompt: { prefix_token_ids: p.prefix_token_ids, placeholder_token_id: p.placeholder_token_id, suffix_token_ids: p.suffix_token_ids } } : null);
+  const config = {
+    generation_inputs: 'tokens', prefill_chunk_size: c.prefill_chunk_size, context_window_size: c.context_window_size ?? 0,
+    sliding_window_size: c.sliding_window_size ?? -1, system_prefix_token_ids: c.system_prefix_token_ids ?? [],
+    audio: input(c.audio_prompt), image: input(c.image_prompt),
+  };
+  let next = 0;
+  const segments = c.segments.map((s) => {
+    if (s !== 'AUDIO' && s !== 'IMAGE') return { text: c.tokenizer[s] };
+    const rows = c.adapter_rows[next++];
+    if (s === 'AUDIO') return { audio: { rows } };
+    if (imageRowsKnown && config.image) {
+      config.image.num_embeddings = rows;
+      return { image: {} };
+    }
+    return { image: { rows } };
+  });
+  return { config, prompt: { filled_kv_cache_length: c.filled_kv_cache_length ?? 0, segments } };
+}
+
+function comparePlan(name, c, plan) {
+  equal(plan.prompt_length, c.expected_prompt_length, `${name}: prompt length`);
+  equal(plan.chunks.length, c.expected_chunks.length, `${name}: chunks`);
+  let offset = 0;
+  plan.chunks.forEach((ch, i) => {
+    const e = c.expected_chunks[i];
+    deepEqual(ch.token_ids, e.token_ids, `${name}: chunk ${i} token ids`);
+    deepEqual(ch.modality_ids, e.modality_ids, `${name}: chunk ${i} modality ids`);
+    deepEqual(ch.embedding_rows, e.embedding_rows, `${name}: chunk ${i} embedding rows`);
+    equal(ch.offset, offset, `${name}: chunk ${i} offset (the chunks tile the prompt)`);
+    offset += ch.token_ids.length;
+  });
+  equal(offset, plan.prompt_length, `${name}: the chunks' positions`);
+}
+
+// A toy tokenizer for rendered strings: one token per UTF-8 byte, id = byte + 1000.
+const toyTokens = (s) => [...new TextEncoder().encode(s)].map((b) => 1000 + b);
+
+SUITES.push(
+  {
+    file: 'prefill_chunks_artifact.json',
+    title: "getArtifactPrefillChunks: the same chunks, or the same error at the same step (both image forms)",
+    async run(mpk, cases) {
+      for (const c of cases) {
+        for (const known of [false, true]) {
+          const name = `${c.name}${known ? ' (image rows known)' : ''}`;
+          const { config, prompt } = artifactCase(c, known);
+          const planned = mpk.planPrefill(config, prompt);
+          if (c.expected_error) {
+            const e = await rejection(planned, name);
+            equal(e.name, PREFILL_ERRORS[c.expected_error.name], `${name}: error class for ${c.expected_error.name}`);
+            prefillMessage(name, e, c.expected_error.message);
+            // WebLLM disposes an adapter output exactly when the context check before slicing refuses it
+            const seg = /^\/segments\/(\d+)$/.exec(e.pointer);
+            const media = seg && !prompt.segments[+seg[1]].text;
+            equal(media && e instanceof mpk.LimitError ? 1 : 0, c.adapter_outputs_disposed, `${name}: adapter outputs disposed`);
+          } else {
+            comparePlan(name, c, await planned);
+          }
+        }
+      }
+      equal(cases.length, 15, 'cases');
+      return cases.length;
+    },
+  },
+  {
+    file: 'prefill_chunks_legacy.json',
+    title: 'getChunkedPrefillInputData: the same pieces and chunk lengths, or the same error',
+    async run(mpk, cases) {
+      for (const [i, c] of cases.entries()) {
+        const items = c.input.map((it) => (it.image !== undefined ? { image: it.embed_size } : { text: it.count }));
+        const chunked = mpk.legacyChunks(items, c.prefill_chunk_size);
+        if (c.expected_error) {
+          const e = await rejection(chunked, `legacy ${i}`);
+          equal(e.name, PREFILL_ERRORS[c.expected_error.name], `legacy ${i}: error class`);
+          prefillMessage(`legacy ${i}`, e, c.expected_error.message);
+          continue;
+        }
+        const chunks = await chunked;
+        deepEqual(chunks.map((ch) => ch.length), c.expected_chunk_lens, `legacy ${i}: chunk lengths`);
+        chunks.forEach((ch, k) => {
+          // the vectors write a token piece as [first, last] values of a range from the item's first
+          // value, an image piece by the image's name (always whole)
+          const got = ch.pieces.map((pc) => {
+            const src = c.input[pc.item];
+            if (src.image === undefined) return { tokens: [src.tokens[0] + pc.start, src.tokens[0] + pc.start + pc.count - 1], count: pc.count };
+            equal(pc.start === 0 && pc.count === src.embed_size, true, `legacy ${i}: chunk ${k}: an image whole`);
+            return { image: src.image };
+          });
+          const want = c.expected_chunks[k].map((ep) => (ep.image !== undefined ? { image: ep.image } : { tokens: ep.tokens, count: ep.count }));
+          deepEqual(got, want, `legacy ${i}: chunk ${k}`);
+        });
+      }
+      equal(cases.length, 9, 'cases');
+      return cases.length;
+    },
+  },
+  {
+    file: 'prompt_segments.json',
+    title: 'the segments a conversation renders to land in the plan in order, the system prefix in the first round only',
+    async run(mpk, cases) {
+      const audio = { prefix_token_ids: [256000], placeholder_token_id: 258881, suffix_token_ids: [258883] };
+      const image = { prefix_token_ids: [], placeholder_token_id: 32000, suffix_token_ids: [] };
+      let applied = 0;
+      const check = async (name, conv, segs, filled) => {
+        const sys = conv.system_prefix_token_ids ?? [];
+        const config = {
+          prefill_chunk_size: 64, context_window_size: 4096, sliding_window_size: -1, system_prefix_token_ids: sys,
+          audio: { prompt: audio, adapter_function: 'audio_embed' }, image: { prompt: image, adapter_function: 'image_embed', num_embeddings: 576 },
+        };
+        const want = filled === 0 ? [...sys] : [];
+        const mods = want.map(() => 0);
+        const segments = segs.map((s) => {
+          if (typeof s === 'string') {
+            const ids = toyTokens(s);
+            want.push(...ids), mods.push(...ids.map(() => 0));
+            return { text: ids };
+          }
+          const isAudio = s.type === 'input_audio';
+          const p = isAudio ? audio : image;
+          const rows = isAudio ? 25 : 576;
+          want.push(...p.prefix_token_ids), mods.push(...p.prefix_token_ids.map(() => 0));
+          for (let r = 0; r < rows; r++) want.push(p.placeholder_token_id), mods.push(1);
+          want.push(...p.suffix_token_ids), mods.push(...p.suffix_token_ids.map(() => 0));
+          return isAudio ? { audio: { rows: 25 } } : { image: {} };
+        });
+        const plan = await mpk.planPrefill(config, { filled_kv_cache_length: filled, segments });
+        deepEqual(plan.chunks.flatMap((ch) => ch.token_ids), want, `${name}: the prompt's token ids`);
+        deepEqual(plan.chunks.flatMap((ch) => ch.modality_ids), mods, `${name}: modality ids`);
+        deepEqual(plan.items.map((it) => it.segment), segments.flatMap((s, k) => (s.text ? [] : [k])), `${name}: items name their segments, in order`);
+      };
+      for (const c of cases) {
+        if (!c.expected_segments) {
+          ok(c.expected_error, `${c.name}: neither segments nor an error`); // a conversation-level refusal
+          continue;
+        }
+        await check(c.name, c.conv_config, c.expected_segments, 0);
+        if (c.expected_last_round_segments) await check(`${c.name} (last round)`, c.conv_config, c.expected_last_round_segments, 40);
+        applied++;
+      }
+      equal(applied, 5, 'cases applied');
+      return cases.length;
+    },
+  },
+);
+
 // cleanModelUrl as WebLLM 0.2.86 computes it (values from running its bundle in Node 20), and refusals.
 export async function cleanModelUrlCases(mpk) {
   const cases = [

@@ -19,6 +19,8 @@ async function main(files: Map<string, Uint8Array>, lib: Blob): Promise<void> {
     if (e instanceof mpk.MalformedError) console.log(e.file, e.pointer, e.rule, e.offset, e.codeValue);
     if (e instanceof mpk.ModelpkgError) console.log(mpk.formatProblem({ code: e.code, file: e.file, pointer: e.pointer, message: e.rule, offset: e.offset }));
   }
-  console.log(v, ok, lazy.dir, fitted, kinds, u, (await mpk.canonicalJson([1])).sha256);
+  const plan: mpk.PrefillPlan = await mpk.planPrefill({ prefill_chunk_size: 4, audio: { prompt: { placeholder_token_id: 1 } } }, { segments: [{ text: [1] }, { audio: { rows: 2 } }] });
+  const n: number = plan.chunks[0].token_ids.length + (await mpk.legacyChunks([{ text: 3 }], 2)).length;
+  console.log(n, v, ok, lazy.dir, fitted, kinds, u, (await mpk.canonicalJson([1])).sha256);
 }
 void main;
