@@ -195,3 +195,17 @@ export declare function planPackagePrefill(files: PackageFiles, segments: Prompt
 /** WebLLM's pre-manifest chunker. */
 export declare function legacyChunks(items: Array<{ text: number } | { image: number }>, prefillChunkSize: number):
   Promise<Array<{ length: number; pieces: Array<{ item: number; start: number; count: number }> }>>;
+
+/** mobiletransformers_manifest.json as the reference exporter writes it. */
+export interface MtManifest {
+  schemaVersion: string;
+  minReaderVersion: string;
+  defaultVariant: string;
+  variants: Array<{ id: string; [key: string]: unknown }>;
+  [key: string]: unknown;
+}
+export declare function parseMtManifest(doc: Document, options?: { file?: string }): Promise<MtManifest>;
+export declare function mtPlanFiles(doc: Document, options?: { variant?: string; groups?: string[]; file?: string }):
+  Promise<Array<{ path: string; size: number | null; sha256: string | null }>>;
+export declare function checkVersions(schemaVersion: string, minReaderVersion: string, reader?: string): Promise<true>;
+export declare function sanitizeRepoId(repoId: string): Promise<string>;

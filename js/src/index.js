@@ -251,3 +251,28 @@ export async function planPrefill(config, segments, { file } = {}) {
 export async function legacyChunks(items, prefillChunkSize) {
   return callCore('legacy_chunks', { items, prefill_chunk_size: prefillChunkSize });
 }
+
+// ---- MobileTransformers documents
+
+/** Read mobiletransformers_manifest.json (its version gate and schema): the manifest as the
+ * reference exporter writes it, as a plain object. */
+export async function parseMtManifest(doc, { file } = {}) {
+  return callCore('mt_manifest_parse', { file }, doc);
+}
+
+/** The files a variant's download plan selects ({path, size, sha256}, sorted by path): variant
+ * (default: the manifest's defaultVariant), groups (default: all of the plan's). */
+export async function mtPlanFiles(doc, { variant, groups, file } = {}) {
+  return callCore('mt_plan_files', { variant, groups, file }, doc);
+}
+
+/** The shared version gate: resolves true when a document of schemaVersion / minReaderVersion is
+ * readable by `reader` ("1.0"); a VersionError (or MalformedError) otherwise. */
+export async function checkVersions(schemaVersion, minReaderVersion, reader = '1.0') {
+  return callCore('mt_check_versions', { schema_version: schemaVersion, min_reader_version: minReaderVersion, reader });
+}
+
+/** A hub repo id's cache directory name ("org/model" -> "org__model"). */
+export async function sanitizeRepoId(repoId) {
+  return callCore('mt_sanitize_repo_id', { repo_id: repoId });
+}

@@ -1,4 +1,4 @@
-// The WebLLM 0.2.86 conformance vectors through the JS package in Node (shared/conformance.mjs; the
+// The conformance vectors (WebLLM 0.2.86's, the MobileTransformers oracles) through the JS package in Node (shared/conformance.mjs; the
 // same suites run in headless Chromium: chromium.test.mjs).
 import { test } from 'node:test';
 
@@ -8,7 +8,7 @@ import { SUITES, cleanModelUrlCases } from './shared/conformance.mjs';
 
 for (const s of SUITES) {
   test(`${s.file}: ${s.title}`, async (t) => {
-    const cases = vectorsOr(t, s.file);
+    const cases = vectorsOr(t, s.file, s.dir);
     if (cases) await s.run(mpk, cases);
   });
 }

@@ -7,20 +7,15 @@ import { fileURLToPath } from 'node:url';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const SHARED = process.env.MPK_SHARED_DIR || join(REPO, '..', 'shared');
-export const WEBLLM = join(SHARED, 'conformance', 'mlc-webllm');
 export const EXAMPLES = join(REPO, 'examples');
 export const CLI = process.env.MODELPKG_CLI || join(REPO, 'build', 'modelpkg');
 
-// The cases of a WebLLM vector file, or null (the test then skips, naming the file).
-export function cases(name) {
-  const f = join(WEBLLM, name);
-  return existsSync(f) ? JSON.parse(readFileSync(f, 'utf8')).cases : null;
-}
-
-export function vectorsOr(t, name) {
-  const c = cases(name);
-  if (!c) t.skip(`${join(WEBLLM, name)} not found (the shared conformance vectors: ../shared, or set MPK_SHARED_DIR)`);
-  return c;
+// The cases of a vector file under conformance/DIR, or null (the test then skips, naming the file).
+export function vectorsOr(t, name, dir = 'mlc-webllm') {
+  const f = join(SHARED, 'conformance', dir, name);
+  if (existsSync(f)) return JSON.parse(readFileSync(f, 'utf8')).cases;
+  t.skip(`${f} not found (the shared conformance vectors: ../shared, or set MPK_SHARED_DIR)`);
+  return null;
 }
 
 // A directory's files as {relative path: Buffer}.

@@ -236,6 +236,10 @@ static const struct {
     {"resource_urls", op_resource_urls},
     {"prefill_plan", mpkjs_op_prefill_plan},
     {"legacy_chunks", mpkjs_op_legacy_chunks},
+    {"mt_manifest_parse", mpkjs_op_mt_manifest_parse},
+    {"mt_plan_files", mpkjs_op_mt_plan_files},
+    {"mt_check_versions", mpkjs_op_mt_check_versions},
+    {"mt_sanitize_repo_id", mpkjs_op_mt_sanitize_repo_id},
 };
 
 /* The answer when building the answer ran out of memory: a static text the caller can always parse

@@ -17,4 +17,10 @@ json_t *mpkjs_fail(mpk_error *err, int code, const char *file, const char *point
 json_t *mpkjs_op_prefill_plan(const json_t *args, const void *data, size_t len, mpk_error *err);
 json_t *mpkjs_op_legacy_chunks(const json_t *args, const void *data, size_t len, mpk_error *err);
 
+/* mt.c */
+json_t *mpkjs_op_mt_manifest_parse(const json_t *args, const void *data, size_t len, mpk_error *err);
+json_t *mpkjs_op_mt_plan_files(const json_t *args, const void *data, size_t len, mpk_error *err);
+json_t *mpkjs_op_mt_check_versions(const json_t *args, const void *data, size_t len, mpk_error *err);
+json_t *mpkjs_op_mt_sanitize_repo_id(const json_t *args, const void *data, size_t len, mpk_error *err);
+
 #endif

@@ -15,7 +15,7 @@ window.mpkTest = {
     const out = [];
     for (const s of SUITES) {
       try {
-        const { cases } = await (await fetchOk(`/shared/conformance/mlc-webllm/${s.file}`)).json();
+        const { cases } = await (await fetchOk(`/shared/conformance/${s.dir || 'mlc-webllm'}/${s.file}`)).json();
         out.push({ file: s.file, ran: await s.run(mpk, cases) });
       } catch (e) {
         out.push({ file: s.file, error: String(e && e.stack || e) });

@@ -1,4 +1,5 @@
-// The WebLLM 0.2.86 conformance vectors (../shared/conformance/mlc-webllm) through the JS package,
+// The conformance vectors (../shared/conformance: mlc-webllm, WebLLM 0.2.86's; mobiletransformers, the
+// reference exporter's oracles; a suite's `dir`, mlc-webllm when absent) through the JS package,
 // with the results the C suite asserts (tests/conformance/*.c): WebLLM's recorded results, or the
 // documented divergences (docs/conformance.md). Shared by Node (conformance.test.mjs) and headless
 // Chromium (chromium.test.mjs): each suite takes the package and the vector file's cases and throws
@@ -328,6 +329,36 @@ SUITES.push(
         applied++;
       }
       equal(applied, 5, 'cases applied');
+      return cases.length;
+    },
+  },
+);
+
+// ---- MobileTransformers (../shared/conformance/mobiletransformers): `dir: 'mt'` suites
+SUITES.push(
+  {
+    dir: 'mobiletransformers',
+    file: 'check_compat_cases.json',
+    title: 'the shared version gate: accept, or a VersionError / MalformedError',
+    async run(mpk, cases) {
+      for (const c of cases) {
+        const gate = mpk.checkVersions(c.doc, c.minReader, c.reader);
+        if (c.expect === 'accept') equal(await gate, true, c.why);
+        else {
+          const e = await rejection(gate, c.why);
+          ok(e instanceof mpk.VersionError || e instanceof mpk.MalformedError, `${c.why}: ${e}`);
+        }
+      }
+      equal(cases.length, 10, 'cases');
+      return cases.length;
+    },
+  },
+  {
+    dir: 'mobiletransformers',
+    file: 'sanitize_repo_id_cases.json',
+    title: 'sanitize_repo_id, byte for byte',
+    async run(mpk, cases) {
+      for (const c of cases) equal(await mpk.sanitizeRepoId(c.input), c.expected, c.input);
       return cases.length;
     },
   },

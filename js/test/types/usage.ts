@@ -21,6 +21,9 @@ async function main(files: Map<string, Uint8Array>, lib: Blob): Promise<void> {
   }
   const plan: mpk.PrefillPlan = await mpk.planPrefill({ prefill_chunk_size: 4, audio: { prompt: { placeholder_token_id: 1 } } }, { segments: [{ text: [1] }, { audio: { rows: 2 } }] });
   const n: number = plan.chunks[0].token_ids.length + (await mpk.legacyChunks([{ text: 3 }], 2)).length;
+  const man: mpk.MtManifest = await mpk.parseMtManifest('{}');
+  const paths: string[] = (await mpk.mtPlanFiles('{}', { variant: man.defaultVariant })).map((f) => f.path);
+  console.log(paths, await mpk.sanitizeRepoId('a/b'), await mpk.checkVersions('1.0', '1.0'));
   console.log(n, v, ok, lazy.dir, fitted, kinds, u, (await mpk.canonicalJson([1])).sha256);
 }
 void main;
