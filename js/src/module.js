@@ -21,7 +21,12 @@ export function loadModule(name) {
   if (!instances.has(name)) {
     const p = (async () => {
       const base = new URL(`../dist/${name}`, import.meta.url);
-      const { default: factory } = await import(`${base}.mjs`);
+      let factory;
+      try {
+        ({ default: factory } = await import(`${base}.mjs`));
+      } catch (e) {
+        throw new Error(`modelpkg: cannot load the ${name} module (${base}.mjs; scripts/wasm.sh builds it): ${e.message}`);
+      }
       const sink = { out: [], err: [] };
       const mod = await factory({
         wasmBinary: await readBytes(new URL(`${base}.wasm`)),
@@ -66,6 +71,17 @@ function wrap(mod, sink) {
     }
   }
 
+  // call(), then the tensor the operation left in the module's blob, copied out (the wasm memory
+  // may grow and move) and freed: {result, bytes} (bytes: a Uint8Array of its own).
+  function callBlob(op, args, data) {
+    const answer = call(op, args, data);
+    if (answer.error) return answer;
+    const ptr = mod._mpkjs_blob_ptr();
+    const bytes = mod.HEAPU8.slice(ptr, ptr + mod._mpkjs_blob_len());
+    mod._mpkjs_blob_free();
+    return { result: answer.result, bytes };
+  }
+
   let runs = 0;
   // Run a modelpkg command (argv without "modelpkg") in a fresh directory holding FILES (path ->
   // Uint8Array), from that directory: {status, stdout, stderr}. The directory is removed after.
@@ -100,7 +116,7 @@ function wrap(mod, sink) {
       removeTree(FS, root);
     }
   }
-  return { mod, call, run };
+  return { mod, call, callBlob, run };
 }
 
 function removeTree(FS, path) {
