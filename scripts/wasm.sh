@@ -26,7 +26,8 @@ build() {
   PKG_CONFIG_LIBDIR="$prefix/lib/pkgconfig" emcmake cmake -S . -B "$dir" -G Ninja \
     -DCMAKE_BUILD_TYPE=MinSizeRel -DMPK_BUILD_TESTS=OFF -DMPK_BUILD_BENCH=OFF -DMPK_JS_NAME="$name" \
     -DMPK_WITH_FETCH=OFF -DMPK_WITH_ONNX=OFF "$@" \
-    -DCMAKE_FIND_ROOT_PATH="$prefix" -DCMAKE_C_FLAGS="-I$prefix/include" >"$dir/wasm.log" 2>&1 ||
+    -DCMAKE_FIND_ROOT_PATH="$prefix" -DCMAKE_C_FLAGS="-I$prefix/include" \
+    -DCMAKE_EXE_LINKER_FLAGS="" >"$dir/wasm.log" 2>&1 || # link flags are per target (a cached value is reset)
     { echo "wasm: configuring $dir failed: $dir.log" >&2; exit 1; }
   cmake --build "$dir" -j"$jobs" --target modelpkg_js modelpkg_cli >>"$dir/wasm.log" 2>&1 ||
     { echo "wasm: building $dir failed: $dir.log" >&2; exit 1; }
