@@ -33,6 +33,18 @@ fetch_source() {
   printf '%s\n' "$dir"
 }
 
+# Our patches for PACKAGE (scripts/wasm_patches/PACKAGE-*.patch: what WebAssembly needs and Debian's
+# source lacks), each applied once (a patch that reverses cleanly is already in).
+apply_patches() {
+  local pkg="$1" dir="$2" p
+  for p in "$(dirname "$0")/wasm_patches/$pkg"-*.patch; do
+    [ -e "$p" ] || continue
+    patch -d "$dir" -p1 -R -f -s --dry-run <"$p" >/dev/null 2>&1 && continue
+    patch -d "$dir" -p1 -f -s <"$p" >>"$src/$pkg.log" 2>&1 ||
+      { echo "wasm: $p does not apply to $dir; see $src/$pkg.log" >&2; exit 1; }
+  done
+}
+
 # One CMake project under emcmake, static: configure, then build (TARGET, or all and install).
 build_cmake() {
   local name="$1" dir="$2" target="$3"; shift 3
@@ -57,6 +69,7 @@ build_cmake() {
 for pkg in "$@"; do
   [ -e "$prefix/.built-$pkg" ] && continue
   dir=$(fetch_source "$pkg")
+  apply_patches "$pkg" "$dir"
   echo "wasm: building $pkg ($(basename "$dir")) with emscripten" >&2
   case "$pkg" in
     jansson)
@@ -79,6 +92,7 @@ for pkg in "$@"; do
     libsoxr)
       # No OpenMP (audio.c runs its own segments on the pool), no SIMD engines (cr32s/cr64s are SSE
       # and AVX; the scalar ones give the same bytes: docs/cross.md), no libsamplerate interface.
+      # wasm_patches/libsoxr-fn-types.patch: its FFT callbacks typed as they are called.
       build_cmake libsoxr "$dir" "" -DWITH_OPENMP=OFF -DWITH_CR32S=OFF -DWITH_CR64S=OFF \
         -DWITH_LSR_BINDINGS=OFF -DBUILD_TESTS=OFF -DBUILD_EXAMPLES=OFF -DWITH_DEV_TRACE=OFF ;;
     libjpeg-turbo)
