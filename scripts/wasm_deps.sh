@@ -109,7 +109,7 @@ for pkg in "$@"; do
       # in PREFIX; installed under Debian's names (libspng.a, spng.pc).
       build_cmake libspng "$dir" spng_static -DSPNG_STATIC=ON -DENABLE_OPT=OFF \
         -DBUILD_EXAMPLES=OFF -DZLIB_INCLUDE_DIR="$prefix/include" -DZLIB_LIBRARY="$prefix/lib/libz.a"
-      ver=$(sed -n "s/.*version *: *'\([0-9.]*\)'.*/\1/p" "$dir/meson.build" | head -1)
+      ver=$(sed -n "s/.*version *: *'\([0-9.]*\)'.*/\1/p;T;q" "$dir/meson.build")
       mkdir -p "$prefix/include" "$prefix/lib/pkgconfig"
       cp "$dir/spng/spng.h" "$prefix/include/"
       cp "$src/build-libspng/libspng_static.a" "$prefix/lib/libspng.a"
