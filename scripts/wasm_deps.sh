@@ -2,7 +2,10 @@
 # Build the WebAssembly build's dependencies from Debian's source packages with Debian's emscripten
 # (docs/wasm.md): `apt-get source` (Debian's patches applied by dpkg-source), then CMake under
 # emcmake, static libraries installed into PREFIX. No network but Debian's archive; nothing vendored.
-#   scripts/wasm_deps.sh PREFIX PACKAGE...      (PACKAGE: jansson yajl zlib)
+#   scripts/wasm_deps.sh PREFIX PACKAGE...
+# PACKAGE, Debian's source package names: jansson yajl zlib (core), libsoxr (audio), libjpeg-turbo
+# libspng libwebp libexif (image); libspng needs zlib first. libexif's source has no configure:
+# autoreconf (Debian's autoconf, automake, libtool, autopoint) makes it.
 # Idempotent: PREFIX/.built-PACKAGE marks one done (delete it, or PREFIX, to rebuild).
 set -euo pipefail
 prefix="$1"; shift
@@ -30,11 +33,30 @@ fetch_source() {
   printf '%s\n' "$dir"
 }
 
+# Our patches for PACKAGE (scripts/wasm_patches/PACKAGE-*.patch: what WebAssembly needs and Debian's
+# source lacks), each applied once (a patch that reverses cleanly is already in).
+apply_patches() {
+  local pkg="$1" dir="$2" p
+  for p in "$(dirname "$0")/wasm_patches/$pkg"-*.patch; do
+    [ -e "$p" ] || continue
+    patch -d "$dir" -p1 -R -f -s --dry-run <"$p" >/dev/null 2>&1 && continue
+    patch -d "$dir" -p1 -f -s <"$p" >>"$src/$pkg.log" 2>&1 ||
+      { echo "wasm: $p does not apply to $dir; see $src/$pkg.log" >&2; exit 1; }
+  done
+}
+
 # One CMake project under emcmake, static: configure, then build (TARGET, or all and install).
 build_cmake() {
   local name="$1" dir="$2" target="$3"; shift 3
   local b="$src/build-$name"
+  # A fresh build tree (a cache from a failed run keeps its checks). Configure-time checks run
+  # programs under node (emscripten's check_type_size returns the size as the exit status); emcmake
+  # 3.1.6 passes `--experimental-wasm-threads`, which node 20 rejects (exit 9), and its loader then
+  # fetches the .wasm with node's fetch(), which fails on a path (exit 7): libjpeg-turbo's size_t
+  # came out "9", then "7" bytes. Node without its fetch reads the file.
+  rm -rf "$b"
   emcmake cmake -S "$dir" -B "$b" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" \
+    "-DCMAKE_CROSSCOMPILING_EMULATOR=$(command -v node);--no-experimental-fetch" \
     -DBUILD_SHARED_LIBS=OFF "$@" >"$src/$name-configure.log" 2>&1 ||
     { echo "wasm: configuring $name failed: $src/$name-configure.log" >&2; exit 1; }
   if [ -n "$target" ]; then
@@ -47,6 +69,7 @@ build_cmake() {
 for pkg in "$@"; do
   [ -e "$prefix/.built-$pkg" ] && continue
   dir=$(fetch_source "$pkg")
+  apply_patches "$pkg" "$dir"
   echo "wasm: building $pkg ($(basename "$dir")) with emscripten" >&2
   case "$pkg" in
     jansson)
@@ -66,6 +89,53 @@ for pkg in "$@"; do
         emmake make -j"$jobs" libz.a >"$src/zlib-build.log" 2>&1 &&
         emmake make install >>"$src/zlib-build.log" 2>&1) ||
         { echo "wasm: building zlib failed: $src/zlib-configure.log, $src/zlib-build.log" >&2; exit 1; } ;;
+    libsoxr)
+      # No OpenMP (audio.c runs its own segments on the pool), no SIMD engines (cr32s/cr64s are SSE
+      # and AVX; the scalar ones give the same bytes: docs/cross.md), no libsamplerate interface.
+      # wasm_patches/libsoxr-fn-types.patch: its FFT callbacks typed as they are called.
+      build_cmake libsoxr "$dir" "" -DWITH_OPENMP=OFF -DWITH_CR32S=OFF -DWITH_CR64S=OFF \
+        -DWITH_LSR_BINDINGS=OFF -DBUILD_TESTS=OFF -DBUILD_EXAMPLES=OFF -DWITH_DEV_TRACE=OFF ;;
+    libjpeg-turbo)
+      # The libjpeg (v6b) API only, as Debian's libjpeg62-turbo: no SIMD (its x86/Arm assembly), no
+      # TurboJPEG API. Its cjpeg/djpeg/jpegtran are built and installed too (no option skips them).
+      # Its own GNUInstallDirs takes a relative libdir/includedir as relative to the working
+      # directory, not the prefix: absolute ones.
+      build_cmake libjpeg-turbo "$dir" "" -DENABLE_SHARED=OFF -DENABLE_STATIC=ON -DWITH_SIMD=0 \
+        -DWITH_TURBOJPEG=0 -DWITH_JAVA=0 -DCMAKE_INSTALL_LIBDIR="$prefix/lib" \
+        -DCMAKE_INSTALL_INCLUDEDIR="$prefix/include" ;;
+    libspng)
+      # Its CMake (Debian builds with meson, which writes spng.pc; CMake writes libspng.pc): the
+      # static library only (SPNG_SHARED stays on: off, its CMakeLists fails), without its SSE filters (as Debian: enable_opt=false), against the zlib
+      # in PREFIX; installed under Debian's names (libspng.a, spng.pc).
+      build_cmake libspng "$dir" spng_static -DSPNG_STATIC=ON -DENABLE_OPT=OFF \
+        -DBUILD_EXAMPLES=OFF -DZLIB_INCLUDE_DIR="$prefix/include" -DZLIB_LIBRARY="$prefix/lib/libz.a"
+      ver=$(sed -n "s/.*version *: *'\([0-9.]*\)'.*/\1/p;T;q" "$dir/meson.build")
+      mkdir -p "$prefix/include" "$prefix/lib/pkgconfig"
+      cp "$dir/spng/spng.h" "$prefix/include/"
+      cp "$src/build-libspng/libspng_static.a" "$prefix/lib/libspng.a"
+      printf '%s\n' "prefix=$prefix" 'includedir=${prefix}/include' 'libdir=${prefix}/lib' '' \
+        'Name: spng' 'Description: PNG decoding and encoding library' "Version: $ver" \
+        'Requires.private: zlib' 'Libs: -L${libdir} -lspng' 'Libs.private: -lm' \
+        'Cflags: -I${includedir}' >"$prefix/lib/pkgconfig/spng.pc" ;;
+    libwebp)
+      # The decoder and encoder library only: no tools, no SIMD (its CMake's default under
+      # emscripten), no threads.
+      build_cmake libwebp "$dir" "" -DWEBP_ENABLE_SIMD=OFF -DWEBP_USE_THREAD=OFF \
+        -DWEBP_BUILD_ANIM_UTILS=OFF -DWEBP_BUILD_CWEBP=OFF -DWEBP_BUILD_DWEBP=OFF \
+        -DWEBP_BUILD_GIF2WEBP=OFF -DWEBP_BUILD_IMG2WEBP=OFF -DWEBP_BUILD_VWEBP=OFF \
+        -DWEBP_BUILD_WEBPINFO=OFF -DWEBP_BUILD_LIBWEBPMUX=OFF -DWEBP_BUILD_WEBPMUX=OFF \
+        -DWEBP_BUILD_EXTRAS=OFF -DCMAKE_INSTALL_LIBDIR=lib -DCMAKE_INSTALL_INCLUDEDIR=include ;;
+    libexif)
+      # Autotools only, and Debian's source has no configure (dh_autoreconf makes it): autoreconf,
+      # then its configure under emconfigure (a cross build: its own run test cannot run), static,
+      # no NLS, no docs.
+      (cd "$dir" && { [ -x configure ] || autoreconf -fi >"$src/libexif-autoreconf.log" 2>&1; } &&
+        emconfigure ./configure --host=wasm32-unknown-emscripten --prefix="$prefix" --disable-shared --enable-static --disable-nls \
+          --disable-docs >"$src/libexif-configure.log" 2>&1 &&
+        emmake make -j"$jobs" -C libexif >"$src/libexif-build.log" 2>&1 &&
+        emmake make -C libexif install >>"$src/libexif-build.log" 2>&1 &&
+        mkdir -p "$prefix/lib/pkgconfig" && cp libexif.pc "$prefix/lib/pkgconfig/") ||
+        { echo "wasm: building libexif failed: $src/libexif-*.log" >&2; exit 1; } ;;
     *) echo "wasm: no recipe for $pkg" >&2; exit 2 ;;
   esac
   touch "$prefix/.built-$pkg"

@@ -126,8 +126,9 @@ typedef struct mpk_audio {
  */
 MPK_API int mpk_audio_from_wav(const void *wav, size_t len, const char *file,
                                const mpk_audio_target *target, mpk_audio **out, mpk_error *err);
-/** Largest WAV file mpk_audio_from_wav_file() reads (16 GiB; the length limits bind long before). */
-#define MPK_AUDIO_MAX_FILE_BYTES ((size_t)1 << 34)
+/** Largest WAV file mpk_audio_from_wav_file() reads (16 GiB; the length limits bind long before).
+    Where size_t is 32 bits (wasm32, 32-bit ARM) it is SIZE_MAX, what can be mapped at all. */
+#define MPK_AUDIO_MAX_FILE_BYTES ((size_t)(SIZE_MAX > 0xffffffffu ? 0x400000000ull : SIZE_MAX))
 /**
  * A WAV file by path: the same as mpk_audio_from_wav() on its bytes, but the file is mapped and the
  * pages already read are released as it goes, so memory is the output plus a fixed working set
