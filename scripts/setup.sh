@@ -80,7 +80,8 @@ fi
 # The WebAssembly build (scripts/wasm.sh): the test suite builds and tests it too.
 WASM_PACKAGES=(
   emscripten                                 # emcc (Debian's 3.1.6; builds offline)
-  dpkg-dev                                   # apt-get source: jansson, yajl, zlib from Debian's sources
+  dpkg-dev                                   # apt-get source: the dependencies from Debian's sources
+  autoconf automake libtool autopoint        # libexif's source has no configure: autoreconf makes it
 )
 $want_tests && want_wasm=true
 $want_tests && PACKAGES+=("${TEST_PACKAGES[@]}")

@@ -2,7 +2,9 @@
 # Build the WebAssembly module of the JavaScript package (docs/wasm.md, js/README.md) with Debian's
 # emscripten: the dependencies from Debian's source packages (scripts/wasm_deps.sh, into
 # .deps/wasm/prefix), the library and js/wasm/api.c into build-wasm/, the module copied to js/dist/.
-#   scripts/wasm.sh           the contract module (no media): js/dist/modelpkg-core.{mjs,wasm}
+#   scripts/wasm.sh           the contract module (no media): js/dist/modelpkg-core.{mjs,wasm}, and
+#                             the media module (audio, image), loaded on first use: modelpkg-media
+#   scripts/wasm.sh core      the contract module alone
 # Needs what scripts/setup.sh --wasm installs (emscripten, dpkg-dev, a deb-src line).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +17,11 @@ export NODE_PATH="/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}"
 jobs="${MPK_JOBS:-$(nproc)}"
 prefix="$PWD/.deps/wasm/prefix"
 
-scripts/wasm_deps.sh "$prefix" jansson yajl zlib
+which="${1:-all}"
+case "$which" in core | all) ;; *) echo "usage: $0 [core|all]" >&2; exit 2 ;; esac
+deps=(jansson yajl zlib)
+[ "$which" = all ] && deps+=(libsoxr libjpeg-turbo libspng libwebp libexif)
+scripts/wasm_deps.sh "$prefix" "${deps[@]}"
 mkdir -p "$prefix/include/dlpack"
 cp /usr/include/dlpack/dlpack.h "$prefix/include/dlpack/" # a header only: Debian's is the one
 
@@ -37,3 +43,5 @@ build() {
 }
 
 build build-wasm modelpkg-core -DMPK_WITH_AUDIO=OFF -DMPK_WITH_IMAGE=OFF
+[ "$which" = all ] && build build-wasm-media modelpkg-media -DMPK_WITH_AUDIO=ON -DMPK_WITH_IMAGE=ON
+exit 0

@@ -209,3 +209,45 @@ export declare function mtPlanFiles(doc: Document, options?: { variant?: string;
   Promise<Array<{ path: string; size: number | null; sha256: string | null }>>;
 export declare function checkVersions(schemaVersion: string, minReaderVersion: string, reader?: string): Promise<true>;
 export declare function sanitizeRepoId(repoId: string): Promise<string>;
+
+/** An audio_decode processor (as the package's tasks declare it). */
+export interface AudioProcessor { sample_rate_hz: number; min_samples: number; max_samples: number; [key: string]: unknown }
+export interface DecodedAudio {
+  samples: Float32Array;
+  sampleRate: number;
+  sourceRate: number;
+  sourceChannels: number;
+  sourceFrames: number;
+  resampled: boolean;
+  fromWav: boolean;
+  peak: number;
+  rms: number;
+}
+/** The media module (loaded on first use). input: WAV bytes/Blob, input_audio.data text, or mono
+ * Float32Array samples with options.sampleRate. */
+export declare function decodeAudio(input: Uint8Array | ArrayBuffer | Blob | string | Float32Array, processor: AudioProcessor,
+  options?: { sampleRate?: number; file?: string }): Promise<DecodedAudio>;
+/** An image_decode processor's resize. */
+export interface ImageResize { mode: 'stretch' | 'center_crop'; height: number; width: number }
+export interface DecodedImage {
+  data: Uint8Array | Uint32Array;
+  shape: [1, number, number, 3];
+  dtype: 'uint8' | 'uint32';
+  format: string;
+  sourceWidth: number;
+  sourceHeight: number;
+  sourceChannels: number;
+  sourceBits: number;
+  hasAlpha: boolean;
+  orientation: number;
+  orientationApplied: boolean;
+  decodedWidth: number;
+  decodedHeight: number;
+  jpegScaleNum: number;
+  plan: { width: number; height: number; left: number; top: number };
+  warning: string;
+}
+export declare function decodeImage(input: Uint8Array | ArrayBuffer | Blob, processor: { resize: ImageResize; [key: string]: unknown },
+  options?: { dtype?: 'uint8' | 'uint32'; ignoreOrientation?: boolean; maxPixels?: number; file?: string }): Promise<DecodedImage>;
+export declare function planImageResize(srcWidth: number, srcHeight: number, resize: ImageResize):
+  Promise<{ width: number; height: number; left: number; top: number }>;

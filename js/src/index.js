@@ -276,3 +276,75 @@ export async function checkVersions(schemaVersion, minReaderVersion, reader = '1
 export async function sanitizeRepoId(repoId) {
   return callCore('mt_sanitize_repo_id', { repo_id: repoId });
 }
+
+// ---- audio and image: the media module (dist/modelpkg-media), loaded on first use
+
+const media = () => loadModule('modelpkg-media');
+
+function processorOf(p, kind) {
+  if (!p || typeof p !== 'object') throw invalid(`${kind} processor: an object as the package's tasks declare it`);
+  return p;
+}
+
+/** Decode audio to the processor's PCM, as WebLLM's decodeAudioInput (with a better resampler:
+ * docs/audio.md): input is a WAV file (bytes, Blob, File), input_audio.data text (base64 or a
+ * data:audio/wav;base64 URL), or a Float32Array of mono samples with options.sampleRate. processor:
+ * {sample_rate_hz, min_samples, max_samples} (the task input's processor). Returns {samples:
+ * Float32Array, sampleRate, sourceRate, sourceChannels, sourceFrames, resampled, fromWav, peak, rms}. */
+export async function decodeAudio(input, processor, { sampleRate, file } = {}) {
+  processorOf(processor, 'audio');
+  let form = 'wav', data, plainLength, noData = false;
+  const bytesLike = input instanceof ArrayBuffer || ArrayBuffer.isView(input) || typeof input?.arrayBuffer === 'function';
+  if (!bytesLike && !Array.isArray(input) && typeof input !== 'string') {
+    form = 'data'; // neither text nor bytes: refused with WebLLM's message
+    noData = true;
+    data = new Uint8Array(0);
+  } else if (Array.isArray(input)) {
+    form = 'pcm_f32'; // not a Float32Array: refused with WebLLM's message
+    plainLength = input.length;
+    data = new Uint8Array(0);
+  } else if (input instanceof Float32Array) {
+    if (sampleRate == null) throw invalid('decodeAudio: PCM samples need options.sampleRate');
+    form = 'pcm_f32';
+    data = new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+  } else if (typeof input === 'string') {
+    form = 'data';
+    data = enc.encode(input);
+  } else {
+    data = await toBytes(input);
+  }
+  const m = await media();
+  const r = m.callBlob('audio_decode', { processor, form, sample_rate: sampleRate, file, plain_array_length: plainLength, no_data: noData }, data);
+  const a = unwrap(r);
+  return {
+    samples: new Float32Array(r.bytes.buffer, 0, a.samples), sampleRate: a.sample_rate_hz, sourceRate: a.source_rate,
+    sourceChannels: a.source_channels, sourceFrames: a.source_frames, resampled: a.resampled, fromWav: a.from_wav,
+    peak: a.peak, rms: a.rms,
+  };
+}
+
+/** Decode an image (JPEG, PNG, WebP; EXIF orientation applied) to the adapter's tensor: processor
+ * {resize: {mode: 'stretch' | 'center_crop', height, width}} (the task input's processor). options:
+ * dtype 'uint8' (default) or 'uint32', ignoreOrientation, maxPixels, file. Returns {data:
+ * Uint8Array | Uint32Array ([1, height, width, 3] row-major RGB), shape, format, source size,
+ * orientation, plan, ...}. */
+export async function decodeImage(input, processor, { dtype = 'uint8', ignoreOrientation = false, maxPixels = 0, file } = {}) {
+  processorOf(processor, 'image');
+  const m = await media();
+  const r = m.callBlob('image_decode', { processor, dtype, ignore_orientation: ignoreOrientation, max_pixels: maxPixels, file },
+    await toBytes(input));
+  const i = unwrap(r);
+  const data = i.dtype === 'uint32' ? new Uint32Array(r.bytes.buffer, 0, r.bytes.length / 4) : r.bytes;
+  return {
+    data, shape: [1, i.height, i.width, 3], dtype: i.dtype, format: i.format, sourceWidth: i.source_width,
+    sourceHeight: i.source_height, sourceChannels: i.source_channels, sourceBits: i.source_bits, hasAlpha: i.has_alpha,
+    orientation: i.orientation, orientationApplied: i.orientation_applied, decodedWidth: i.decoded_width,
+    decodedHeight: i.decoded_height, jpegScaleNum: i.jpeg_scale_num, plan: i.plan, warning: i.warning,
+  };
+}
+
+/** WebLLM's planImageResize: where a srcWidth x srcHeight image is drawn ({width, height, left, top}). */
+export async function planImageResize(srcWidth, srcHeight, resize) {
+  const m = await media();
+  return unwrap(m.call('image_plan', { resize, src_width: srcWidth, src_height: srcHeight }));
+}

@@ -50,6 +50,15 @@ test('Chromium: the WebLLM conformance suites, every case as in Node', async (t)
   assert.deepEqual(v.components, ['core', 'mlc', 'mt']);
 });
 
+test('Chromium: the audio and image vectors through the media module', async (t) => {
+  if (missing) return t.skip(missing);
+  const media = join(REPO, 'js', 'dist', 'modelpkg-media.wasm');
+  if (!existsSync(media)) return t.skip(`${media} not found (the media module: scripts/wasm.sh)`);
+  const results = await page.evaluate(() => window.mpkTest.conformance(true));
+  assert.deepEqual(results.filter((r) => r.error), []);
+  assert.ok(results.length >= 2, JSON.stringify(results));
+});
+
 function native(args) {
   const r = spawnSync(CLI, args, { cwd: EXAMPLES, encoding: 'utf8' });
   assert.ok(r.status === 0 || r.status === 1, `${CLI} ${args.join(' ')}: exit ${r.status}: ${r.stderr}`);

@@ -240,6 +240,9 @@ static const struct {
     {"mt_plan_files", mpkjs_op_mt_plan_files},
     {"mt_check_versions", mpkjs_op_mt_check_versions},
     {"mt_sanitize_repo_id", mpkjs_op_mt_sanitize_repo_id},
+    {"audio_decode", mpkjs_op_audio_decode},
+    {"image_decode", mpkjs_op_image_decode},
+    {"image_plan", mpkjs_op_image_plan},
 };
 
 /* The answer when building the answer ran out of memory: a static text the caller can always parse

@@ -23,4 +23,9 @@ json_t *mpkjs_op_mt_plan_files(const json_t *args, const void *data, size_t len,
 json_t *mpkjs_op_mt_check_versions(const json_t *args, const void *data, size_t len, mpk_error *err);
 json_t *mpkjs_op_mt_sanitize_repo_id(const json_t *args, const void *data, size_t len, mpk_error *err);
 
+/* media.c (the tensor goes to the module's blob: mpkjs_blob_ptr/len/free) */
+json_t *mpkjs_op_audio_decode(const json_t *args, const void *data, size_t len, mpk_error *err);
+json_t *mpkjs_op_image_decode(const json_t *args, const void *data, size_t len, mpk_error *err);
+json_t *mpkjs_op_image_plan(const json_t *args, const void *data, size_t len, mpk_error *err);
+
 #endif

@@ -11,9 +11,10 @@ async function fetchOk(url) {
 
 window.mpkTest = {
   // [{file, ran} | {file, error}] for every suite, then cleanModelUrl's cases.
-  async conformance() {
+  // media: false, the contract suites and cleanModelUrl; true, the media module's suites
+  async conformance(media = false) {
     const out = [];
-    for (const s of SUITES) {
+    for (const s of SUITES.filter((x) => !!x.media === media)) {
       try {
         const { cases } = await (await fetchOk(`/shared/conformance/${s.dir || 'mlc-webllm'}/${s.file}`)).json();
         out.push({ file: s.file, ran: await s.run(mpk, cases) });
@@ -21,6 +22,7 @@ window.mpkTest = {
         out.push({ file: s.file, error: String(e && e.stack || e) });
       }
     }
+    if (media) return out;
     try {
       out.push({ file: 'cleanModelUrl', ran: await cleanModelUrlCases(mpk) });
     } catch (e) {
@@ -45,5 +47,6 @@ window.mpkTest = {
     return { report, asked };
   },
   version: () => mpk.version(),
+  mpk,
 };
 window.mpkReady = true;

@@ -364,6 +364,91 @@ SUITES.push(
   },
 );
 
+// ---- audio and image (the media module: `media: true` suites)
+
+function hexF32(hex) {
+  const out = new Float32Array(hex.length / 8);
+  const dv = new DataView(out.buffer);
+  for (let i = 0; i < out.length; i++) dv.setUint32(4 * i, parseInt(hex.slice(8 * i, 8 * i + 8).match(/../g).reverse().join(''), 16), true);
+  return out;
+}
+
+// The ideal resampling of x (a brick-wall low-pass at the lower Nyquist, every tap) at output i.
+function idealAt(x, src, dst, i) {
+  const t = (i * src) / dst, fc = (dst < src ? dst / src : 1) / 2;
+  let sum = 0;
+  for (let k = 0; k < x.length; k++) {
+    const d = t - k, a = 2 * Math.PI * fc * d;
+    sum += x[k] * 2 * fc * (d === 0 ? 1 : Math.sin(a) / a);
+  }
+  return sum;
+}
+
+function rmsError(got, x, src, dst, n) {
+  let s = 0;
+  for (let i = 0; i < n; i++) {
+    const e = got[i] - idealAt(x, src, dst, i);
+    s += e * e;
+  }
+  return Math.sqrt(s / n);
+}
+
+SUITES.push(
+  {
+    file: 'audio_decode.json',
+    media: true,
+    title: "decodeAudioInput: WebLLM's decisions, messages and lengths; its samples bit for bit without rate conversion, closer to the ideal with it",
+    async run(mpk, cases) {
+      let exact = 0, converted = 0, refused = 0;
+      for (const c of cases) {
+        const proc = c.processor, inp = c.input;
+        let pcm = null, decoded;
+        if (inp.format === 'pcm_f32') {
+          // data that is not a Float32Array (a plain array) is refused as WebLLM refuses it
+          pcm = inp.data_f32_hex !== undefined ? hexF32(inp.data_f32_hex) : null;
+          decoded = mpk.decodeAudio(pcm ?? inp.pcm_as_plain_array, proc, { sampleRate: inp.sample_rate });
+        } else {
+          // every other format is taken as WAV data text; data of another type is refused
+          decoded = mpk.decodeAudio(typeof inp.data === 'string' ? inp.data : inp.data_as_number ?? null, proc);
+        }
+        if (c.expected_error) {
+          const e = await rejection(decoded, c.name);
+          ok(e.rule.startsWith(c.expected_error.message), `${c.name}: expected\n  ${c.expected_error.message}\ngot\n  ${e.rule}`);
+          refused++;
+          continue;
+        }
+        const a = await decoded;
+        const want = hexF32(c.expected_f32_hex);
+        equal(a.samples.length, want.length, `${c.name}: samples`);
+        if (!a.resampled) {
+          deepEqual([...new Uint32Array(a.samples.buffer, a.samples.byteOffset, a.samples.length)],
+            [...new Uint32Array(want.buffer)], `${c.name}: the samples bit for bit`);
+          exact++;
+        } else {
+          const x = pcm ?? (await mpk.decodeAudio(inp.data, { sample_rate_hz: a.sourceRate, min_samples: 1, max_samples: 2 ** 40 })).samples;
+          const ours = rmsError(a.samples, x, a.sourceRate, proc.sample_rate_hz, want.length);
+          const theirs = rmsError(want, x, a.sourceRate, proc.sample_rate_hz, want.length);
+          ok(ours <= theirs * 1.0001 + 1e-7, `${c.name}: farther from the ideal than WebLLM (${ours} > ${theirs})`);
+          converted++;
+        }
+      }
+      ok(exact > 0 && converted > 0 && refused > 0, `exact ${exact}, converted ${converted}, refused ${refused}`);
+      return cases.length;
+    },
+  },
+  {
+    file: 'image_resize.json',
+    media: true,
+    title: "planImageResize: WebLLM's plan, every case",
+    async run(mpk, cases) {
+      for (const [i, c] of cases.entries())
+        deepEqual(await mpk.planImageResize(c.source_width, c.source_height, c.resize), c.expected, `case ${i}`);
+      ok(cases.length >= 12, 'at least 12 cases');
+      return cases.length;
+    },
+  },
+);
+
 // cleanModelUrl as WebLLM 0.2.86 computes it (values from running its bundle in Node 20), and refusals.
 export async function cleanModelUrlCases(mpk) {
   const cases = [

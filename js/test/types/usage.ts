@@ -24,6 +24,10 @@ async function main(files: Map<string, Uint8Array>, lib: Blob): Promise<void> {
   const man: mpk.MtManifest = await mpk.parseMtManifest('{}');
   const paths: string[] = (await mpk.mtPlanFiles('{}', { variant: man.defaultVariant })).map((f) => f.path);
   console.log(paths, await mpk.sanitizeRepoId('a/b'), await mpk.checkVersions('1.0', '1.0'));
+  const pcm: Float32Array = (await mpk.decodeAudio(new Float32Array(4), { sample_rate_hz: 16000, min_samples: 1, max_samples: 9 }, { sampleRate: 8000 })).samples;
+  const img = await mpk.decodeImage(lib, { resize: { mode: 'center_crop', height: 2, width: 2 } });
+  const px: number = img.data[0] + img.shape[1] + (await mpk.planImageResize(4, 3, { mode: 'stretch', height: 2, width: 2 })).left;
+  console.log(pcm.length, px);
   console.log(n, v, ok, lazy.dir, fitted, kinds, u, (await mpk.canonicalJson([1])).sha256);
 }
 void main;
