@@ -481,8 +481,9 @@ sed -i 's/"handoffMode": "external_initializer"/"handoffMode": "model_input"/' "
 expect handoff_mode 1 'hm.json: /handoffMode: handoffMode "model_input" is not supported in v1' -- "$MPK" mt handoff fmt "$TMP/hm.json"
 expect handoff_untouched 0 'model_input' -- cat "$TMP/hm.json"
 
-# The committed examples are exactly what the generator writes.
+# The committed example packages are exactly what the generator writes (examples/web/, the page of
+# the JS package, is written by hand).
 python3 "$SRC/scripts/gen_examples.py" "$TMP/examples" >/dev/null
-expect examples_deterministic 0 '^same$' -- sh -c "diff -r '$TMP/examples' '$EX' >/dev/null && echo same"
+expect examples_deterministic 0 '^same$' -- sh -c "diff -r -x web '$TMP/examples' '$EX' >/dev/null && echo same"
 
 finish
