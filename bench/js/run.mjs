@@ -4,11 +4,11 @@
 // compare figures of one run.
 //   node bench/js/run.mjs [ROUNDS]
 import { spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { readTree } from '../../js/test/helpers.mjs';
 import { serve } from '../../js/test/server.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -16,16 +16,6 @@ const ROUNDS = Number(process.argv[2] || 200);
 const CHROMIUM = process.env.MPK_CHROMIUM || '/usr/bin/chromium';
 const CLI = process.env.MODELPKG_CLI || join(REPO, 'build', 'modelpkg');
 const EX = 'gemma4-audio', LIB = 'lib/gemma4-audio-webgpu.wasm';
-
-function tree(dir, prefix = '') {
-  const out = {};
-  for (const n of readdirSync(dir).sort()) {
-    const f = join(dir, n);
-    if (statSync(f).isDirectory()) Object.assign(out, tree(f, `${prefix}${n}/`));
-    else out[prefix + n] = readFileSync(f);
-  }
-  return out;
-}
 
 // The measured calls, as source run in either place (mp: the package; files: name -> bytes).
 const CALLS = `
@@ -60,7 +50,7 @@ function nativeCheck(n) {
   return { median: t[t.length >> 1], p90: t[Math.floor(t.length * 0.9)] };
 }
 
-const files = tree(join(REPO, 'examples', EX));
+const files = readTree(join(REPO, 'examples', EX));
 const mp = await import(join(REPO, 'js', 'src', 'index.js'));
 const node = await run(mp, files, ROUNDS);
 
