@@ -155,31 +155,33 @@ async function fetchMlcFiles(get, wantWeights) {
   return out;
 }
 
+// The library: a name among the package's files (fetched with them by a fetch function), or bytes
+// written outside the package. {arg: its path for --lib, outside: [[path, bytes]] to place}.
 async function libraryFile(lib, files, get, dir) {
-  if (lib == null) return null;
+  if (lib == null) return { arg: null, outside: [] };
   if (typeof lib === 'string') {
     const name = checkName(lib);
     if (get) files.push([name, await toBytes(await get(name) ?? '')]);
     else if (!files.some(([n]) => n === name)) throw invalid(`lib: '${name}' is not among the package's files`);
-    return `${dir}/${name}`;
+    return { arg: `${dir}/${name}`, outside: [] };
   }
   const name = checkName(lib.name || 'model-lib.wasm');
-  files.push([`.lib/${name}`, await toBytes(lib)]);
-  return `.lib/${name}`;
+  return { arg: `.lib/${name}`, outside: [[`.lib/${name}`, await toBytes(lib)]] };
 }
 
 // Run a CLI command with --json over the package's files; the parsed document. argv(dir, lib) gives
-// the command's arguments; extra: more files ([[path, bytes]], placed beside the package).
+// the command's arguments; extra: more files ([[path, bytes]]) placed beside the package, under
+// names starting with '.', which a package's own name (options.name) may not.
 async function runJson(cmd, files, options, argv, extra = []) {
   const m = await core();
   const dir = checkName(options.name || 'model');
+  if (dir.startsWith('.')) throw invalid(`name '${dir}': a package's name may not start with '.'`);
   const get = typeof files === 'function' ? files : null;
   const list = get ? await fetchMlcFiles(get, options.noWeights === false) : await filesOf(files);
   const lib = await libraryFile(options.lib, list, get, dir);
-  // the package under DIR/, a library given as bytes beside it; run from inside DIR's parent
-  const placed = list.map(([n, b]) => (n.startsWith('.lib/') ? [n, b] : [`${dir}/${n}`, b]));
-  if (!placed.some(([n]) => n.startsWith(`${dir}/`))) placed.push([`${dir}/.keep`, new Uint8Array(0)]);
-  const r = m.run(argv(dir, lib), [...placed, ...extra]);
+  // the package under DIR/ (an empty one still a directory), the rest beside it; run from DIR's parent
+  const placed = list.length ? list.map(([n, b]) => [`${dir}/${n}`, b]) : [[`${dir}/.keep`, new Uint8Array(0)]];
+  const r = m.run(argv(dir, lib.arg), [...placed, ...lib.outside, ...extra]);
   let doc = null;
   try {
     doc = r.stdout ? JSON.parse(r.stdout) : null;

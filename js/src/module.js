@@ -33,7 +33,8 @@ export function loadModule(name) {
         print: (line) => sink.out.push(line),
         printErr: (line) => sink.err.push(line),
       });
-      return wrap(mod, sink);
+      // a trap (a crash inside the module) leaves it unusable: the next call loads a fresh one
+      return wrap(mod, sink, () => instances.delete(name));
     })();
     // a failed load is not cached: the next call tries again (a network error in a browser)
     p.catch(() => instances.delete(name));
@@ -42,7 +43,7 @@ export function loadModule(name) {
   return instances.get(name);
 }
 
-function wrap(mod, sink) {
+function wrap(mod, sink, discard) {
   const enc = new TextEncoder();
 
   // mpkjs_call(op, args, data): the parsed {result} or {error} answer (js/wasm/api.c).
@@ -58,7 +59,13 @@ function wrap(mod, sink) {
       mod.stringToUTF8(op, opPtr, opLen);
       mod.stringToUTF8(argText, argPtr, argLen);
       if (bytes) mod.HEAPU8.set(bytes, dataPtr);
-      const outPtr = mod._mpkjs_call(opPtr, argPtr, dataPtr, bytes ? bytes.length : 0);
+      let outPtr;
+      try {
+        outPtr = mod._mpkjs_call(opPtr, argPtr, dataPtr, bytes ? bytes.length : 0);
+      } catch (e) {
+        discard(); // a trap: this instance is done
+        throw e;
+      }
       try {
         return JSON.parse(mod.UTF8ToString(outPtr));
       } finally {
@@ -107,7 +114,10 @@ function wrap(mod, sink) {
         status = mod.callMain(argv);
       } catch (e) {
         if (e && e.name === 'ExitStatus') status = e.status;
-        else throw e;
+        else {
+          discard();
+          throw e;
+        }
       }
       mod._fflush(0);
       return { status, stdout: sink.out.join('\n'), stderr: sink.err.join('\n') };

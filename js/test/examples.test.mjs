@@ -87,3 +87,15 @@ test('bad input: file names outside the package, unknown options values, a missi
   await assert.rejects(mpk.fit({ 'a.json': '{}' }, { deviceMemory: 'lots' }), (e) => e instanceof mpk.InvalidArgumentError && /device-memory/.test(e.message));
   assert.ok(readdirSync(EXAMPLES).length > 0);
 });
+
+test('a package may not be named like the files placed beside it; an empty package is still checked', async () => {
+  await assert.rejects(mpk.check({ 'a.json': '{}' }, { name: '.lib' }), (e) => e instanceof mpk.InvalidArgumentError && /may not start with/.test(e.rule));
+  const files = readTree(join(EXAMPLES, 'gemma4-audio'));
+  // a package file whose name looks like the library's place outside it stays inside the package
+  const r = await mpk.check({ ...files, '.lib/extra.bin': 'x' }, { lib: { name: 'g.wasm', arrayBuffer: async () => files['lib/gemma4-audio-webgpu.wasm'] }, deviceFeatures: 'shader-f16' });
+  assert.equal(r.library.path, '.lib/g.wasm');
+  assert.equal(r.ok, true, JSON.stringify(r.problems));
+  const empty = await mpk.check({}, { name: 'nothing' });
+  assert.equal(empty.dir, 'nothing');
+  assert.equal(empty.contract, 'none');
+});
