@@ -110,6 +110,15 @@ async function filesOf(files) {
   else throw invalid('files: a Map or object of name -> content, File objects, or a function (name) -> content');
   const out = [];
   for (const [name, content] of entries) out.push([checkName(name), await toBytes(content)]);
+  // a file system holds each name once, and not as a file and a directory at once
+  const names = new Set();
+  for (const [n] of out) {
+    if (names.has(n)) throw invalid(`file name '${n}' given twice`);
+    names.add(n);
+  }
+  for (const [n] of out)
+    for (let i = n.indexOf('/'); i >= 0; i = n.indexOf('/', i + 1))
+      if (names.has(n.slice(0, i))) throw invalid(`file name '${n.slice(0, i)}' is a file and the directory of '${n}'`);
   return out;
 }
 
@@ -124,11 +133,15 @@ function relativeName(f) {
 // shards it lists (a check of the documents needs no shard: noWeights).
 async function fetchMlcFiles(get, wantWeights) {
   const out = [];
+  const seen = new Map(); // name -> bytes: each file fetched once (shards hold many records)
   const fetchOne = async (name) => {
+    if (seen.has(name)) return seen.get(name);
+    seen.set(name, null);
     const c = await get(name);
     if (c == null) return null;
     const bytes = await toBytes(c);
     out.push([checkName(name), bytes]);
+    seen.set(name, bytes);
     return bytes;
   };
   const manifest = await fetchOne('mlc-model-manifest.json');

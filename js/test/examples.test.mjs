@@ -84,6 +84,8 @@ test('bad input: file names outside the package, unknown options values, a missi
   await assert.rejects(mpk.check({ '../x': 'a' }), mpk.InvalidArgumentError);
   await assert.rejects(mpk.check({ '/etc/passwd': 'a' }), mpk.InvalidArgumentError);
   await assert.rejects(mpk.check({ 'a.json': '{}' }, { lib: 'missing.wasm' }), /not among the package's files/);
+  await assert.rejects(mpk.check({ a: 'x', 'a/b': 'y' }), (e) => e instanceof mpk.InvalidArgumentError && /is a file and the directory/.test(e.rule));
+  await assert.rejects(mpk.check([new File(['1'], 'x.json'), new File(['2'], 'x.json')]), /given twice/);
   await assert.rejects(mpk.fit({ 'a.json': '{}' }, { deviceMemory: 'lots' }), (e) => e instanceof mpk.InvalidArgumentError && /device-memory/.test(e.message));
   assert.ok(readdirSync(EXAMPLES).length > 0);
 });
