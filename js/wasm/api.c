@@ -1,4 +1,4 @@
-/* The WebAssembly module's function entry (js/src/core.js calls it; docs/wasm.md): one call, JSON
+/* The WebAssembly module's function entry (js/src/module.js calls it; docs/wasm.md): one call, JSON
    in, JSON out, so the JavaScript side needs no knowledge of C structs. A client of the public API
    (include/modelpkg.h) and of jansson, like the CLI, whose main() is in the same module for the
    commands with a --json document (check, fit, mlc plan): those documents are the CLI's, byte for byte.
@@ -19,9 +19,12 @@
 
 /* ---- results */
 
+/* The error's texts unchecked: a message cut at its buffer's size may end inside a UTF-8 sequence
+   (JavaScript's decoder then shows U+FFFD rather than the error being lost). */
 static json_t *error_json(const mpk_error *e) {
-  json_t *o = json_pack("{s:s, s:i, s:s, s:s, s:s}", "code", mpk_code_name(e->code), "code_value", e->code,
-                        "file", e->file, "pointer", e->pointer, "message", e->message);
+  json_t *o = json_pack("{s:s, s:i, s:o, s:o, s:o}", "code", mpk_code_name(e->code), "code_value", e->code,
+                        "file", json_string_nocheck(e->file), "pointer", json_string_nocheck(e->pointer), "message",
+                        json_string_nocheck(e->message));
   if (o) json_object_set_new(o, "offset", e->offset >= 0 ? json_integer(e->offset) : json_null());
   return o;
 }
