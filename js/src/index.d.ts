@@ -82,6 +82,11 @@ export interface CompiledProgram {
 }
 export declare function parseArtifact(doc: Document, options?: { file?: string }): Promise<CompiledProgram>;
 
+/** A compiled library's _metadata. */
+export declare function readMetadata(lib: Uint8Array | ArrayBuffer | Blob, options?: { file?: string }): Promise<{
+  metadata: Record<string, unknown>; model_type: string | null; kv_state_kind: string | null;
+  artifact: CompiledProgram | null; artifact_only: boolean }>;
+
 export interface BoundInput {
   adapter: string;
   adapter_function: string;

@@ -74,6 +74,13 @@ export async function parseArtifact(doc, { file } = {}) {
   return callCore('artifact_parse', { file }, doc);
 }
 
+/** The _metadata a compiled model library carries (.wasm, .so, .dylib, .dll, .tar; or a JSON file of
+ * it): {metadata (the object as stored), model_type, kv_state_kind, artifact (parsed, or null),
+ * artifact_only}. */
+export async function readMetadata(lib, { file } = {}) {
+  return callCore('metadata', { file: file ?? lib?.name }, lib);
+}
+
 /** Bind a package to a compiled program as WebLLM's resolveChatCompletionArtifact does. */
 export async function bind(pkg, artifact, { checkInterfaceId = true, artifactFile } = {}) {
   return callCore('resolve', { package: await text(pkg), skip_interface_check: !checkInterfaceId, file: artifactFile },

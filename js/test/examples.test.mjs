@@ -3,7 +3,7 @@
 // checkout's build/modelpkg), passing and failing packages of both kinds; fit likewise.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -100,4 +100,17 @@ test('a package may not be named like the files placed beside it; an empty packa
   const empty = await mpk.check({}, { name: 'nothing' });
   assert.equal(empty.dir, 'nothing');
   assert.equal(empty.contract, 'none');
+});
+
+test('readMetadata: a library\'s _metadata, as the native `modelpkg mlc metadata` prints it; a file without one refused', async (t) => {
+  if (!existsSync(CLI)) return t.skip(`${CLI} not found`);
+  for (const lib of ['gemma4-audio/lib/gemma4-audio-webgpu.wasm', 'llava-image/lib/llava-image-webgpu.wasm']) {
+    const r = spawnSync(CLI, ['mlc', 'metadata', lib], { cwd: EXAMPLES, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const md = await mpk.readMetadata(readFileSync(join(EXAMPLES, lib)), { file: lib });
+    assert.deepEqual(md.metadata, JSON.parse(r.stdout));
+    assert.equal(md.model_type, md.metadata.model_type);
+    assert.deepEqual(md.artifact, await mpk.parseArtifact(md.metadata.artifact));
+  }
+  await assert.rejects(mpk.readMetadata(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0])), mpk.ModelpkgError);
 });

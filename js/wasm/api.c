@@ -184,6 +184,22 @@ static json_t *op_artifact_parse(const json_t *args, const void *data, size_t le
   return r;
 }
 
+/* data: a compiled library (or a _metadata / artifact JSON file): {metadata: the _metadata object as
+   stored, model_type, kv_state_kind, artifact: WebLLM's parsed artifact or null, artifact_only}. */
+static json_t *op_metadata(const json_t *args, const void *data, size_t len, mpk_error *err) {
+  mpk_mlc_metadata *md = NULL;
+  if (mpk_mlc_metadata_from_bytes(data, len, arg_str(args, "file"), &md, err)) return NULL;
+  json_t *doc = json_loadb(md->json, md->json_len, 0, NULL);
+  json_t *r = doc ? json_pack("{s:o, s:o, s:o, s:o, s:b}", "metadata", doc, "model_type",
+                              md->model_type ? json_string(md->model_type) : json_null(), "kv_state_kind",
+                              md->kv_state_kind ? json_string(md->kv_state_kind) : json_null(), "artifact",
+                              md->artifact ? artifact_json(md->artifact) : json_null(), "artifact_only",
+                              md->artifact_only)
+                  : fail(err, MPK_ENOMEM, "out of memory reading _metadata");
+  mpk_mlc_metadata_free(md);
+  return r;
+}
+
 /* data: the compiled program (_metadata.artifact JSON); args.package: the sidecar's text. */
 static json_t *op_resolve(const json_t *args, const void *data, size_t len, mpk_error *err) {
   mpk_mlc_package *pkg = NULL;
@@ -234,6 +250,7 @@ static const struct {
     {"interface_id", op_interface_id},
     {"package_parse", op_package_parse},
     {"artifact_parse", op_artifact_parse},
+    {"metadata", op_metadata},
     {"resolve", op_resolve},
     {"clean_model_url", op_clean_model_url},
     {"resource_urls", op_resource_urls},

@@ -28,6 +28,8 @@ async function main(files: Map<string, Uint8Array>, lib: Blob): Promise<void> {
   const img = await mpk.decodeImage(lib, { resize: { mode: 'center_crop', height: 2, width: 2 } });
   const px: number = img.data[0] + img.shape[1] + (await mpk.planImageResize(4, 3, { mode: 'stretch', height: 2, width: 2 })).left;
   console.log(pcm.length, px);
+  const md = await mpk.readMetadata(lib);
+  console.log(md.model_type, md.artifact?.schema);
   console.log(n, v, ok, lazy.dir, fitted, kinds, u, (await mpk.canonicalJson([1])).sha256);
 }
 void main;
