@@ -124,8 +124,10 @@ if $want_wasm && ! grep -qx Sources <<<"$targets"; then
       $SUDO tee /etc/apt/sources.list.d/modelpkg-deb-src.sources >/dev/null
   else
     echo "setup: adding deb-src lines (/etc/apt/sources.list.d/modelpkg-deb-src.list)" >&2
-    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | sed -n 's/^deb /deb-src /p' |
-      $SUDO tee /etc/apt/sources.list.d/modelpkg-deb-src.list >/dev/null
+    lists=()
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do [ -f "$f" ] && lists+=("$f"); done
+    [ ${#lists[@]} -gt 0 ] || { echo "setup: no apt sources found to mirror as deb-src" >&2; exit 1; }
+    sed -n 's/^deb /deb-src /p' "${lists[@]}" | $SUDO tee /etc/apt/sources.list.d/modelpkg-deb-src.list >/dev/null
   fi
   $SUDO apt-get -o DPkg::Lock::Timeout=900 update -q
 fi
