@@ -97,12 +97,16 @@ function wrap(mod, sink, discard) {
     const root = `/run${++runs}`;
     FS.mkdir(root);
     try {
+      const made = new Set(); // directories made (a lookup of a missing path throws inside FS: slow)
       for (const [path, bytes] of files) {
         const parts = path.split('/');
         let dir = root;
         for (const p of parts.slice(0, -1)) {
           dir += `/${p}`;
-          if (!FS.analyzePath(dir).exists) FS.mkdir(dir);
+          if (!made.has(dir)) {
+            FS.mkdir(dir);
+            made.add(dir);
+          }
         }
         FS.writeFile(`${root}/${path}`, bytes);
       }
