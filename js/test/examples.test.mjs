@@ -2,6 +2,7 @@
 // same --json report as the native `modelpkg check` run on the directory (MODELPKG_CLI, else the
 // checkout's build/modelpkg), passing and failing packages of both kinds; fit likewise.
 import assert from 'node:assert/strict';
+import { File } from 'node:buffer'; // a global only from Node 20; the package supports 18
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

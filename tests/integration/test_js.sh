@@ -17,5 +17,9 @@ OUT="$PWD" # the build's tests/ directory: the page's screenshot goes there
 cd "$SRC/js" || exit 1
 out=$(MODELPKG_CLI="$MPK" MPK_SHARED_DIR="$SHARED" MPK_SCREENSHOT="$OUT/web-page.png" node --test --test-reporter=tap test/*.test.mjs 2>&1); rc=$?
 printf '%s\n' "$out" | grep -E '^(not ok|ok|# (tests|pass|fail|skipped))|# SKIP' 
-[ $rc -eq 0 ] || printf '%s\n' "$out" | tail -60
+# on failure, each failed subtest's YAML block (the assertion and its stack), then the run's tail
+if [ $rc -ne 0 ]; then
+  printf '%s\n' "$out" | awk '/^not ok/ {p=1} p {print} p && /^  \.\.\.$/ {p=0}' | head -200
+  printf '%s\n' "$out" | tail -20
+fi
 exit $rc
