@@ -4,6 +4,11 @@ mpk_test(test_conf_package conformance conformance/test_conf_package.c)
 mpk_test(test_conf_program conformance conformance/test_conf_program.c)
 mpk_test(test_conf_resolve conformance conformance/test_conf_resolve.c)
 mpk_test(test_conf_urls conformance conformance/test_conf_urls.c)     # resource_urls.json, cleanModelUrl
+mpk_test(test_conf_request conformance conformance/test_conf_request.c) # request_checks.json, and beyond
+# the request checks against WebLLM's own on random requests (tests/request/request_diff.mjs)
+add_executable(request_eval util/request_eval.c)
+target_link_libraries(request_eval PRIVATE modelpkg_static)
+mpk_script_test(test_request_diff unit ${MPK_IT}/test_request_diff.sh $<TARGET_FILE:request_eval> ${PROJECT_SOURCE_DIR})
 
 # ---- mlc: a library's metadata, weights (tensor caches, parameters, resources), device fit against
 # WebLLM's figures, the producer

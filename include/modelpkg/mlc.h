@@ -481,6 +481,48 @@ MPK_API int mpk_mlc_check_kv_state(const mpk_mlc_binding *b, const mpk_mlc_metad
                                    mpk_error *err);
 
 /* ============================================================================================
+ * mlc: a chat-completion request against the model (postInitAndCheckFieldsChatCompletion)
+ * ========================================================================================== */
+
+/** What a model accepts besides text in a user message's content array (WebLLM's
+    supportedInputKinds). */
+typedef struct mpk_mlc_input_kinds {
+  int declared; /**< 0: the model declares nothing (a text-only model without a manifest): only a
+                     VLM then takes content arrays, and no audio */
+  int audio;    /**< input_audio parts */
+  int image;    /**< image_url parts */
+} mpk_mlc_input_kinds;
+
+/** A manifest model's kinds: its bound audio and image inputs (declared even when neither). */
+MPK_API void mpk_mlc_input_kinds_of_binding(const mpk_mlc_binding *b, mpk_mlc_input_kinds *out);
+/** A model without a manifest: image when its library offers image_embed, else nothing declared. */
+MPK_API void mpk_mlc_input_kinds_of_legacy(const mpk_mlc_legacy_abi *abi, mpk_mlc_input_kinds *out);
+
+/** The model a request is checked against. */
+typedef struct mpk_mlc_request_model {
+  const char *model_id;    /**< named in the messages (NULL: "model") */
+  const char *model_type;  /**< "LLM" (NULL), "VLM" or "embedding" (WebLLM's ModelType) */
+  mpk_mlc_input_kinds kinds;
+} mpk_mlc_request_model;
+
+/**
+ * Check an OpenAI-style chat-completion request (JSON text) as WebLLM 0.2.86 checks its messages
+ * before anything is decoded (docs/mlc-request.md): a user message's content array only where the
+ * model takes one; each input_audio / image_url part only where its kind is declared; a pcm_f32
+ * part's data a Float32Array (in JSON: {"$float32array": [samples]} or {"$float32array": count})
+ * with a positive integer sample_rate; WAV data raw base64 or a data URL, not an http(s) URL; an
+ * image URL "data:image..." or "http...", no detail; at most one text part per message; a system
+ * message only first; the last message from the user or a tool. The first failure, in WebLLM's
+ * order, is the error, with WebLLM's message and a JSON pointer ("/messages/1/content/0/type"):
+ * MPK_EUNSUPPORTED for what the model or WebLLM does not take, MPK_EMALFORMED for a request that
+ * breaks the rules. Stricter than WebLLM: a request that is not a chat request (no messages, a
+ * message or part that is no object, content neither text nor an array) is refused where WebLLM
+ * would throw a TypeError or read on. The request's other fields are the engine's and not read.
+ */
+MPK_API int mpk_mlc_request_check(const void *json, size_t len, const char *file,
+                                  const mpk_mlc_request_model *model, mpk_error *err);
+
+/* ============================================================================================
  * mlc: device checks
  * ========================================================================================== */
 
