@@ -19,7 +19,7 @@ out=$(MODELPKG_CLI="$MPK" MPK_SHARED_DIR="$SHARED" MPK_SCREENSHOT="$OUT/web-page
 printf '%s\n' "$out" | grep -E '^(not ok|ok|# (tests|pass|fail|skipped))|# SKIP' 
 # on failure, each failed subtest's YAML block (the assertion and its stack), then the run's tail
 if [ $rc -ne 0 ]; then
-  printf '%s\n' "$out" | awk '/^not ok/ {p=1} p {print} p && /^  \.\.\.$/ {p=0}' | head -200
+  printf '%s\n' "$out" | awk '/^not ok/ {p=1} p && n++ < 200 {print} p && /^  \.\.\.$/ {p=0}'
   printf '%s\n' "$out" | tail -20
 fi
 exit $rc
