@@ -107,6 +107,9 @@ export declare function bind(pkg: Document, artifact: Document, options?: { chec
 
 export declare function cleanModelUrl(url: string): Promise<string>;
 export declare function resourceUrls(url: string, pkg?: Document | null): Promise<{ chatConfigUrl: string; tensorCacheBaseUrl: string; tensorCacheManifestUrl: string }>;
+/** WebLLM's request checks of a chat-completion request's messages (docs/mlc-request.md); true, or a
+ * MalformedError / UnsupportedError naming the field. inputKinds: WebLLM's supportedInputKinds. */
+export declare function checkRequest(request: object, model?: { modelId?: string; modelType?: 'LLM' | 'VLM' | 'embedding'; inputKinds?: Iterable<'audio' | 'image'> | null; file?: string }): Promise<true>;
 
 /** A library: a file name among the package's files, or its bytes (a File keeps its name). */
 export type Library = string | Uint8Array | ArrayBuffer | Blob;

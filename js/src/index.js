@@ -97,6 +97,25 @@ export async function resourceUrls(url, pkg = null) {
   return callCore('resource_urls', { url, package: pkg == null ? null : await text(pkg) });
 }
 
+/** Check a chat-completion request as WebLLM's postInitAndCheckFieldsChatCompletion checks its
+ * messages (docs/mlc-request.md): content arrays only where the model takes them, input_audio and
+ * image_url parts only where declared, their fields, one text part per message, message order.
+ * model: {modelId, modelType ('LLM' default, 'VLM', 'embedding'), inputKinds (WebLLM's
+ * supportedInputKinds: a Set or array of 'audio' / 'image', e.g. a binding's supported_input_kinds;
+ * undefined for a model without a manifest)}. Resolves to true or throws the refusal (a
+ * MalformedError or UnsupportedError naming the field, e.g. /messages/0/content/1/type). */
+export async function checkRequest(request, { modelId, modelType, inputKinds, file } = {}) {
+  let text;
+  try {
+    text = JSON.stringify(request, (k, v) => (v instanceof Float32Array ? { $float32array: v.length } : v));
+  } catch (e) {
+    throw invalid(`request: not serializable as JSON (${e.message})`);
+  }
+  if (typeof text !== 'string') throw invalid('request: a chat-completion request object');
+  const kinds = inputKinds == null ? null : [...inputKinds];
+  return callCore('request_check', { model_id: modelId, model_type: modelType, kinds, file }, text);
+}
+
 // ---- packages as files
 
 function checkName(name) {

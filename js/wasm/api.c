@@ -240,6 +240,27 @@ static json_t *op_resource_urls(const json_t *args, const void *data, size_t len
   return r;
 }
 
+/* data: the request's JSON text (Float32Arrays marked); args: model_id, model_type, kinds (null:
+   nothing declared, or an array of "audio" / "image"). The result is true. */
+static json_t *op_request_check(const json_t *args, const void *data, size_t len, mpk_error *err) {
+  mpk_mlc_request_model m = {.model_id = arg_str(args, "model_id"), .model_type = arg_str(args, "model_type")};
+  const json_t *kinds = json_object_get(args, "kinds"), *k;
+  size_t i;
+  if (kinds && !json_is_null(kinds) && !json_is_array(kinds))
+    return fail(err, MPK_EINVAL, "input kinds: an array of \"audio\" and \"image\", or undefined");
+  if (json_is_array(kinds)) {
+    m.kinds.declared = 1;
+    json_array_foreach(kinds, i, k) {
+      const char *s = json_string_value(k);
+      if (s && strcmp(s, "audio") == 0) m.kinds.audio = 1;
+      else if (s && strcmp(s, "image") == 0) m.kinds.image = 1;
+      else return fail(err, MPK_EINVAL, "input kinds: only \"audio\" and \"image\"");
+    }
+  }
+  if (mpk_mlc_request_check(data, len, arg_str(args, "file"), &m, err)) return NULL;
+  return json_true();
+}
+
 static const struct {
   const char *name;
   mpkjs_op fn;
@@ -254,6 +275,7 @@ static const struct {
     {"resolve", op_resolve},
     {"clean_model_url", op_clean_model_url},
     {"resource_urls", op_resource_urls},
+    {"request_check", op_request_check},
     {"prefill_plan", mpkjs_op_prefill_plan},
     {"legacy_chunks", mpkjs_op_legacy_chunks},
     {"mt_manifest_parse", mpkjs_op_mt_manifest_parse},

@@ -155,6 +155,31 @@ export const SUITES = [
     },
   },
   {
+    file: 'request_checks.json',
+    title: "postInitAndCheckFieldsChatCompletion's message checks: accept, or WebLLM's refusal with its message",
+    async run(mpk, cases) {
+      const malformed = ['TypeError', 'SystemMessageOrderError', 'MessageOrderError'];
+      // the vectors write a Float32Array as {"$float32array": [...]}: the real one goes in
+      const typed = (v) => (Array.isArray(v) ? v.map(typed) : v && typeof v === 'object'
+        ? ('$float32array' in v ? new Float32Array(v.$float32array) : Object.fromEntries(Object.entries(v).map(([k, x]) => [k, typed(x)])))
+        : v);
+      for (const c of cases) {
+        const checked = mpk.checkRequest(typed(c.request), { modelId: 'm', modelType: c.model_type, inputKinds: c.supported_input_kinds });
+        if (!c.expected_error) {
+          equal(await checked, true, c.name);
+          continue;
+        }
+        const e = await rejection(checked, c.name);
+        const cls = malformed.includes(c.expected_error.name) ? mpk.MalformedError : mpk.UnsupportedError;
+        const [first, second] = c.expected_error.message.split('\n');
+        ok(e instanceof cls && e.rule.startsWith(first) && (!second || e.rule.includes(second)) && e.pointer.startsWith('/messages/0'),
+          `${c.name}: ${e}`);
+      }
+      equal(cases.length, 15, 'cases');
+      return cases.length;
+    },
+  },
+  {
     file: 'resource_urls.json',
     title: 'resolveModelPackageResourceURLs, every case',
     async run(mpk, cases) {
