@@ -362,6 +362,35 @@ static void test_tones(void **state) {
   }
 }
 
+/* Below the filter's 28-bit precision an output is 0 (docs/audio.md): a sine's exact zeros and the
+   silence around a burst are exactly 0, not the engine's rounding noise, which differs between
+   soxr's engines and libms; nothing is left in (0, 2^-28). */
+static void test_below_precision_is_zero(void **state) {
+  (void)state;
+  const double src = 44100;
+  const size_t n = 4 * 44100; /* 1 s silence, 2 s of a 440 Hz sine, 1 s silence */
+  float *x = calloc(n, sizeof *x);
+  assert_non_null(x);
+  for (size_t i = 44100; i < 3 * 44100; i++) x[i] = (float)(0.5 * sin(2 * M_PI * 440 * (double)i / src));
+  mpk_audio_target t = {16000, 1, 1000000};
+  mpk_audio *a = NULL;
+  mpk_error err;
+  assert_int_equal(mpk_audio_from_pcm_f32(x, n, src, &t, &a, &err), 0);
+  assert_int_equal(a->n_samples, 64000);
+  size_t tiny = 0, zeros_in_sine = 0;
+  for (size_t i = 0; i < a->n_samples; i++) {
+    float v = fabsf(a->samples[i]);
+    if (v > 0 && v < 0x1p-28f) tiny++;
+    if (i >= 17000 && i < 47000 && i % 200 == 0 && a->samples[i] == 0) zeros_in_sine++; /* 440 Hz: t = k/880 s */
+  }
+  assert_int_equal(tiny, 0);
+  assert_int_equal(zeros_in_sine, 150); /* every exact zero of the sine's steady part */
+  for (size_t i = 0; i < 15000; i++) assert_true(a->samples[i] == 0);     /* before the burst's ringing */
+  for (size_t i = 50000; i < 64000; i++) assert_true(a->samples[i] == 0); /* after it */
+  mpk_audio_free(a);
+  free(x);
+}
+
 /* Equal rates: the downmixed samples, unchanged; a stereo 16-bit mean is exact. */
 static void test_equal_rate_copy(void **state) {
   (void)state;
@@ -618,6 +647,7 @@ int main(void) {
       cmocka_unit_test(test_wav_parse_fields),
       cmocka_unit_test(test_stream_equals_held),
       cmocka_unit_test(test_tones),
+      cmocka_unit_test(test_below_precision_is_zero),
       cmocka_unit_test(test_equal_rate_copy),
       cmocka_unit_test(test_same_bytes_on_every_host),
   };
