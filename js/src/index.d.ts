@@ -109,6 +109,21 @@ export declare function cleanModelUrl(url: string): Promise<string>;
 export declare function resourceUrls(url: string, pkg?: Document | null): Promise<{ chatConfigUrl: string; tensorCacheBaseUrl: string; tensorCacheManifestUrl: string }>;
 /** WebLLM's request checks of a chat-completion request's messages (docs/mlc-request.md); true, or a
  * MalformedError / UnsupportedError naming the field. inputKinds: WebLLM's supportedInputKinds. */
+/** One merged-weight tensor the load gate verified; `data` is a copy of its bytes (float16/bfloat16 as raw Uint16 bits, int4/uint4 as packed bytes). */
+export interface MtTensor { layer: string; role: string; dtype: string; shape: number[]; file: string; data: Float32Array | Uint16Array | BigInt64Array | Int32Array | Int8Array | Uint8Array }
+/** The load gate's view of one entry's role (`modelpkg mt tensors --json`, docs/CLI.md). */
+export interface MtGateTensor {
+  entry: number; layer: string; role: string; dtype: string; shape: number[]; declared_bytes: number; file: string;
+  size: number; size_ok: boolean; status: string; authority: string; hashed: string; [key: string]: unknown;
+}
+export interface MtTensorsReport {
+  ok: boolean; dir: string; variant: string; merged_weights: boolean; tensors: MtGateTensor[]; verified: number;
+  problems: Problem[]; notes: string[]; [key: string]: unknown;
+}
+/** The load gate: the `modelpkg mt tensors --json` document. */
+export declare function mtTensors(files: PackageFiles, options?: { variant?: string; name?: string }): Promise<MtTensorsReport>;
+/** The tensors once the load gate accepts every one; its first problem thrown otherwise. */
+export declare function mtLoadTensors(files: PackageFiles, options?: { variant?: string; name?: string }): Promise<MtTensor[]>;
 export declare function checkRequest(request: object, model?: { modelId?: string; modelType?: 'LLM' | 'VLM' | 'embedding'; inputKinds?: Iterable<'audio' | 'image'> | null; file?: string }): Promise<true>;
 
 /** A library: a file name among the package's files, or its bytes (a File keeps its name). */

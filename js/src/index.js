@@ -211,7 +211,7 @@ async function libraryFile(lib, files, get, dir) {
 // Run a CLI command with --json over the package's files; the parsed document. argv(dir, lib) gives
 // the command's arguments; extra: more files ([[path, bytes]]) placed beside the package, under
 // names starting with '.', which a package's own name (options.name) may not.
-async function runJson(cmd, files, options, argv, extra = []) {
+async function runJson(cmd, files, options, argv, extra = [], after = null) {
   const m = await core();
   const dir = checkName(options.name || 'model');
   if (dir.startsWith('.')) throw invalid(`name '${dir}': a package's name may not start with '.'`);
@@ -229,7 +229,8 @@ async function runJson(cmd, files, options, argv, extra = []) {
   }
   if (!doc) throw invalid(`modelpkg ${cmd}: ${r.stderr || `exit status ${r.status}`}`);
   if (r.status === 2) throw errorFromProblem(doc.problems?.[0] ?? { code: 'invalid-argument', message: r.stderr });
-  return doc;
+  // `after` reads the files the command judged in the same turn: nothing can change them in between
+  return after ? after(doc, new Map(placed)) : doc;
 }
 
 function features(f) {
@@ -251,6 +252,37 @@ export async function check(files, options = {}) {
   if (options.noHash) f.push('--no-hash');
   if (options.noGraph) f.push('--no-graph');
   return runJson('check', files, options, (dir, lib) => ['check', dir, '--json', ...(lib ? ['--lib', lib] : []), ...f]);
+}
+
+/** The MobileTransformers load gate (loadMergedWeightsReady) over a package's files: the `modelpkg
+ * mt tensors --json` document (docs/CLI.md): per handoff-map entry and role the declared dtype and
+ * shape, the .bin file, its size and checksum status. options: variant, name. */
+export async function mtTensors(files, options = {}) {
+  const v = options.variant != null ? ['--variant', String(options.variant)] : [];
+  return runJson('mt tensors', files, options, (dir) => ['mt', 'tensors', dir, '--json', ...v]);
+}
+
+// A handoff dtype's typed array: its elements where JavaScript has the type, else the raw bits
+// (float16 and bfloat16 as Uint16Array) or bytes (int4, uint4: two per byte, as stored).
+const TYPED = { float32: Float32Array, float16: Uint16Array, bfloat16: Uint16Array, int64: BigInt64Array,
+  int32: Int32Array, int8: Int8Array, uint8: Uint8Array };
+
+/** The merged-weight tensors, once the load gate accepts every one: [{layer, role, dtype, shape,
+ * file, data}] with `data` a typed array over a copy of the verified bytes (little-endian, as every
+ * host running this module is). A package without merged weights gives []. A gate that refuses
+ * throws its first problem (a MismatchError naming the file, ...); nothing is returned then. */
+export async function mtLoadTensors(files, options = {}) {
+  const v = options.variant != null ? ['--variant', String(options.variant)] : [];
+  return runJson('mt tensors', files, options, (dir) => ['mt', 'tensors', dir, '--json', ...v], [], (doc, placed) => {
+    if (!doc.ok) throw errorFromProblem(doc.problems[0] ?? { code: 'mismatch', message: 'the load gate refused the tensors' });
+    return doc.tensors.map((t) => {
+      const bytes = placed.get(t.file);
+      if (!bytes || bytes.length !== t.declared_bytes) throw invalid(`${t.file}: not the bytes the gate verified`);
+      const copy = new Uint8Array(bytes).buffer; // a copy of exactly these bytes (a Buffer's slice() is a view)
+      const T = TYPED[t.dtype] ?? Uint8Array;
+      return { layer: t.layer, role: t.role, dtype: t.dtype, shape: t.shape, file: t.file, data: new T(copy) };
+    });
+  });
 }
 
 /** What an MLC model needs of a device next to what it has: the `modelpkg fit --json` document.

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 
 import * as mpk from '../src/index.js';
-import { CLI, SHARED, readTree } from './helpers.mjs';
+import { CLI, EXAMPLES, SHARED, readTree } from './helpers.mjs';
 
 const TINY = join(SHARED, 'conformance', 'mobiletransformers', 'tiny_package');
 const MANIFEST = 'mobiletransformers_manifest.json';
@@ -41,4 +41,34 @@ test('check of the tiny fixture from its files: the native CLI\'s report (placeh
     const got = await mpk.check(readTree(TINY), { name: 'tiny_package', noGraph: true, allVariants: flags.includes('--all-variants'), noHash: flags.includes('--no-hash') });
     assert.deepEqual(got, want, flags.join(' '));
   }
+});
+
+// The native document with the clock's fields left out (each run hashes at its own time).
+const timeless = (doc) => ({ ...doc, tensors: doc.tensors.map(({ hashed_at: _a, hashed_at_ms: _b, ...t }) => t) });
+
+test('mtTensors and mtLoadTensors: the load gate as the native `mt tensors`; typed arrays of the verified bytes; a changed tensor refused', async (t) => {
+  if (!existsSync(CLI)) return t.skip(`${CLI} not found`);
+  const files = readTree(join(EXAMPLES, 'mt-tiny'));
+  for (const variant of ['cpu-fp16', 'cpu-int4']) {
+    const r = spawnSync(CLI, ['mt', 'tensors', 'mt-tiny', '--variant', variant, '--json'], { cwd: EXAMPLES, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const got = await mpk.mtTensors(files, { name: 'mt-tiny', variant });
+    assert.deepEqual(timeless(got), timeless(JSON.parse(r.stdout)), variant);
+    const loaded = await mpk.mtLoadTensors(files, { name: 'mt-tiny', variant });
+    assert.equal(loaded.length, got.tensors.length);
+    for (const [i, x] of loaded.entries()) {
+      const want = readFileSync(join(EXAMPLES, got.tensors[i].file));
+      assert.deepEqual(Buffer.from(x.data.buffer), want, x.file);
+      assert.equal(x.data.byteLength, x.shape.reduce((a, b) => a * b, 1) * x.data.BYTES_PER_ELEMENT * (x.dtype.endsWith('4') ? 0.5 : 1));
+      if (x.dtype === 'float32') assert.ok(x.data instanceof Float32Array);
+    }
+  }
+  // one byte of a tensor changed: the gate refuses, naming the file; nothing is returned
+  const name = Object.keys(files).find((n) => n.startsWith('variants/cpu-fp16/inference/') && n.endsWith('.weight.bin'));
+  const bad = { ...files, [name]: Uint8Array.from(files[name], (b, i) => (i === 0 ? b ^ 1 : b)) };
+  await assert.rejects(mpk.mtLoadTensors(bad, { name: 'mt-tiny', variant: 'cpu-fp16' }),
+    (e) => e instanceof mpk.ModelpkgError && e.file.endsWith(name.split('/').pop()), 'refused');
+  const doc = await mpk.mtTensors(bad, { name: 'mt-tiny', variant: 'cpu-fp16' });
+  assert.equal(doc.ok, false);
+  assert.ok(doc.tensors.some((x) => x.status === 'mismatch'));
 });

@@ -30,6 +30,10 @@ async function main(files: Map<string, Uint8Array>, lib: Blob): Promise<void> {
   console.log(pcm.length, px);
   const md = await mpk.readMetadata(lib);
   console.log(md.model_type, md.artifact?.schema);
+  const accepted: true = await mpk.checkRequest({ messages: [{ role: 'user', content: 'hi' }] }, { modelType: 'VLM', inputKinds: kinds });
+  const gate: mpk.MtTensorsReport = await mpk.mtTensors(files, { variant: 'cpu-fp16' });
+  const w: mpk.MtTensor[] = await mpk.mtLoadTensors(files);
+  console.log(accepted, gate.tensors[0]?.status, w[0]?.data.length);
   console.log(n, v, ok, lazy.dir, fitted, kinds, u, (await mpk.canonicalJson([1])).sha256);
 }
 void main;
