@@ -51,10 +51,6 @@ mpk_script_test(test_exported_symbols unit ${MPK_IT}/test_exported_symbols.sh $<
   ${PROJECT_SOURCE_DIR})
 mpk_script_test(test_api_null unit python3 ${MPK_IT}/test_api_null.py ${PROJECT_SOURCE_DIR} ${CMAKE_C_COMPILER}
   $<TARGET_FILE:modelpkg>)
-# WHATWG URLs (core/url.c): fixed cases, and the differential test against Node's URL and
-# WebLLM's cleanModelUrl on random cases (tests/url/url_diff.mjs, docs/mlc-urls.md).
-add_executable(url_eval util/url_eval.c)
-target_link_libraries(url_eval PRIVATE modelpkg_static)
-target_include_directories(url_eval PRIVATE ${PROJECT_SOURCE_DIR}/src)
-mpk_script_test(test_url_diff unit ${MPK_IT}/test_url_diff.sh $<TARGET_FILE:url_eval> ${PROJECT_SOURCE_DIR} REQUIRES mlc)
+# WHATWG URLs (core/url.c): fixed cases; the differential test against Node's URL and WebLLM's
+# cleanModelUrl on random cases is test_url_diff (tests/mlc.cmake, docs/mlc-urls.md).
 mpk_test(test_core_url unit unit/test_core_url.c REQUIRES mlc)

@@ -5,10 +5,18 @@ mpk_test(test_conf_program conformance conformance/test_conf_program.c)
 mpk_test(test_conf_resolve conformance conformance/test_conf_resolve.c)
 mpk_test(test_conf_urls conformance conformance/test_conf_urls.c)     # resource_urls.json, cleanModelUrl
 mpk_test(test_conf_request conformance conformance/test_conf_request.c) # request_checks.json, and beyond
-# the request checks against WebLLM's own on random requests (tests/request/request_diff.mjs)
-add_executable(request_eval util/request_eval.c)
-target_link_libraries(request_eval PRIVATE modelpkg_static)
-mpk_script_test(test_request_diff unit ${MPK_IT}/test_request_diff.sh $<TARGET_FILE:request_eval> ${PROJECT_SOURCE_DIR})
+# Differential tests against WebLLM's own functions from its bundle, on random cases
+# (tests/integration/test_webllm_diff.sh driving util/webllm_eval.c): URL resolution and
+# cleanModelUrl (tests/url/url_diff.mjs, docs/mlc-urls.md), the request checks
+# (tests/request/request_diff.mjs, docs/mlc-request.md).
+add_executable(webllm_eval util/webllm_eval.c)
+target_link_libraries(webllm_eval PRIVATE modelpkg_static)
+target_include_directories(webllm_eval PRIVATE ${PROJECT_SOURCE_DIR}/src)
+foreach(diff url/url_diff request/request_diff)
+  get_filename_component(name ${diff} NAME)
+  mpk_script_test(test_${name} unit ${MPK_IT}/test_webllm_diff.sh tests/${diff}.mjs $<TARGET_FILE:webllm_eval>
+    ${PROJECT_SOURCE_DIR})
+endforeach()
 
 # ---- mlc: a library's metadata, weights (tensor caches, parameters, resources), device fit against
 # WebLLM's figures, the producer

@@ -68,7 +68,7 @@ skips merge_onnx_node "SKIP: test_merge_onnx: node not found $HOW" \
   -- env PATH="$NONODE" MPK_TEST_TOOL_PATH="$NONODE" "$SRC/tests/e2e/test_merge_onnx.sh" "$MPK" "$SRC"
 # the URL differential test: without node; with node but without WebLLM's bundle (in an empty tree).
 skips url_diff_node "SKIP: test_url_diff: node not found $HOW" \
-  -- env PATH="$NONODE" MPK_TEST_TOOL_PATH="$NONODE" "$I/test_url_diff.sh" /nonexistent "$SRC"
+  -- env PATH="$NONODE" MPK_TEST_TOOL_PATH="$NONODE" "$I/test_webllm_diff.sh" tests/url/url_diff.mjs /nonexistent "$SRC"
 # the JavaScript package's tests: without node; with node but without the WebAssembly module (a tree without js/dist).
 skips js_node "SKIP: test_js: node not found $HOW" \
   -- env PATH="$NONODE" MPK_TEST_TOOL_PATH="$NONODE" "$I/test_js.sh" "$MPK" "$SRC" "$T/no-shared"
@@ -79,7 +79,7 @@ if have_tool node; then
 fi
 if have_tool node; then
   skips url_diff_bundle "SKIP: test_url_diff: the WebLLM bundle ($T/.deps/node_modules/@mlc-ai/web-llm/lib/index.js) not found (scripts/deps_node.sh webllm installs it)" \
-    -- "$I/test_url_diff.sh" /nonexistent "$T"
+    -- "$I/test_webllm_diff.sh" tests/url/url_diff.mjs /nonexistent "$T"
 fi
 if have_tool node; then
   skips merge_onnx_onnx "SKIP: test_merge_onnx: /usr/bin/python3 module onnx not found $HOW" \

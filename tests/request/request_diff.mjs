@@ -3,7 +3,7 @@
 // drawn from a grammar of the pieces those checks read (roles, content arrays, image_url and
 // input_audio parts with good and bad fields), against random models (type, declared kinds). A fresh
 // seed each run (printed) plus fixed ones.
-// usage: node request_diff.mjs REQUEST_EVAL WEBLLM_BUNDLE [SEED...]   (MPK_REQUEST_DIFF_SEED=N: that seed alone)
+// usage: node request_diff.mjs WEBLLM_EVAL WEBLLM_BUNDLE [SEED...]   (MPK_REQUEST_DIFF_SEED=N: that seed alone)
 //
 // Agreement: WebLLM accepts -> modelpkg accepts, except where modelpkg is stricter by its documented
 // rule (a content that is neither text nor an array, a part that is no object: refused, malformed);
@@ -123,7 +123,7 @@ for (const seed of seeds) {
 
 const input = cases.map((c) => JSON.stringify({ request: toText(c.request), model_id: c.model_id, model_type: c.model_type,
   kinds: c.kinds ?? null })).join('\n') + '\n';
-const run = spawnSync(evalTool, { input, encoding: 'utf8', maxBuffer: 1 << 28 });
+const run = spawnSync(evalTool, ['request'], { input, encoding: 'utf8', maxBuffer: 1 << 28 });
 if (run.status !== 0) { console.error(`request_diff: ${evalTool} failed: ${run.stderr}`); process.exit(1); }
 const outs = run.stdout.trim().split('\n').map((l) => JSON.parse(l));
 

@@ -2,7 +2,7 @@
 // (src/mlc/urls.c) against the reference: Node's `new URL(ref, base).href` and WebLLM 0.2.86's own
 // cleanModelUrl, taken from its bundle. Random (base, reference) pairs and model URLs are drawn from
 // a grammar of tricky pieces; a fresh seed each run (printed) plus a fixed set.
-// usage: node url_diff.mjs URL_EVAL WEBLLM_BUNDLE [SEED...]   (MPK_URL_DIFF_SEED=N: that seed alone)
+// usage: node url_diff.mjs WEBLLM_EVAL WEBLLM_BUNDLE [SEED...]   (MPK_URL_DIFF_SEED=N: that seed alone)
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { randomInt } from "node:crypto";
@@ -113,7 +113,7 @@ for (const seed of seeds) {
   const cases = [];
   for (let i = 0; i < 1000; i++) cases.push(gen(r));
   for (let i = 0; i < 300; i++) cases.push(genClean(r));
-  const out = spawnSync(evalTool, [], { input: cases.map((c) => JSON.stringify(c)).join("\n") + "\n", maxBuffer: 1 << 28 });
+  const out = spawnSync(evalTool, ["url"], { input: cases.map((c) => JSON.stringify(c)).join("\n") + "\n", maxBuffer: 1 << 28 });
   if (out.status !== 0) { console.error(`url_diff: ${evalTool} exited ${out.status}: ${out.stderr}`); process.exit(1); }
   const lines = out.stdout.toString().trim().split("\n");
   if (lines.length !== cases.length) { console.error(`url_diff: ${lines.length} answers for ${cases.length} cases`); process.exit(1); }
