@@ -38,6 +38,14 @@ for c in cases("model_package_parse.json"):
     write("fuzz_mlc_package", dumps(c["input"]))
 for c in cases("load_model_package_manifest.json"):
     write("fuzz_mlc_package", base64.b64decode(c["input_base64"]))
+for c in cases("request_checks.json"):  # Float32Arrays as {"$float32array": [...]}, as mpk_mlc_request_check reads them
+    write("fuzz_mlc_request", dumps(c["request"]))
+for text in ['{"messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"a"},'
+             '{"type":"image_url","image_url":{"url":"http://x","detail":null}}]},{"role":"tool","content":"t"}]}',
+             '{"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"format":"pcm_f32",'
+             '"data":{"$float32array":3},"sample_rate":16000.0}},"x",null,{"type":5}]}]}',
+             '{"messages":[{"role":"user","content":"a"},{"role":"system","content":{}}]}']:
+    write("fuzz_mlc_request", text)
 for c in cases("resolve_chat_completion.json"):
     write("fuzz_mlc_package", dumps(c["model_package"]))
     write("fuzz_mlc_artifact", dumps(c["compiled_program"]))
