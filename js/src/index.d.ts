@@ -111,6 +111,17 @@ export declare function resourceUrls(url: string, pkg?: Document | null): Promis
  * MalformedError / UnsupportedError naming the field. inputKinds: WebLLM's supportedInputKinds. */
 /** One merged-weight tensor the load gate verified; `data` is a copy of its bytes (float16/bfloat16 as raw Uint16 bits, int4/uint4 as packed bytes). */
 export interface MtTensor { layer: string; role: string; dtype: string; shape: number[]; file: string; data: Float32Array | Uint16Array | BigInt64Array | Int32Array | Int8Array | Uint8Array }
+/** A device for mtSelect (a field not given filters nothing). */
+export interface MtDevice {
+  abis?: string[]; executionProvider?: string; quantization?: string; engine?: string; features?: string[];
+  memoryMb?: number; apiLevel?: number; preferQuant?: string[]; storageBytes?: number;
+}
+/** The `modelpkg mt select --json` document (docs/mt-select.md). */
+export interface MtSelection {
+  ok: boolean; chosen: string | null; summary: string; candidates: Array<{ id: string; rank: number | null; excluded_by: string | null; chosen: boolean; reason: string; [key: string]: unknown }>;
+  problems: Problem[]; [key: string]: unknown;
+}
+export declare function mtSelect(manifest: Document, device?: MtDevice): Promise<MtSelection>;
 /** The load gate's view of one entry's role (`modelpkg mt tensors --json`, docs/CLI.md). */
 export interface MtGateTensor {
   entry: number; layer: string; role: string; dtype: string; shape: number[]; declared_bytes: number; file: string;

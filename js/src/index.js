@@ -254,6 +254,30 @@ export async function check(files, options = {}) {
   return runJson('check', files, options, (dir, lib) => ['check', dir, '--json', ...(lib ? ['--lib', lib] : []), ...f]);
 }
 
+/** Choose a MobileTransformers variant for a device and explain the choice: the `modelpkg mt select
+ * --json` document (docs/mt-select.md; `ok` false and each variant's excluding filter when none
+ * fits). manifest: mobiletransformers_manifest.json (bytes, text or the JSON value). device: abis
+ * (array), executionProvider, quantization, engine, features (array), memoryMb, apiLevel,
+ * preferQuant (array), storageBytes; a field not given filters nothing. */
+export async function mtSelect(manifest, device = {}) {
+  const list = (x) => (Array.isArray(x) ? x.join(',') : String(x));
+  const flags = [['abis', '--abi', list], ['executionProvider', '--ep', String], ['quantization', '--quant', String],
+    ['engine', '--engine', String], ['features', '--features', list], ['memoryMb', '--memory-mb', String],
+    ['apiLevel', '--api-level', String], ['preferQuant', '--prefer-quant', list], ['storageBytes', '--storage-bytes', String]];
+  const argv = ['mt', 'select', 'mobiletransformers_manifest.json', '--json'];
+  for (const [key, flag, str] of flags) if (device[key] != null) argv.push(flag, str(device[key]));
+  const m = await core();
+  const r = m.run(argv, [['mobiletransformers_manifest.json', await toBytes(manifest)]]);
+  let doc = null;
+  try {
+    doc = JSON.parse(r.stdout);
+  } catch {
+    throw invalid(`modelpkg mt select: ${r.stderr || `exit status ${r.status}`}`);
+  }
+  if (r.status === 2) throw errorFromProblem(doc.problems?.[0] ?? { code: 'invalid-argument', message: r.stderr });
+  return doc;
+}
+
 /** The MobileTransformers load gate (loadMergedWeightsReady) over a package's files: the `modelpkg
  * mt tensors --json` document (docs/CLI.md): per handoff-map entry and role the declared dtype and
  * shape, the .bin file, its size and checksum status. options: variant, name. */

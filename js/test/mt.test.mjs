@@ -72,3 +72,27 @@ test('mtTensors and mtLoadTensors: the load gate as the native `mt tensors`; typ
   assert.equal(doc.ok, false);
   assert.ok(doc.tensors.some((x) => x.status === 'mismatch'));
 });
+
+test('mtSelect: the native `mt select --json` for devices that pick, fall back and exclude; a broken manifest refused in the document', async (t) => {
+  if (!existsSync(CLI)) return t.skip(`${CLI} not found`);
+  const devices = [
+    [{}, []],
+    [{ memoryMb: 4096, preferQuant: ['fp16', 'int4'] }, ['--memory-mb', '4096', '--prefer-quant', 'fp16,int4']],
+    [{ abis: ['arm64-v8a', 'x86_64'], executionProvider: 'cpu', apiLevel: 21 }, ['--abi', 'arm64-v8a,x86_64', '--ep', 'cpu', '--api-level', '21']],
+    [{ quantization: 'int8', engine: 'genai' }, ['--quant', 'int8', '--engine', 'genai']],
+    [{ features: ['inference'], storageBytes: 7000 }, ['--features', 'inference', '--storage-bytes', '7000']],
+    [{ storageBytes: 10 }, ['--storage-bytes', '10']],
+  ];
+  const dirs = [join(EXAMPLES, 'mt-tiny'), ...(existsSync(TINY) ? [TINY] : [])];
+  for (const dir of dirs) {
+    const manifest = readFileSync(join(dir, MANIFEST));
+    for (const [device, flags] of devices) {
+      const r = spawnSync(CLI, ['mt', 'select', MANIFEST, '--json', ...flags], { cwd: dir, encoding: 'utf8' });
+      assert.deepEqual(await mpk.mtSelect(manifest, device), JSON.parse(r.stdout), `${dir} ${flags.join(' ')}`);
+    }
+  }
+  const broken = await mpk.mtSelect('{"schemaVersion": "1.0"', {});
+  assert.equal(broken.ok, false);
+  assert.match(broken.problems[0].message, /invalid JSON/);
+  await assert.rejects(mpk.mtSelect('{}', { memoryMb: 'lots' }), mpk.InvalidArgumentError);
+});

@@ -33,7 +33,8 @@ async function main(files: Map<string, Uint8Array>, lib: Blob): Promise<void> {
   const accepted: true = await mpk.checkRequest({ messages: [{ role: 'user', content: 'hi' }] }, { modelType: 'VLM', inputKinds: kinds });
   const gate: mpk.MtTensorsReport = await mpk.mtTensors(files, { variant: 'cpu-fp16' });
   const w: mpk.MtTensor[] = await mpk.mtLoadTensors(files);
-  console.log(accepted, gate.tensors[0]?.status, w[0]?.data.length);
+  const sel: mpk.MtSelection = await mpk.mtSelect('{}', { memoryMb: 4096, preferQuant: ['int4'] });
+  console.log(accepted, gate.tensors[0]?.status, w[0]?.data.length, sel.chosen ?? sel.candidates.length);
   console.log(n, v, ok, lazy.dir, fitted, kinds, u, (await mpk.canonicalJson([1])).sha256);
 }
 void main;
