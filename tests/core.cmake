@@ -46,11 +46,17 @@ mpk_test(test_core_findings unit unit/test_core_findings.c)
 mpk_test(test_core_output unit unit/test_core_output.c)
 # ---- the public API's conventions (docs/API.md): options structs, headers, exported symbols
 mpk_test(test_api_options unit unit/test_api_options.c REQUIRES mt) # proven on mt's options structs
-mpk_script_test(test_public_headers unit ${MPK_IT}/test_public_headers.sh ${PROJECT_SOURCE_DIR} ${CMAKE_C_COMPILER})
+# The compiler as the build calls it: a cross build's target root (CMAKE_SYSROOT, s390x) comes along.
+set(MPK_TEST_CC_FLAGS)
+if(CMAKE_SYSROOT)
+  list(APPEND MPK_TEST_CC_FLAGS --sysroot=${CMAKE_SYSROOT})
+endif()
+mpk_script_test(test_public_headers unit ${MPK_IT}/test_public_headers.sh ${PROJECT_SOURCE_DIR} ${CMAKE_C_COMPILER}
+  ${MPK_TEST_CC_FLAGS})
 mpk_script_test(test_exported_symbols unit ${MPK_IT}/test_exported_symbols.sh $<TARGET_FILE:modelpkg>
   ${PROJECT_SOURCE_DIR})
 mpk_script_test(test_api_null unit python3 ${MPK_IT}/test_api_null.py ${PROJECT_SOURCE_DIR} ${CMAKE_C_COMPILER}
-  $<TARGET_FILE:modelpkg>)
+  $<TARGET_FILE:modelpkg> ${MPK_TEST_CC_FLAGS})
 # WHATWG URLs (core/url.c): fixed cases; the differential test against Node's URL and WebLLM's
 # cleanModelUrl on random cases is test_url_diff (tests/mlc.cmake, docs/mlc-urls.md).
 mpk_test(test_core_url unit unit/test_core_url.c REQUIRES mlc)

@@ -3,10 +3,10 @@
 function declared MPK_API, called with NULL for each pointer and 0 for each number (err a real
 mpk_error), does not crash; a function returning int returns MPK_EINVAL, except the value-returning
 ones listed in core.h; a lookup returns NULL, except the `_name()` functions (static strings). Each call
-runs in its own child process. usage: test_api_null.py SOURCE_DIR C_COMPILER LIBRARY"""
+runs in its own child process. usage: test_api_null.py SOURCE_DIR C_COMPILER LIBRARY [C_COMPILER_FLAGS...]"""
 import glob, os, re, subprocess, sys, tempfile
 
-src, cc, lib = sys.argv[1], sys.argv[2], sys.argv[3]
+src, cc, lib, cc_flags = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]  # a cross build's --sysroot
 text = ""
 for h in [src + "/include/modelpkg.h"] + sorted(glob.glob(src + "/include/modelpkg/*.h")):
     text += open(h, encoding="utf-8").read()
@@ -71,7 +71,7 @@ with tempfile.TemporaryDirectory() as d:
     # A sanitizer build of the library needs its runtime in the caller too.
     nm = subprocess.run(["nm", "-D", lib], capture_output=True, text=True).stdout
     san = ["-fsanitize=address,undefined"] if "__asan" in nm else []
-    r = subprocess.run([cc, "-std=c11", "-D_XOPEN_SOURCE=700"] + san + ["-I" + src + "/include", d + "/t.c", lib,
+    r = subprocess.run([cc] + cc_flags + ["-std=c11", "-D_XOPEN_SOURCE=700"] + san + ["-I" + src + "/include", d + "/t.c", lib,
                         "-Wl,-rpath," + os.path.dirname(os.path.abspath(lib)), "-o", d + "/t"],
                        capture_output=True, text=True)
     if r.returncode:

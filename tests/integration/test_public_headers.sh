@@ -2,9 +2,9 @@
 # Each public header compiles on its own, twice included, as C11 and as C++17, with
 # -Wall -Wextra -Werror -pedantic; every MPK_*_OPTIONS_INIT initializer is usable under the same flags
 # in both languages. The harness first proves it can fail (a header that does not compile alone).
-# usage: test_public_headers.sh SOURCE_DIR C_COMPILER
+# usage: test_public_headers.sh SOURCE_DIR C_COMPILER [C_COMPILER_FLAGS...] (a cross build's --sysroot)
 set -uo pipefail
-SRC="$1"; CC="$2"
+SRC="$1"; CC="$2"; CC_FLAGS=("${@:3}")
 CXX=""
 for c in c++ g++ clang++; do
   if command -v "$c" >/dev/null 2>&1; then CXX="$c"; break; fi
@@ -16,7 +16,7 @@ fail=0
 
 # compile LANG FILE: 0 when it compiles cleanly
 compile() {
-  if [ "$1" = c ]; then "$CC" -std=c11 "${FLAGS[@]}" -I"$SRC/include" -I"$TMP" -x c "$2" 2>"$TMP/out"
+  if [ "$1" = c ]; then "$CC" "${CC_FLAGS[@]}" -std=c11 "${FLAGS[@]}" -I"$SRC/include" -I"$TMP" -x c "$2" 2>"$TMP/out"
   else "$CXX" -std=c++17 "${FLAGS[@]}" -I"$SRC/include" -I"$TMP" -x c++ "$2" 2>"$TMP/out"; fi
 }
 
