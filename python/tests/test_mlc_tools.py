@@ -8,13 +8,13 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, List
+from typing import Any
 
 import pytest
 
 import modelpkg
 from modelpkg import mlc
-from conftest import EXAMPLES, REPO, SHARED
+from conftest import EXAMPLES
 
 GEMMA = EXAMPLES / "gemma4-audio"
 GEMMA_LIB = GEMMA / "lib" / "gemma4-audio-webgpu.wasm"
