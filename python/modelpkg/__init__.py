@@ -146,12 +146,12 @@ def check(path: PathLike, lib: Optional[PathLike] = None, *, device_features: Op
                      no_weights=no_weights, workers=workers, progress=progress)
 
 
-from . import mlc, mt, tensors  # noqa: E402  (submodules, after the names they import)
+from . import audio, image, mlc, mt, tensors  # noqa: E402  (submodules, after the names they import)
 
 __all__ = [
     "version", "version_number", "version_info", "components", "has_component", "hash_implementation",
     "library_path", "canonical_json", "sha256_id", "package_kind", "check", "Report", "MlcReport", "MtReport",
     "Problem", "Error", "MalformedError", "VersionError", "MismatchError", "NotFoundError", "UnsupportedError",
     "IoError", "OutOfMemoryError", "LimitError", "NoVariantError", "CancelledError", "InvalidArgumentError",
-    "mlc", "mt", "tensors",
+    "mlc", "mt", "tensors", "audio", "image",
 ]

@@ -31,6 +31,7 @@ from ctypes import (
     c_char,
     c_char_p,
     c_double,
+    c_float,
     c_int,
     c_int32,
     c_int64,
@@ -38,11 +39,12 @@ from ctypes import (
     c_uint,
     c_uint8,
     c_uint16,
+    c_uint32,
     c_uint64,
     c_void_p,
 )
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Set
 
 #: The oldest library release whose public structs this binding mirrors (MPK_VERSION_NUMBER).
 MIN_VERSION_NUMBER = 100  # 0.1.0
@@ -436,7 +438,7 @@ class mpk_mlc_package(Structure):
         ("interface_id", c_char_p),
         ("weights_manifest", c_char_p),
         ("parameter_schema_id", c_char_p),
-        ("tasks", c_void_p),
+        ("tasks", c_void_p),  # const mpk_mlc_task *: cast to POINTER(mpk_mlc_task)
         ("n_tasks", c_size_t),
         ("priv_", c_void_p),
     ]
@@ -472,12 +474,68 @@ class mpk_mlc_metadata(Structure):
     ]
 
 
-class mpk_mlc_input(Structure):
-    """Only `name`, the first member, is read (through a pointer)."""
+class mpk_mlc_audio_decode(Structure):
+    _c_name_ = "mpk_mlc_audio_decode"
+    _fields_ = [("sample_rate_hz", c_int64), ("channels", c_int64), ("min_samples", c_int64),
+                ("max_samples", c_int64)]
 
+
+class mpk_mlc_image_decode(Structure):
+    _c_name_ = "mpk_mlc_image_decode"
+    _fields_ = [("resize_mode", c_int), ("height", c_int64), ("width", c_int64), ("num_embeddings", c_int64)]
+
+
+class mpk_mlc_input(Structure):
     _c_name_ = "mpk_mlc_input"
-    _prefix_ = True
-    _fields_ = [("name", c_char_p)]
+    _fields_ = [
+        ("name", c_char_p),
+        ("kind", c_int),
+        ("processor_name", c_char_p),
+        ("audio", mpk_mlc_audio_decode),
+        ("image", mpk_mlc_image_decode),
+        ("adapter", c_char_p),
+        ("prompt", c_void_p),
+        ("position", c_size_t),
+    ]
+
+
+class mpk_mlc_task(Structure):
+    _c_name_ = "mpk_mlc_task"
+    _fields_ = [
+        ("name", c_char_p),
+        ("executor", c_char_p),
+        ("output", c_char_p),
+        ("inputs", POINTER(mpk_mlc_input)),
+        ("n_inputs", c_size_t),
+    ]
+
+
+class mpk_mlc_library(Structure):
+    _c_name_ = "mpk_mlc_library"
+    _fields_ = [
+        ("path", c_char_p),
+        ("container", c_char_p),
+        ("arch", c_char_p),
+        ("metadata", POINTER(mpk_mlc_metadata)),
+        ("metadata_problem", c_char_p),
+        ("metadata_member", c_char_p),
+        ("metadata_where", c_char_p),
+        ("metadata_scanned", c_int),
+        ("vm_where", c_char_p),
+        ("vm_type_key", c_char_p),
+        ("vm_version", c_char_p),
+        ("functions", c_void_p),
+        ("n_functions", c_size_t),
+        ("imports", c_void_p),
+        ("n_imports", c_size_t),
+        ("globals_needed", POINTER(c_char_p)),
+        ("n_globals_needed", c_size_t),
+        ("globals_defined", POINTER(c_char_p)),
+        ("n_globals_defined", c_size_t),
+        ("priv_", c_void_p),
+        ("exports", POINTER(c_char_p)),
+        ("n_exports", c_size_t),
+    ]
 
 
 class mpk_mlc_bound_input(Structure):
@@ -591,6 +649,202 @@ class mpk_mlc_resource_urls(Structure):
     ]
 
 
+class mpk_mlc_named_dim(Structure):
+    _c_name_ = "mpk_mlc_named_dim"
+    _fields_ = [("name", c_char_p), ("value", c_int64)]
+
+
+class mpk_mlc_build_input(Structure):
+    _c_name_ = "mpk_mlc_build_input"
+    _fields_ = [
+        ("tasks_json", c_char_p),
+        ("tasks_len", c_size_t),
+        ("programs_json", c_char_p),
+        ("programs_len", c_size_t),
+        ("programs_from", POINTER(mpk_mlc_artifact)),
+        ("params", c_void_p),
+        ("dims", POINTER(mpk_mlc_named_dim)),
+        ("n_dims", c_size_t),
+        ("required_features", POINTER(c_char_p)),
+        ("n_required_features", c_size_t),
+    ]
+
+
+class mpk_mlc_build_result(Structure):
+    _c_name_ = "mpk_mlc_build_result"
+    _fields_ = [
+        ("manifest", POINTER(c_char)),
+        ("manifest_len", c_size_t),
+        ("artifact", POINTER(c_char)),
+        ("artifact_len", c_size_t),
+        ("interface_id", _ID),
+        ("parameter_schema_id", _ID),
+        ("resources", mpk_mlc_resources),
+        ("f16_without_shader_f16", c_int),
+    ]
+
+
+class mpk_mlc_fit(Structure):
+    _c_name_ = "mpk_mlc_fit"
+    _fields_ = [
+        ("complete", c_int),
+        ("parameter_bytes", c_int64),
+        ("max_binding_bytes", c_int64),
+        ("max_binding_parameter", c_char * 256),
+        ("kv_cache_bytes", c_int64),
+        ("kv_bytes_per_token", c_int64),
+        ("kv_layers", c_int64),
+        ("kv_heads", c_int64),
+        ("kv_head_dim", c_int64),
+        ("kv_dtype", c_char_p),
+        ("quantization", c_char * 64),
+        ("context", c_int64),
+        ("context_source", c_int),
+        ("context_field", c_char_p),
+        ("workspace_bytes", c_int64),
+        ("workspace_function", c_char * 256),
+        ("total_bytes", c_int64),
+        ("uses_float16", c_int),
+        ("kv_none_reason", c_char_p),
+    ]
+
+
+class mpk_mlc_fit_options(Structure):
+    _c_name_ = "mpk_mlc_fit_options"
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("lib_path", c_char_p),
+        ("context", c_int64),
+        ("dims", POINTER(mpk_mlc_named_dim)),
+        ("n_dims", c_size_t),
+        ("device", POINTER(mpk_mlc_device)),
+        ("has_device_memory", c_int),
+        ("device_memory_bytes", c_int64),
+    ]
+
+
+class mpk_mlc_fit_report(Structure):
+    _c_name_ = "mpk_mlc_fit_report"
+    _fields_ = [
+        ("dir", c_char_p),
+        ("lib_path", c_char_p),
+        ("chat_config_path", c_char_p),
+        ("weights_path", c_char_p),
+        ("fit", mpk_mlc_fit),
+        ("device_checked", c_int),
+        ("refused", c_int),
+        ("problems", POINTER(mpk_error)),
+        ("n_problems", c_size_t),
+        ("notes", POINTER(c_char_p)),
+        ("n_notes", c_size_t),
+        ("priv_", c_void_p),
+    ]
+
+
+class mpk_mlc_segments(Structure):
+    _c_name_ = "mpk_mlc_segments"
+    _fields_ = [("filled_kv_cache_length", c_int64), ("segments", c_void_p), ("n", c_size_t), ("priv_", c_void_p)]
+
+
+class mpk_mapped(Structure):
+    _c_name_ = "mpk_mapped"
+    _fields_ = [("data", c_void_p), ("size", c_size_t), ("priv_", c_void_p), ("mapped", c_int)]
+
+
+# ----------------------------------------------------------------------------------------------
+# media.h
+# ----------------------------------------------------------------------------------------------
+
+
+class mpk_wav_info(Structure):
+    _c_name_ = "mpk_wav_info"
+    _fields_ = [
+        ("format_tag", c_uint32),
+        ("codec", c_uint32),
+        ("channels", c_uint32),
+        ("sample_rate", c_uint32),
+        ("bits_per_sample", c_uint32),
+        ("valid_bits", c_uint32),
+        ("block_align", c_uint32),
+        ("data_offset", c_uint64),
+        ("data_size", c_uint64),
+        ("frames", c_uint64),
+        ("data_to_eof", c_int),
+        ("data_declared", c_uint32),
+        ("data_dropped", c_uint64),
+    ]
+
+
+class mpk_audio_target(Structure):
+    _c_name_ = "mpk_audio_target"
+    _fields_ = [("sample_rate_hz", c_int64), ("min_samples", c_int64), ("max_samples", c_int64), ("threads", c_uint)]
+
+
+class mpk_audio(Structure):
+    _c_name_ = "mpk_audio"
+    _fields_ = [
+        ("samples", POINTER(c_float)),
+        ("n_samples", c_size_t),
+        ("sample_rate_hz", c_int64),
+        ("from_wav", c_int),
+        ("wav", mpk_wav_info),
+        ("source_rate", c_double),
+        ("source_channels", c_uint32),
+        ("source_frames", c_uint64),
+        ("resampled", c_int),
+        ("peak", c_double),
+        ("rms", c_double),
+    ]
+
+
+class mpk_image_target(Structure):
+    _c_name_ = "mpk_image_target"
+    _fields_ = [("mode", c_int), ("height", c_int64), ("width", c_int64)]
+
+
+class mpk_image_plan(Structure):
+    _c_name_ = "mpk_image_plan"
+    _fields_ = [("width", c_int64), ("height", c_int64), ("left", c_int64), ("top", c_int64)]
+
+
+IMAGE_ROWS_FN = CFUNCTYPE(c_int, c_void_p, c_int64, POINTER(c_uint8), c_size_t, POINTER(mpk_error))
+AUDIO_SINK_FN = CFUNCTYPE(c_int, c_void_p, POINTER(c_float), c_size_t, POINTER(mpk_error))
+
+
+class mpk_image_options(Structure):
+    _c_name_ = "mpk_image_options"
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("ignore_orientation", c_int),
+        ("max_pixels", c_uint64),
+        ("max_decode_bytes", c_uint64),
+        ("rows", IMAGE_ROWS_FN),
+        ("rows_ctx", c_void_p),
+    ]
+
+
+class mpk_image(Structure):
+    _c_name_ = "mpk_image"
+    _fields_ = [
+        ("pixels", POINTER(c_uint8)),
+        ("width", c_int64),
+        ("height", c_int64),
+        ("format", c_int),
+        ("source_width", c_uint32),
+        ("source_height", c_uint32),
+        ("source_channels", c_uint32),
+        ("source_bits", c_uint32),
+        ("has_alpha", c_int),
+        ("orientation", c_int),
+        ("orientation_applied", c_int),
+        ("decoded_width", c_uint32),
+        ("decoded_height", c_uint32),
+        ("jpeg_scale_num", c_int),
+        ("plan", mpk_image_plan),
+        ("warning", c_char * 256),
+    ]
+
+
 #: Every mirrored structure (tests/test_layout.py checks each against the headers).
 STRUCTS = [
     v for v in list(globals().values()) if isinstance(v, type) and issubclass(v, Structure) and hasattr(v, "_c_name_")
@@ -627,6 +881,10 @@ _PROTOTYPES = [
     ("mpk_package_kind", c_int, [c_char_p, POINTER(c_int), _E]),
     ("mpk_tensor_view_close", None, [POINTER(mpk_tensor_view)]),
     ("mpk_tensor_view_dltensor", c_int, [POINTER(mpk_tensor_view), c_void_p]),
+    ("mpk_map_file", c_int, [c_char_p, c_size_t, POINTER(mpk_mapped), _E]),
+    ("mpk_unmap_file", None, [POINTER(mpk_mapped)]),
+    ("mpk_write_file_atomic", c_int, [c_char_p, c_void_p, c_size_t, _E]),
+    ("mpk_output_file", c_int, [c_char_p, c_void_p, c_size_t, _E]),
     # mlc
     ("mpk_mlc_interface_id", c_int, [c_char_p, c_size_t, c_char_p, _E]),
     ("mpk_mlc_package_parse", c_int, [c_char_p, c_size_t, c_char_p, c_int, POINTER(POINTER(mpk_mlc_package)), _E]),
@@ -640,6 +898,32 @@ _PROTOTYPES = [
     ("mpk_mlc_check", c_int, [c_char_p, POINTER(mpk_mlc_check_options), POINTER(POINTER(mpk_mlc_report)), _E]),
     ("mpk_mlc_report_free", None, [POINTER(mpk_mlc_report)]),
     ("mpk_mlc_kv_state_kind_name", c_char_p, [c_int]),
+    ("mpk_mlc_package_tasks_json", c_int, [POINTER(mpk_mlc_package), POINTER(c_void_p), POINTER(c_size_t), _E]),
+    ("mpk_mlc_metadata_load", c_int, [c_char_p, POINTER(POINTER(mpk_mlc_metadata)), _E]),
+    ("mpk_mlc_metadata_from_bytes", c_int, [c_char_p, c_size_t, c_char_p, POINTER(POINTER(mpk_mlc_metadata)), _E]),
+    ("mpk_mlc_metadata_free", None, [POINTER(mpk_mlc_metadata)]),
+    ("mpk_mlc_library_open", c_int, [c_char_p, POINTER(POINTER(mpk_mlc_library)), _E]),
+    ("mpk_mlc_library_free", None, [POINTER(mpk_mlc_library)]),
+    ("mpk_mlc_resolve", c_int, [POINTER(mpk_mlc_package), POINTER(mpk_mlc_artifact), POINTER(mpk_mlc_binding), _E]),
+    ("mpk_mlc_tensor_cache_load", c_int, [c_char_p, POINTER(POINTER(mpk_mlc_tensor_cache)), _E]),
+    ("mpk_mlc_tensor_cache_free", None, [POINTER(mpk_mlc_tensor_cache)]),
+    ("mpk_mlc_params_from_tensor_cache", c_int, [POINTER(mpk_mlc_tensor_cache), POINTER(c_void_p), _E]),
+    ("mpk_mlc_params_from_metadata", c_int, [POINTER(mpk_mlc_metadata), POINTER(c_void_p), _E]),
+    ("mpk_mlc_params_parse", c_int, [c_char_p, c_size_t, c_char_p, POINTER(c_void_p), _E]),
+    ("mpk_mlc_params_free", None, [c_void_p]),
+    ("mpk_mlc_named_dims_from_chat_config", c_int,
+     [c_char_p, POINTER(POINTER(mpk_mlc_named_dim)), POINTER(c_size_t), _E]),
+    ("mpk_mlc_build", c_int, [POINTER(mpk_mlc_build_input), POINTER(mpk_mlc_build_result), _E]),
+    ("mpk_mlc_build_result_free", None, [POINTER(mpk_mlc_build_result)]),
+    ("mpk_mlc_fit_package", c_int, [c_char_p, POINTER(mpk_mlc_fit_options), POINTER(POINTER(mpk_mlc_fit_report)), _E]),
+    ("mpk_mlc_fit_report_free", None, [POINTER(mpk_mlc_fit_report)]),
+    ("mpk_mlc_planner_open", c_int, [c_char_p, c_char_p, POINTER(c_void_p), _E]),
+    ("mpk_mlc_planner_free", None, [c_void_p]),
+    ("mpk_mlc_segments_parse", c_int, [c_char_p, c_size_t, c_char_p, POINTER(POINTER(mpk_mlc_segments)), _E]),
+    ("mpk_mlc_segments_free", None, [POINTER(mpk_mlc_segments)]),
+    ("mpk_mlc_prefill_plan_segments", c_int, [c_void_p, c_int64, c_void_p, c_size_t, POINTER(c_void_p), _E]),
+    ("mpk_mlc_prefill_plan_free", None, [c_void_p]),
+    ("mpk_mlc_prefill_plan_json", c_int, [c_void_p, c_void_p, POINTER(c_void_p), POINTER(c_size_t), _E]),
     # mt
     ("mpk_mt_manifest_parse", c_int, [c_char_p, c_size_t, c_char_p, POINTER(POINTER(mpk_mt_manifest)), _E]),
     ("mpk_mt_manifest_load", c_int, [c_char_p, POINTER(POINTER(mpk_mt_manifest)), _E]),
@@ -664,10 +948,49 @@ _PROTOTYPES = [
     ("mpk_mt_tensor_status_name", c_char_p, [c_int]),
 ]
 
+#: The media frontends (components audio and image): a build without them lacks these symbols, and
+#: the functions using them raise UnsupportedError (has_media() says whether they are there).
+_MEDIA_PROTOTYPES = [
+    ("mpk_wav_parse", c_int, [c_void_p, c_size_t, c_char_p, POINTER(mpk_wav_info), _E]),
+    ("mpk_wav_codec_name", c_char_p, [c_uint32]),
+    ("mpk_audio_data_decode", c_int, [c_char_p, c_size_t, POINTER(c_void_p), POINTER(c_size_t), _E]),
+    ("mpk_audio_canonical_length", c_double, [c_uint64, c_double, c_int64]),
+    ("mpk_audio_from_wav", c_int,
+     [c_void_p, c_size_t, c_char_p, POINTER(mpk_audio_target), POINTER(POINTER(mpk_audio)), _E]),
+    ("mpk_audio_from_wav_file", c_int, [c_char_p, POINTER(mpk_audio_target), POINTER(POINTER(mpk_audio)), _E]),
+    ("mpk_audio_from_data", c_int,
+     [c_char_p, c_size_t, POINTER(mpk_audio_target), POINTER(POINTER(mpk_audio)), _E]),
+    ("mpk_audio_from_pcm_f32", c_int,
+     [c_void_p, c_size_t, c_double, POINTER(mpk_audio_target), POINTER(POINTER(mpk_audio)), _E]),
+    ("mpk_audio_stream_wav_file", c_int,
+     [c_char_p, POINTER(mpk_audio_target), AUDIO_SINK_FN, c_void_p, POINTER(POINTER(mpk_audio)), _E]),
+    ("mpk_audio_stream_data", c_int,
+     [c_char_p, c_size_t, POINTER(mpk_audio_target), AUDIO_SINK_FN, c_void_p, POINTER(POINTER(mpk_audio)), _E]),
+    ("mpk_audio_free", None, [POINTER(mpk_audio)]),
+    ("mpk_image_format_name", c_char_p, [c_int]),
+    ("mpk_image_plan_resize", c_int, [c_int64, c_int64, POINTER(mpk_image_target), POINTER(mpk_image_plan), _E]),
+    ("mpk_image_from_bytes", c_int,
+     [c_void_p, c_size_t, c_char_p, POINTER(mpk_image_target), POINTER(mpk_image_options),
+      POINTER(POINTER(mpk_image)), _E]),
+    ("mpk_image_free", None, [POINTER(mpk_image)]),
+    ("mpk_image_tensor_bytes", c_int, [POINTER(mpk_image), c_int, c_void_p, c_size_t, _E]),
+    ("mpk_image_encode_png", c_int, [POINTER(mpk_image), POINTER(c_void_p), POINTER(c_size_t), _E]),
+]
+
 for _name, _res, _args in _PROTOTYPES:
     _f = getattr(lib, _name)
     _f.restype = _res
     _f.argtypes = _args
+
+MEDIA: Set[str] = set()  # the media symbols this library has
+for _name, _res, _args in _MEDIA_PROTOTYPES:
+    try:
+        _f = getattr(lib, _name)
+    except AttributeError:
+        continue
+    _f.restype = _res
+    _f.argtypes = _args
+    MEDIA.add(_name)
 
 if lib.mpk_version_number() < MIN_VERSION_NUMBER:
     raise ImportError(
@@ -696,3 +1019,17 @@ def take_buffer(p: c_void_p, n: int) -> bytes:
         return ctypes.string_at(p, n) if p else b""
     finally:
         lib.mpk_free(p)
+
+
+def read_file(path: bytes, max_size: int = 64 << 20) -> bytes:
+    """A file's bytes read as the CLI reads a document (mpk_map_file: regular files only, at most
+    ``max_size`` bytes; errors name the path)."""
+    from .errors import check as _check
+
+    m = mpk_mapped()
+    err = mpk_error()
+    _check(lib.mpk_map_file(path, max_size, ctypes.byref(m), ctypes.byref(err)), err)
+    try:
+        return ctypes.string_at(m.data, m.size) if m.size else b""
+    finally:
+        lib.mpk_unmap_file(ctypes.byref(m))

@@ -153,3 +153,15 @@ def check(rc: int, err: "_lib.mpk_error") -> None:
     """Raise the exception for a failed call (rc < 0); nothing for 0."""
     if rc:
         raise from_c(err, rc)
+
+
+def make(code: int, file: str, pointer: str, message: str) -> Error:
+    """The exception for a refusal the binding itself makes where the CLI does (the same code, file,
+    pointer and rule; ``str(e)`` formatted by the library)."""
+    e = _lib.mpk_error()
+    e.code = code
+    e.message = message.encode("utf-8", "surrogateescape")[:511]
+    e.file = file.encode("utf-8", "surrogateescape")[:511]
+    e.pointer = pointer.encode("utf-8", "surrogateescape")[:511]
+    e.offset = -1
+    return from_c(e)

@@ -55,6 +55,9 @@ def test_structs_match_the_headers(tmp_path):
 def test_every_struct_is_probed():
     names = {cls._c_name_ for cls in _lib.STRUCTS}
     for must in ("mpk_error", "mpk_mt_report", "mpk_mlc_report", "mpk_mt_build_result", "mpk_tensor_view",
-                 "mpk_mt_handoff_entry", "mpk_mt_gate_report"):
+                 "mpk_mt_handoff_entry", "mpk_mt_gate_report", "mpk_mlc_library", "mpk_mlc_task", "mpk_mlc_input",
+                 "mpk_mlc_build_input", "mpk_mlc_build_result", "mpk_mlc_fit_report", "mpk_mlc_fit_options",
+                 "mpk_mlc_segments", "mpk_mapped", "mpk_audio", "mpk_audio_target", "mpk_wav_info", "mpk_image",
+                 "mpk_image_options"):
         assert must in names
     assert {c._c_name_ for c in T.DLPACK_STRUCTS} == {"DLDevice", "DLDataType", "DLTensor", "DLManagedTensor"}
