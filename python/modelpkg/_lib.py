@@ -569,6 +569,16 @@ class mpk_mlc_binding(Structure):
     ]
 
 
+class mpk_mlc_input_kinds(Structure):
+    _c_name_ = "mpk_mlc_input_kinds"
+    _fields_ = [("declared", c_int), ("audio", c_int), ("image", c_int)]
+
+
+class mpk_mlc_request_model(Structure):
+    _c_name_ = "mpk_mlc_request_model"
+    _fields_ = [("model_id", c_char_p), ("model_type", c_char_p), ("kinds", mpk_mlc_input_kinds)]
+
+
 class mpk_mlc_tensor_cache(Structure):
     _c_name_ = "mpk_mlc_tensor_cache"
     _fields_ = [
@@ -905,6 +915,7 @@ _PROTOTYPES = [
     ("mpk_mlc_library_open", c_int, [c_char_p, POINTER(POINTER(mpk_mlc_library)), _E]),
     ("mpk_mlc_library_free", None, [POINTER(mpk_mlc_library)]),
     ("mpk_mlc_resolve", c_int, [POINTER(mpk_mlc_package), POINTER(mpk_mlc_artifact), POINTER(mpk_mlc_binding), _E]),
+    ("mpk_mlc_request_check", c_int, [c_char_p, c_size_t, c_char_p, POINTER(mpk_mlc_request_model), _E]),
     ("mpk_mlc_tensor_cache_load", c_int, [c_char_p, POINTER(POINTER(mpk_mlc_tensor_cache)), _E]),
     ("mpk_mlc_tensor_cache_free", None, [POINTER(mpk_mlc_tensor_cache)]),
     ("mpk_mlc_params_from_tensor_cache", c_int, [POINTER(mpk_mlc_tensor_cache), POINTER(c_void_p), _E]),

@@ -3,14 +3,16 @@ compiled library's ``_metadata``, the producer, device fit and prefill planning.
 
 Bound: :func:`interface_id`, :class:`Package` (the sidecar ``mlc-model-manifest.json``, its tasks),
 :func:`clean_model_url`, :func:`resource_urls`, :func:`check`, :func:`metadata` (:class:`Metadata`),
-:func:`build`, :func:`fit` and :class:`Planner` (:func:`plan`). Not yet bound: libraries as a whole
+:func:`build`, :func:`fit`, :class:`Planner` (:func:`plan`) and :func:`check_request`. Not yet bound: libraries as a whole
 (function tables, compat), ``mlc embed``, ``mlc install`` (docs/python.md).
 """
 
 from __future__ import annotations
 
+import array
 import ctypes
 import json
+import math
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional
@@ -207,6 +209,53 @@ def resource_urls(model_url: str, package: Optional[Package] = None) -> Resource
                             ctypes.string_at(u.tensor_cache_base_url).decode())
     finally:
         _lib.lib.mpk_mlc_resource_urls_free(ctypes.byref(u))
+
+
+def _request_value(v: Any) -> Any:
+    """A request as JSON sees it, the way JavaScript's JSON.stringify would hand WebLLM's to the
+    library: a float32 array (numpy, ``array('f')``) becomes the Float32Array mark, any other array
+    a plain list, NaN and the infinities null (docs/mlc-request.md)."""
+    if isinstance(v, Mapping):
+        return {str(k): _request_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_request_value(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, array.array):
+        return {"$float32array": len(v)} if v.typecode == "f" else list(v)
+    if type(v).__module__ == "numpy" and hasattr(v, "tolist"):
+        if getattr(v, "ndim", 0) == 1 and str(getattr(v, "dtype", "")) == "float32":
+            return {"$float32array": len(v)}
+        return _request_value(v.tolist())
+    return v
+
+
+def check_request(request: Any, *, model_id: Optional[str] = None, model_type: str = "LLM",
+                  input_kinds: Optional[Iterable[str]] = None, file: Optional[str] = None) -> None:
+    """Check a chat-completion request's messages as WebLLM 0.2.86 does before it decodes anything
+    (mpk_mlc_request_check, docs/mlc-request.md): content arrays only where the model takes them,
+    ``input_audio`` / ``image_url`` parts only where declared, their fields, one text part per
+    message, the system message first, the last from the user or a tool.
+
+    ``request``: a dict (float32 arrays stand for Float32Arrays) or its JSON text. ``model_type``:
+    "LLM", "VLM" or "embedding"; ``input_kinds``: what the model declares ("audio", "image"), WebLLM's
+    supportedInputKinds — None for a model without a manifest. Returns None, or raises
+    :class:`modelpkg.UnsupportedError` / :class:`modelpkg.MalformedError` naming the field
+    (``e.pointer``, e.g. "/messages/0/content/1/type") with WebLLM's message.
+    """
+    if isinstance(request, (str, bytes, bytearray, memoryview)):
+        text = json_bytes(request)
+    else:
+        text = json.dumps(_request_value(request), ensure_ascii=True).encode("ascii")
+    m = _lib.mpk_mlc_request_model(model_id=opt_str(model_id), model_type=opt_str(model_type))
+    if input_kinds is not None:
+        m.kinds.declared = 1
+        for k in input_kinds:
+            if k not in ("audio", "image"):
+                raise _make(MPK_EINVAL, "", "", f"input kind {k!r}: expected 'audio' or 'image'")
+            setattr(m.kinds, k, 1)
+    err = _lib.mpk_error()
+    _check(_lib.lib.mpk_mlc_request_check(text, len(text), opt_str(file), ctypes.byref(m), ctypes.byref(err)), err)
 
 
 def check(path: PathLike, lib: Optional[PathLike] = None, *, device_features: Optional[Iterable[str]] = None,
