@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
@@ -25,28 +26,32 @@ static void put(jsbuf *b, const char *s, size_t n) {
 }
 static void puts_(jsbuf *b, const char *s) { put(b, s, strlen(s)); }
 
-/* Number::toString: the shortest digits that read back, plain from 1e-7 to 1e21. */
+/* Number::toString (ECMAScript's algorithm): the shortest digits that read back, plain from 1e-7 to
+   1e21, else d[.ddd]e+N / e-N. */
 static void put_number(jsbuf *b, double d) {
-  char t[40];
   if (d == 0) { puts_(b, "0"); return; } /* -0 too */
-  if (fabs(d) < 1e21 && d == floor(d)) {
-    snprintf(t, sizeof t, "%.0f", d);
-    puts_(b, t);
-    return;
-  }
-  for (int p = 1; p <= 17; p++) {
-    snprintf(t, sizeof t, "%.*g", p, d);
+  if (d < 0) { puts_(b, "-"); d = -d; }
+  char t[40], digits[20];
+  int p = 1;
+  for (; p < 17; p++) { /* the fewest significant digits that read back */
+    snprintf(t, sizeof t, "%.*e", p - 1, d);
     if (strtod(t, NULL) == d) break;
   }
-  char *e = strchr(t, 'e');
-  if (!e) { puts_(b, t); return; }
-  put(b, t, (size_t)(e - t)); /* mantissa, then "e+N" / "e-N" without padding zeros */
-  char sign = e[1] == '-' ? '-' : '+';
-  const char *digits = e + 2;
-  while (*digits == '0' && digits[1]) digits++;
-  char x[8] = {'e', sign, '\0'};
-  puts_(b, x);
-  puts_(b, digits);
+  snprintf(t, sizeof t, "%.*e", p - 1, d);
+  size_t k = 0;
+  for (const char *c = t; *c && *c != 'e'; c++)
+    if (*c >= '0' && *c <= '9' && k < sizeof digits - 1) digits[k++] = *c;
+  while (k > 1 && digits[k - 1] == '0') k--; /* %e may pad */
+  digits[k] = '\0';
+  int n = atoi(strchr(t, 'e') + 1) + 1; /* the decimal point sits after n digits */
+  static const char zeros[] = "000000000000000000000"; /* at most 21 are needed */
+  char out[64];
+  if ((int)k <= n && n <= 21) snprintf(out, sizeof out, "%s%.*s", digits, n - (int)k, zeros);
+  else if (0 < n && n <= 21) snprintf(out, sizeof out, "%.*s.%s", n, digits, digits + n);
+  else if (-6 < n && n <= 0) snprintf(out, sizeof out, "0.%.*s%s", -n, zeros, digits);
+  else snprintf(out, sizeof out, "%c%s%se%c%d", digits[0], k > 1 ? "." : "", digits + 1, n - 1 < 0 ? '-' : '+',
+                abs(n - 1));
+  puts_(b, out);
 }
 
 /* String(v) of a JSON value or NULL, undefined (what a template literal prints): arrays join their elements' strings

@@ -55,7 +55,7 @@ function gen(r) {
   const set = (o, k, v) => { if (v !== undefined) o[k] = v; return o; };
   const part = () => {
     const type = pick(P.partType);
-    if (r() < 0.03) return pick([null, 'text', 7, []]); // not an object
+    if (r() < 0.05) return pick([null, 'text', 7, [], 1.5e-5, -2.5e-7, 0.1, 1e21, 123.456, true]); // not an object
     const p = set({}, 'type', type);
     if (type === 'image_url') {
       const img = r() < 0.04 ? pick([undefined, 'x', null]) : set(set({}, 'url', r() < 0.04 ? pick([3, null]) : pick(P.url)), 'detail', pick(P.detail));
@@ -69,7 +69,7 @@ function gen(r) {
   const content = () => {
     const x = r();
     if (x < 0.3) return pick(P.text);
-    if (x < 0.35) return pick([null, undefined, 3, {}, { type: 'text' }]);
+    if (x < 0.35) return pick([null, undefined, 3, 1.25e-6, {}, { type: 'text' }]);
     const n = Math.floor(r() * 4);
     return Array.from({ length: n }, part);
   };
