@@ -1,10 +1,14 @@
-"""MobileTransformers packages: the manifest, the package check, sealing (``mt build``).
+"""MobileTransformers packages: the manifest, the check, sealing, selection, installs, the weight
+handoff map, merges.
 
-Bound so far: :class:`Manifest` (read, version gate, typed fields, download plans, the exporter's
-bytes), :func:`check_versions` (the shared version gate), :func:`check`, :func:`build`, and
-:func:`open_tensors` (the load gate; views as zero-copy numpy arrays with DLPack, from
-:mod:`modelpkg.tensors`). Not yet bound: select/plan, install, HandoffMap as an object, merge
-(docs/python.md).
+Bound: :class:`Manifest` (read, version gate, typed fields, download plans, the exporter's bytes),
+:func:`check_versions`, :func:`check`, :func:`build` (``mt build`` / ``mt reseal``),
+:func:`select` and :func:`plan_download` (``mt select`` / ``mt plan``), :func:`install` (``mt
+install``, with progress and cancellation), :func:`installed`, :class:`HandoffMap` (read,
+``to_json``, ``build`` from the graph), :func:`merge` (``mt merge``), and :func:`open_tensors` (the
+load gate on a package or an installed model; views as zero-copy numpy arrays with DLPack, from
+:mod:`modelpkg.tensors`). Each result's ``to_dict()`` is the command's ``--json`` document. Not
+yet bound: the cache as a whole, restore, parity, the graph report (docs/python.md).
 """
 
 from __future__ import annotations
@@ -1102,8 +1106,8 @@ def merge(path: PathLike, adapter: PathLike, *, variant: Optional[str] = None, s
     docs/mt-merge.md). ``variant`` None: an installed model's own, else defaultVariant. ``scale``
     None: from the variant's training_config.json or a PEFT adapter_config.json (never a default).
     ``orientation``: "no_transpose" / "already_transposed_for_inference" for all-square packages.
-    ``workers``: merge threads (0: one per CPU, at most 8). ``keep_base`` keeps the replaced tensors
-    for :func:`restore`-less undo (mt restore). ``probe`` (PROBE.json) runs the post-merge check in
+    ``workers``: merge threads (0: one per CPU, at most 8). ``keep_base`` keeps the replaced shipped
+    tensors in the tree (``modelpkg mt restore`` then needs no download). ``probe`` (PROBE.json) runs the post-merge check in
     ONNX Runtime (MPK_ORT_LIBRARY, else libonnxruntime.so.1): above ``max_ratio`` (default 2) the
     merge is rolled back and :class:`MergeRolledBack` raised with the report, unless ``force``.
 
