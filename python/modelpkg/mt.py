@@ -1107,7 +1107,8 @@ def merge(path: PathLike, adapter: PathLike, *, variant: Optional[str] = None, s
     None: from the variant's training_config.json or a PEFT adapter_config.json (never a default).
     ``orientation``: "no_transpose" / "already_transposed_for_inference" for all-square packages.
     ``workers``: merge threads (0: one per CPU, at most 8). ``keep_base`` keeps the replaced shipped
-    tensors in the tree (``modelpkg mt restore`` then needs no download). ``probe`` (PROBE.json) runs the post-merge check in
+    tensors in the tree (``modelpkg mt restore`` then needs no download). ``probe`` (PROBE.json)
+    runs the post-merge check in
     ONNX Runtime (MPK_ORT_LIBRARY, else libonnxruntime.so.1): above ``max_ratio`` (default 2) the
     merge is rolled back and :class:`MergeRolledBack` raised with the report, unless ``force``.
 
