@@ -425,6 +425,270 @@ class mpk_mt_variant_gate(Structure):
     ]
 
 
+class mpk_mt_planned_file(Structure):
+    _c_name_ = "mpk_mt_planned_file"
+    _fields_ = [("path", c_char_p), ("group", c_char_p), ("has_size", c_int), ("size", c_uint64), ("sha256", c_char_p)]
+
+
+class mpk_mt_plan_options(Structure):
+    _c_name_ = "mpk_mt_plan_options"
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("features", POINTER(c_char_p)),
+        ("n_features", c_size_t),
+        ("allow_unverifiable", c_int),
+    ]
+
+
+class mpk_mt_download_plan(Structure):
+    _c_name_ = "mpk_mt_download_plan"
+    _fields_ = [
+        ("variant", c_char_p),
+        ("features", POINTER(c_char_p)),
+        ("n_features", c_size_t),
+        ("groups", POINTER(c_char_p)),
+        ("n_groups", c_size_t),
+        ("files", POINTER(mpk_mt_planned_file)),
+        ("n_files", c_size_t),
+        ("total_bytes", c_uint64),
+        ("includes_manifest", c_int),
+        ("n_unverifiable", c_size_t),
+        ("problems", POINTER(mpk_error)),
+        ("n_problems", c_size_t),
+        ("notes", POINTER(c_char_p)),
+        ("n_notes", c_size_t),
+        ("priv_", c_void_p),
+    ]
+
+
+class mpk_mt_select_options(Structure):
+    _c_name_ = "mpk_mt_select_options"
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("abis", POINTER(c_char_p)),
+        ("n_abis", c_size_t),
+        ("execution_provider", c_char_p),
+        ("quantization", c_char_p),
+        ("engine", c_char_p),
+        ("memory_mb", mpk_opt_int),
+        ("api_level", mpk_opt_int),
+        ("free_bytes", mpk_opt_int),
+        ("features", POINTER(c_char_p)),
+        ("n_features", c_size_t),
+        ("prefer_quant", POINTER(c_char_p)),
+        ("n_prefer_quant", c_size_t),
+    ]
+
+
+class mpk_mt_candidate(Structure):
+    _c_name_ = "mpk_mt_candidate"
+    _fields_ = [
+        ("variant", POINTER(mpk_mt_variant)),
+        ("excluded_by", c_int),
+        ("reason", c_char_p),
+        ("has_bytes", c_int),
+        ("download_bytes", c_uint64),
+        ("rank", c_size_t),
+        ("chosen", c_int),
+    ]
+
+
+class mpk_mt_selection(Structure):
+    _c_name_ = "mpk_mt_selection"
+    _fields_ = [
+        ("chosen", POINTER(mpk_mt_variant)),
+        ("candidates", POINTER(mpk_mt_candidate)),
+        ("n_candidates", c_size_t),
+        ("features", POINTER(c_char_p)),
+        ("n_features", c_size_t),
+        ("groups", POINTER(c_char_p)),
+        ("n_groups", c_size_t),
+        ("prefer_quant", POINTER(c_char_p)),
+        ("n_prefer_quant", c_size_t),
+        ("preferred_quant", c_char_p),
+        ("has_budget", c_int),
+        ("free_bytes", c_uint64),
+        ("budget_bytes", c_uint64),
+        ("fell_back", c_int),
+        ("summary", c_char_p),
+        ("priv_", c_void_p),
+    ]
+
+
+class mpk_mt_installed(Structure):
+    _c_name_ = "mpk_mt_installed"
+    _fields_ = [
+        ("repo_id", c_char_p),
+        ("variant", c_char_p),
+        ("features", POINTER(c_char_p)),
+        ("n_features", c_size_t),
+        ("installed_at_ms", c_int64),
+        ("install_id", c_char_p),
+        ("source", c_char_p),
+        ("record", c_int),
+        ("priv_", c_void_p),
+    ]
+
+
+class mpk_mt_install_event(Structure):
+    _c_name_ = "mpk_mt_install_event"
+    _fields_ = [
+        ("kind", c_int),
+        ("file", c_char_p),
+        ("file_done", c_uint64),
+        ("file_size", c_uint64),
+        ("done", c_uint64),
+        ("total", c_uint64),
+        ("files", c_size_t),
+        ("message", c_char_p),
+    ]
+
+
+INSTALL_FN = CFUNCTYPE(c_int, c_void_p, POINTER(mpk_mt_install_event))
+
+
+class mpk_mt_install_options(Structure):
+    _c_name_ = "mpk_mt_install_options"
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("repo_id", c_char_p),
+        ("cache_dir", c_char_p),
+        ("variant", c_char_p),
+        ("select", POINTER(mpk_mt_select_options)),
+        ("features", POINTER(c_char_p)),
+        ("n_features", c_size_t),
+        ("jobs", c_uint),
+        ("wait_for_lock", c_int),
+        ("attempts", c_uint),
+        ("retry_delay_ms", c_uint),
+        ("digest_attempts", c_uint),
+        ("on_event", INSTALL_FN),
+        ("ctx", c_void_p),
+        ("timeout_secs", c_uint),
+        ("low_speed_bytes", c_uint),
+        ("low_speed_secs", c_uint),
+        ("connections", c_uint),
+        ("ca_file", c_char_p),
+    ]
+
+
+class mpk_mt_install_adapter(Structure):
+    _c_name_ = "mpk_mt_install_adapter"
+    _fields_ = [("sha256", c_char_p), ("reapplied", c_int), ("reason", c_char_p)]
+
+
+class mpk_mt_install_result(Structure):
+    _c_name_ = "mpk_mt_install_result"
+    _fields_ = [
+        ("repo_dir", c_char_p),
+        ("variant", c_char_p),
+        ("files", c_size_t),
+        ("total_bytes", c_uint64),
+        ("reused_bytes", c_uint64),
+        ("retries", c_uint),
+        ("restarts", c_uint),
+        ("replaced", c_int),
+        ("adapters", POINTER(mpk_mt_install_adapter)),
+        ("n_adapters", c_size_t),
+    ]
+
+
+class mpk_safetensors_budget(Structure):
+    _c_name_ = "mpk_safetensors_budget"
+    _fields_ = [("max_header_bytes", c_uint64), ("max_tensors", c_uint64)]
+
+
+class mpk_mt_merge_options(Structure):
+    _c_name_ = "mpk_mt_merge_options"
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("variant", c_char_p),
+        ("adapter", c_char_p),
+        ("has_scale", c_int),
+        ("scale", c_double),
+        ("orientation", c_int),
+        ("workers", c_uint),
+        ("dry_run", c_int),
+        ("adapter_budget", mpk_safetensors_budget),
+        ("keep_base", c_int),
+        ("ort", c_void_p),
+        ("probe", c_char_p),
+        ("max_ratio", c_double),
+        ("force", c_int),
+    ]
+
+
+_DIGEST = c_char * 65
+
+
+class mpk_mt_merge_entry(Structure):
+    _c_name_ = "mpk_mt_merge_entry"
+    _fields_ = [
+        ("entry", c_size_t),
+        ("layer", c_char_p),
+        ("adapter_a", c_char_p),
+        ("adapter_b", c_char_p),
+        ("out", c_int64),
+        ("in", c_int64),
+        ("rank", c_int64),
+        ("dtype", c_char_p),
+        ("rows", c_int64),
+        ("cols", c_int64),
+        ("quantized", c_int),
+        ("observed", c_int),
+        ("scale", c_double),
+        ("scale_source", c_char_p),
+        ("base_source", c_char_p),
+        ("digest", _DIGEST * MPK_MT_ROLE_COUNT),
+    ]
+
+
+class mpk_mt_merge_report(Structure):
+    _c_name_ = "mpk_mt_merge_report"
+    _fields_ = [
+        ("variant", c_char_p),
+        ("inference_dir", c_char_p),
+        ("orientation", c_int),
+        ("evidence", c_char_p),
+        ("entries", POINTER(mpk_mt_merge_entry)),
+        ("n_entries", c_size_t),
+        ("notes", POINTER(c_char_p)),
+        ("n_notes", c_size_t),
+        ("written", c_int),
+        ("priv_", c_void_p),
+        ("verified", c_int),
+        ("ce_before", c_double),
+        ("ce_after", c_double),
+        ("ratio", c_double),
+        ("max_ratio", c_double),
+        ("rolled_back", c_int),
+        ("verdict", c_char_p),
+    ]
+
+
+class mpk_mt_handoff_build_options(Structure):
+    _c_name_ = "mpk_mt_handoff_build_options"
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("variant", c_char_p),
+        ("peft_method", c_char_p),
+        ("attention_module", c_char_p),
+        ("dry_run", c_int),
+    ]
+
+
+class mpk_mt_handoff_build_result(Structure):
+    _c_name_ = "mpk_mt_handoff_build_result"
+    _fields_ = [
+        ("path", c_char_p),
+        ("map", POINTER(c_char)),
+        ("map_len", c_size_t),
+        ("changed", c_int),
+        ("n_entries", c_size_t),
+        ("policy", c_int),
+    ]
+
+
 # ----------------------------------------------------------------------------------------------
 # mlc.h
 # ----------------------------------------------------------------------------------------------
@@ -955,6 +1219,33 @@ _PROTOTYPES = [
      [c_char_p, c_char_p, POINTER(mpk_mt_gate_options), POINTER(POINTER(mpk_mt_variant_gate)), _E]),
     ("mpk_mt_variant_gate_free", None, [POINTER(mpk_mt_variant_gate)]),
     ("mpk_mt_role_name", c_char_p, [c_int]),
+    ("mpk_mt_manifest_variant", POINTER(mpk_mt_variant), [POINTER(mpk_mt_manifest), c_char_p]),
+    ("mpk_mt_manifest_open_source", c_int, [c_char_p, POINTER(POINTER(mpk_mt_manifest)), _E]),
+    ("mpk_mt_storage_budget", c_uint64, [c_uint64]),
+    ("mpk_mt_plan_download", c_int,
+     [POINTER(mpk_mt_manifest), c_char_p, POINTER(mpk_mt_plan_options), POINTER(POINTER(mpk_mt_download_plan)), _E]),
+    ("mpk_mt_download_plan_free", None, [POINTER(mpk_mt_download_plan)]),
+    ("mpk_mt_filter_name", c_char_p, [c_int]),
+    ("mpk_mt_select", c_int,
+     [POINTER(mpk_mt_manifest), POINTER(mpk_mt_select_options), POINTER(POINTER(mpk_mt_selection)), _E]),
+    ("mpk_mt_selection_free", None, [POINTER(mpk_mt_selection)]),
+    ("mpk_mt_sanitize_repo_id", c_int, [c_char_p, c_char_p, c_size_t, _E]),
+    ("mpk_mt_installed_open", c_int, [c_char_p, POINTER(POINTER(mpk_mt_installed)), _E]),
+    ("mpk_mt_installed_free", None, [POINTER(mpk_mt_installed)]),
+    ("mpk_mt_default_variant", c_char_p, [POINTER(mpk_mt_manifest), POINTER(mpk_mt_installed)]),
+    ("mpk_mt_installed_path", c_int, [POINTER(mpk_mt_variant), c_char_p, POINTER(c_void_p), _E]),
+    ("mpk_mt_install", c_int, [c_char_p, POINTER(mpk_mt_install_options), POINTER(mpk_mt_install_result), _E]),
+    ("mpk_mt_install_result_free", None, [POINTER(mpk_mt_install_result)]),
+    ("mpk_mt_handoff_parse", c_int, [c_char_p, c_size_t, c_char_p, POINTER(POINTER(mpk_mt_handoff)), _E]),
+    ("mpk_mt_handoff_json", c_int, [POINTER(mpk_mt_handoff), POINTER(c_void_p), POINTER(c_size_t), _E]),
+    ("mpk_mt_handoff_role_layout", c_int,
+     [POINTER(mpk_mt_handoff_entry), c_int, POINTER(c_char_p), POINTER(POINTER(c_int64)), POINTER(c_size_t), _E]),
+    ("mpk_mt_handoff_build", c_int,
+     [c_char_p, POINTER(mpk_mt_handoff_build_options), POINTER(mpk_mt_handoff_build_result), _E]),
+    ("mpk_mt_handoff_build_result_free", None, [POINTER(mpk_mt_handoff_build_result)]),
+    ("mpk_mt_merge", c_int, [c_char_p, POINTER(mpk_mt_merge_options), POINTER(POINTER(mpk_mt_merge_report)), _E]),
+    ("mpk_mt_merge_report_free", None, [POINTER(mpk_mt_merge_report)]),
+    ("mpk_mt_orientation_name", c_char_p, [c_int]),
     ("mpk_mt_authority_name", c_char_p, [c_int]),
     ("mpk_mt_tensor_status_name", c_char_p, [c_int]),
 ]

@@ -246,14 +246,26 @@ class GatedTensors:
                     dtype=_lib.s(t.dtype), shape=tuple(t.shape[j] for j in range(t.ndim)) if t.shape else None,
                     size_ok=bool(t.size_ok), merged=bool(t.merged)))
         self._inference_dir: Optional[str] = None
+        self.installed = False  #: an installed model (<cache>/<name>), not a package directory
         if not self.map_absent:
             # The public API's gate does not hand out its map or its directory handle: the map is
             # read again (it is the file the gate read) and the views are opened by path, while the
             # gate holds the directory against merges (docs/python.md, "Tensor views").
-            v = Manifest.load(path).variant(self.variant)
-            self._inference_dir = os.path.join(self.dir, v.paths.get("inference", os.path.dirname(self.weight_handoff)))
+            # An installed model (mpk_mt_installed_open finds its record) has the package paths
+            # flattened: <paths[stage]>/x is <stage>/x (mpk_mt_installed_path).
+            from .mt import installed_path
+
+            manifest = Manifest.load(path)
+            v = manifest.variant(self.variant)
+            inference = v.paths.get("inference", os.path.dirname(self.weight_handoff))
+            map_rel = self.weight_handoff
+            self.installed = _is_installed(path)
+            if self.installed:
+                inference = os.path.dirname(installed_path(manifest, self.variant, inference + "/x"))
+                map_rel = installed_path(manifest, self.variant, map_rel)
+            self._inference_dir = os.path.join(self.dir, inference)
             err = _lib.mpk_error()
-            _check(_lib.lib.mpk_mt_handoff_load(os.path.join(self.dir, self.weight_handoff).encode(),
+            _check(_lib.lib.mpk_mt_handoff_load(os.fsencode(os.path.join(self.dir, map_rel)),
                                                 ctypes.byref(self._map), ctypes.byref(err)), err)
 
     def raise_if_not_ready(self) -> None:
@@ -308,9 +320,22 @@ class GatedTensors:
         self.close()
 
 
+def _is_installed(path: PathLike) -> bool:
+    ptr = POINTER(_lib.mpk_mt_installed)()
+    err = _lib.mpk_error()
+    rc = _lib.lib.mpk_mt_installed_open(path_bytes(path), ctypes.byref(ptr), ctypes.byref(err))
+    _lib.lib.mpk_mt_installed_free(ptr)
+    if rc == -4:  # MPK_ENOTFOUND: a package directory
+        return False
+    _check(rc, err)
+    return True
+
+
 def open_tensors(path: PathLike, variant: Optional[str] = None, *, presence_only: bool = False,
                  workers: int = 0) -> GatedTensors:
-    """Run the load gate on a package variant (None: defaultVariant) and hold it for opening views."""
+    """Run the load gate on a package variant or an installed model (``<cache>/<name>``, as
+    :func:`modelpkg.mt.install` leaves it) and hold it for opening views. ``variant`` None: an
+    installed model's own, else defaultVariant."""
     return GatedTensors(path, variant, presence_only, workers)
 
 
