@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """py_seal.py — the Python binding's acceptance measurements (issue 24), peers side by side in one
-process; run by bench/run_py_seal.sh (which sets PYTHONPATH and MODELPKG_LIBRARY).
+run (the sealing peers each a Python process, the thread and view peers in this one); run by
+bench/run_py_seal.sh (which sets PYTHONPATH and MODELPKG_LIBRARY).
 
     /usr/bin/python3 bench/py_seal.py seal    WORK [--size-mib N] [--rounds R] [--workers W]
     /usr/bin/python3 bench/py_seal.py threads WORK [--file-mib N] [--rounds R]
@@ -9,7 +10,8 @@ process; run by bench/run_py_seal.sh (which sets PYTHONPATH and MODELPKG_LIBRARY
 seal     An exporter-style script sealing a package of SIZE MiB (bench/mt_package.py: 3 big files
          and 1 MiB tensors in the exporter's layout, sealed once by modelpkg.mt.build with its
          BUILD.json). Then R interleaved rounds (order alternated) of two peers over every file
-         the manifest lists, page cache warm:
+         the manifest lists, page cache warm, each peer a Python process of its own (as users run
+         them: the interpreter's start and imports count for both):
            exporter  the reference exporter's `_sha256_of` loop in pure Python — hashlib.sha256,
                      `for chunk in iter(lambda: f.read(1 << 20), b"")`, one file after another —
                      plus json.dumps of the fileSizes/sha256 maps (what it then writes);
@@ -38,6 +40,7 @@ import gc
 import hashlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -45,6 +48,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import modelpkg
 from modelpkg import mt
@@ -53,14 +57,33 @@ SRC = Path(__file__).resolve().parents[1]
 MIB = 1 << 20
 
 
-def _sha256_of(path: str) -> str:
-    """The reference exporter's hashing loop (the spec's exporter; bench/run_mt.sh's py-exporter)."""
+# The reference exporter's script: its `_sha256_of` over every file, then the maps it writes.
+EXPORTER = r"""
+import hashlib, json, os, sys
+def _sha256_of(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+root, listing = sys.argv[1], sys.argv[2]
+sizes, sums = {}, {}
+for p in open(listing, encoding="utf-8").read().splitlines():
+    full = os.path.join(root, p)
+    sizes[p] = os.path.getsize(full)
+    sums[p] = _sha256_of(full)
+json.dumps({"fileSizes": sizes, "sha256": sums}, indent=2, sort_keys=True)
+json.dump(sums, sys.stdout)
+"""
 
+# An exporter-style script sealing through the binding.
+BINDING = r"""
+import json, sys
+from modelpkg import mt
+pkg, describe_file, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+r = mt.build(pkg, open(describe_file, encoding="utf-8").read(), describe_file="BUILD.json", workers=workers)
+json.dump({"n_files": r.n_files, "changes": len(r.changes), "written": len(r.written)}, sys.stdout)
+"""
 
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -71,11 +94,17 @@ def busy() -> float:
     return (int(f[1]) + int(f[2]) + int(f[3]) + int(f[6]) + int(f[7])) / HZ
 
 
+def own_cpu() -> float:
+    """CPU seconds of this process and of its children that have ended (a peer run as a process)."""
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + ch.ru_utime + ch.ru_stime
+
+
 def timed(fn) -> tuple:
-    """(wall s, this process's cpu s, cores busy with OTHER processes meanwhile)."""
-    b0, c0, t0 = busy(), time.process_time(), time.perf_counter()
+    """(wall s, cpu s of this process and the children it ran, cores busy with OTHER processes meanwhile)."""
+    b0, c0, t0 = busy(), own_cpu(), time.perf_counter()
     fn()
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    wall, cpu = time.perf_counter() - t0, own_cpu() - c0
     return wall, cpu, max(0.0, (busy() - b0 - cpu) / wall)
 
 
@@ -115,20 +144,23 @@ def seal(work: Path, size_mib: int, rounds: int, workers: int) -> None:
             while f.read(8 * MIB):
                 pass
 
+    # Each peer is its own process, as users run them: the exporter's script, and an exporter-style
+    # script calling the binding (interpreter start and imports included in both).
+    listing = work / "files.txt"
+    listing.write_text("\n".join(files) + "\n")
+
+    def run(src: str, *args: str) -> Any:
+        out = subprocess.run([sys.executable, "-c", src, *args], check=True, capture_output=True, text=True).stdout
+        return json.loads(out)
+
     def exporter() -> None:
-        sizes, sums = {}, {}
-        for p in files:
-            full = os.path.join(pkg, p)
-            sizes[p] = os.path.getsize(full)
-            sums[p] = _sha256_of(full)
-        json.dumps({"fileSizes": sizes, "sha256": sums}, indent=2, sort_keys=True)
-        if sums != want:
+        if run(EXPORTER, str(pkg), str(listing)) != want:
             raise SystemExit("py_seal: the exporter loop computed other digests than the manifest's")
 
     def binding() -> None:
-        r = mt.build(pkg, describe, describe_file="BUILD.json", workers=workers)
-        if r.changes or r.written or r.n_files != len(files):
-            raise SystemExit(f"py_seal: mt.build changed the sealed package: {r.changes} {r.written}")
+        r = run(BINDING, str(pkg), str(work / "pkg.build.json"), str(workers))
+        if r != {"n_files": len(files), "changes": 0, "written": 0}:
+            raise SystemExit(f"py_seal: mt.build changed the sealed package: {r}")
 
     times = {"exporter": [], "binding": []}
     ratios = []
