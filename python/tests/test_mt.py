@@ -303,3 +303,11 @@ def test_two_threads_build_two_packages(tmp_path):
     for t in threads:
         t.join()
     assert results[dirs[0]] == results[dirs[1]] == fixture_plus_counts()
+
+
+def test_sanitize_repo_id_oracle():
+    """sanitize_repo_id_cases.json, the reference's Python/Kotlin parity oracle, byte for byte."""
+    cases = load_cases("sanitize_repo_id_cases.json", MT)["cases"]
+    for c in cases:
+        assert mt.sanitize_repo_id(c["input"]) == c["expected"], c["input"]
+    assert len(cases) >= 5
