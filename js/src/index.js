@@ -220,7 +220,13 @@ async function runJson(cmd, files, options, argv, extra = [], after = null) {
   const lib = await libraryFile(options.lib, list, get, dir);
   // the package under DIR/ (an empty one still a directory), the rest beside it; run from DIR's parent
   const placed = list.length ? list.map(([n, b]) => [`${dir}/${n}`, b]) : [[`${dir}/.keep`, new Uint8Array(0)]];
-  const r = m.run(argv(dir, lib.arg), [...placed, ...lib.outside, ...extra]);
+  const doc = jsonOf(cmd, m.run(argv(dir, lib.arg), [...placed, ...lib.outside, ...extra]));
+  // `after` reads the files the command judged in the same turn: nothing can change them in between
+  return after ? after(doc, new Map(placed)) : doc;
+}
+
+// A command's --json document from its run; a usage error (exit status 2) thrown as its problem.
+function jsonOf(cmd, r) {
   let doc = null;
   try {
     doc = r.stdout ? JSON.parse(r.stdout) : null;
@@ -229,8 +235,7 @@ async function runJson(cmd, files, options, argv, extra = [], after = null) {
   }
   if (!doc) throw invalid(`modelpkg ${cmd}: ${r.stderr || `exit status ${r.status}`}`);
   if (r.status === 2) throw errorFromProblem(doc.problems?.[0] ?? { code: 'invalid-argument', message: r.stderr });
-  // `after` reads the files the command judged in the same turn: nothing can change them in between
-  return after ? after(doc, new Map(placed)) : doc;
+  return doc;
 }
 
 function features(f) {
@@ -267,15 +272,7 @@ export async function mtSelect(manifest, device = {}) {
   const argv = ['mt', 'select', 'mobiletransformers_manifest.json', '--json'];
   for (const [key, flag, str] of flags) if (device[key] != null) argv.push(flag, str(device[key]));
   const m = await core();
-  const r = m.run(argv, [['mobiletransformers_manifest.json', await toBytes(manifest)]]);
-  let doc = null;
-  try {
-    doc = JSON.parse(r.stdout);
-  } catch {
-    throw invalid(`modelpkg mt select: ${r.stderr || `exit status ${r.status}`}`);
-  }
-  if (r.status === 2) throw errorFromProblem(doc.problems?.[0] ?? { code: 'invalid-argument', message: r.stderr });
-  return doc;
+  return jsonOf('mt select', m.run(argv, [['mobiletransformers_manifest.json', await toBytes(manifest)]]));
 }
 
 /** The MobileTransformers load gate (loadMergedWeightsReady) over a package's files: the `modelpkg
