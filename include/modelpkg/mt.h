@@ -1149,6 +1149,12 @@ typedef struct mpk_mt_merge_options {
   const char *probe;               /**< a probe file (PROBE.json: token sequences); NULL: no check */
   double max_ratio;                /**< post/pre cross-entropy above it rolls the merge back; 0: 2.0 */
   int force;                       /**< 1: commit even when the ratio is above max_ratio (reported) */
+  /* appended: progress (the 0.1 layout, struct_size 0, ends before it) */
+  /** Called with (entries staged, entries in all) before the first entry is merged and after each;
+      a non-zero return cancels: MPK_ECANCELLED, the transaction aborted, the tree unchanged. A dry
+      run stages nothing and calls it once, (0, entries). NULL: no progress. */
+  mpk_progress_fn progress;
+  void *progress_ctx;
 } mpk_mt_merge_options;
 /** Every field its default, struct_size set (C and C++17). */
 #define MPK_MT_MERGE_OPTIONS_INIT MPK_OPTIONS_INIT(mpk_mt_merge_options)

@@ -615,6 +615,8 @@ class mpk_mt_merge_options(Structure):
         ("probe", c_char_p),
         ("max_ratio", c_double),
         ("force", c_int),
+        ("progress", PROGRESS_FN),
+        ("progress_ctx", c_void_p),
     ]
 
 

@@ -1100,7 +1100,8 @@ def _finite(v: float) -> Optional[float]:
 def merge(path: PathLike, adapter: PathLike, *, variant: Optional[str] = None, scale: Optional[float] = None,
           orientation: Optional[str] = None, workers: int = 0, dry_run: bool = False, keep_base: bool = False,
           max_adapter_header: Optional[int] = None, max_adapter_tensors: Optional[int] = None,
-          probe: Optional[PathLike] = None, max_ratio: Optional[float] = None, force: bool = False) -> MergeReport:
+          probe: Optional[PathLike] = None, max_ratio: Optional[float] = None, force: bool = False,
+          progress: Optional[ProgressFn] = None) -> MergeReport:
     """Merge a trained LoRA adapter (.safetensors) into a package's or installed model's variant:
     merged = base + scale · (B @ A), one crash-safe transaction (mpk_mt_merge; ``modelpkg mt merge``;
     docs/mt-merge.md). ``variant`` None: an installed model's own, else defaultVariant. ``scale``
@@ -1112,8 +1113,10 @@ def merge(path: PathLike, adapter: PathLike, *, variant: Optional[str] = None, s
     ONNX Runtime (MPK_ORT_LIBRARY, else libonnxruntime.so.1): above ``max_ratio`` (default 2) the
     merge is rolled back and :class:`MergeRolledBack` raised with the report, unless ``force``.
 
-    On failure nothing is changed. The GIL is released while the library merges. The C API has no
-    progress callback for merges: a merge cannot be cancelled from Python (docs/python.md)."""
+    ``progress`` gets (entries merged, entries in all) before the first entry and after each; a true
+    return cancels (:class:`modelpkg.CancelledError`, the transaction aborted), and so does an
+    exception it raises (re-raised here). On failure nothing is changed. The GIL is released while
+    the library merges."""
     o = _lib.options(_lib.mpk_mt_merge_options)
     o.variant = opt_str(variant)
     o.adapter = path_bytes(adapter)
@@ -1142,10 +1145,13 @@ def merge(path: PathLike, adapter: PathLike, *, variant: Optional[str] = None, s
             raise ValueError(f"max_ratio {max_ratio!r} is not a positive finite number")
         o.max_ratio = float(max_ratio)
     o.force = int(force)
+    prog = Progress(progress)
+    prog.install(o)
     out = ctypes.POINTER(_lib.mpk_mt_merge_report)()
     err = _lib.mpk_error()
     rc = _lib.lib.mpk_mt_merge(path_bytes(path), ctypes.byref(o), ctypes.byref(out), ctypes.byref(err))
     try:
+        prog.reraise()
         if rc and not (out and out.contents.rolled_back):
             _check(rc, err)
         r = out.contents

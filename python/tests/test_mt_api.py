@@ -409,6 +409,25 @@ def test_merge_refusals_leave_the_tree_unchanged(cli, tmp_path):
             mt.merge(MT_TINY, ADAPTER, dry_run=True, **bad)
 
 
+def test_merge_progress_and_cancel(tmp_path):
+    b = copy(MT_TINY, tmp_path / "b")
+    before = merged_files(b)
+    seen = []
+    with pytest.raises(modelpkg.CancelledError) as e:  # cancelled after the first of two entries
+        mt.merge(b, ADAPTER, progress=lambda done, total: seen.append((done, total)) or done == 1)
+    assert seen == [(0, 2), (1, 2)] and "cancelled after 1 of 2 entries" in e.value.rule
+    assert merged_files(b) == before
+
+    def boom(done: int, total: int) -> bool:
+        raise KeyError("from the callback")
+    with pytest.raises(KeyError):  # the callback's own exception, re-raised; nothing merged
+        mt.merge(b, ADAPTER, progress=boom)
+    assert merged_files(b) == before
+    seen.clear()
+    r = mt.merge(b, ADAPTER, progress=lambda done, total: seen.append((done, total)))
+    assert r.written and seen == [(0, 2), (1, 2), (2, 2)] and merged_files(b) != before
+
+
 # ----------------------------------------------------------- an installed model: merge and tensors
 
 

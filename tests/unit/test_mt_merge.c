@@ -670,8 +670,87 @@ static void test_verify_refusals(void **state) {
   tu_sh("rm -rf '%s'", root);
 }
 
+/* Progress and cancellation (options grown past 0.1): a call before the first entry and after
+   each; a non-zero answer aborts the transaction with nothing changed; the 0.1 layout (struct_size
+   0) reads no progress. */
+typedef struct seen {
+  uint64_t calls[8][2];
+  size_t n;
+  uint64_t cancel_at; /* UINT64_MAX: never */
+} seen;
+
+static int on_progress(void *ctx, uint64_t done, uint64_t total) {
+  seen *s = ctx;
+  if (s->n < 8) s->calls[s->n][0] = done, s->calls[s->n][1] = total;
+  s->n++;
+  return done == s->cancel_at;
+}
+
+static void test_progress_and_cancel(void **state) {
+  (void)state;
+  const char *root = tu_tmpdir();
+  fx_entry es[] = {{L0, "float16", 20, 12, 12, 20, 4, NULL}, {L1, "float16", 12, 12, 12, 12, 2, NULL}};
+  fx_options fo = {.alpha = 8, .rank = 4, .seed = 5};
+  fx_build(root, es, 2, &fo);
+  char before[600], after[600];
+  snprintf(before, sizeof before, "%s/snap.before", root);
+  snprintf(after, sizeof after, "%s/snap.after", root);
+  snapshot(root, before);
+  mpk_mt_merge_options o = MPK_MT_MERGE_OPTIONS_INIT;
+  o.adapter = fx_adapter(root);
+  o.workers = 2;
+  o.has_scale = 1;
+  o.scale = 2;
+  seen s = {.cancel_at = 1};
+  o.progress = on_progress;
+  o.progress_ctx = &s;
+  mpk_mt_merge_report *r;
+  mpk_error err;
+  /* cancelled after the first of two entries: every file, name, size, mode and mtime unchanged (the
+     inference directory's own mtime aside: the aborted transaction's temporaries came and went) */
+  if (merge(root, &o, &r, &err) != MPK_ECANCELLED) fail_msg("not cancelled: %s", tu_err(&err));
+  assert_null(r);
+  assert_non_null(strstr(err.message, "cancelled after 1 of 2 entries"));
+  assert_int_equal(s.n, 2);
+  snapshot(root, after);
+  tu_sh("grep -v ' [.]$' '%s' > '%s.x' && grep -v ' [.]$' '%s' > '%s.x' && cmp -s '%s.x' '%s.x'", before, before, after,
+        after, before, after);
+  /* a dry run: one call, nothing staged */
+  s = (seen){.cancel_at = UINT64_MAX};
+  o.dry_run = 1;
+  assert_int_equal(merge(root, &o, &r, &err), 0);
+  mpk_mt_merge_report_free(r);
+  assert_int_equal(s.n, 1);
+  assert_true(s.calls[0][0] == 0 && s.calls[0][1] == 2);
+  /* the 0.1 layout has no progress fields: not called */
+  s = (seen){.cancel_at = 0};
+  o.dry_run = 0;
+  o.struct_size = 0;
+  assert_int_equal(merge(root, &o, &r, &err), 0);
+  mpk_mt_merge_report_free(r);
+  assert_int_equal(s.n, 0);
+  tu_sh("rm -rf '%s'", root);
+  /* a whole merge: (0, 2), (1, 2), (2, 2) */
+  root = tu_tmpdir();
+  fx_build(root, es, 2, &fo);
+  o = (mpk_mt_merge_options)MPK_MT_MERGE_OPTIONS_INIT;
+  o.adapter = fx_adapter(root);
+  o.has_scale = 1;
+  o.scale = 2;
+  s = (seen){.cancel_at = UINT64_MAX};
+  o.progress = on_progress;
+  o.progress_ctx = &s;
+  assert_int_equal(merge(root, &o, &r, &err), 0);
+  assert_int_equal(r->written, 1);
+  mpk_mt_merge_report_free(r);
+  assert_int_equal(s.n, 3);
+  for (size_t i = 0; i < 3; i++) assert_true(s.calls[i][0] == i && s.calls[i][1] == 2);
+  tu_sh("rm -rf '%s'", root);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_progress_and_cancel),
       cmocka_unit_test(test_gate_holds_against_merge),
       cmocka_unit_test(test_orientation_table),
       cmocka_unit_test(test_square_exported_at),

@@ -412,7 +412,7 @@ int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *given, mpk_mt_merg
   if (!dir || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
   *out = NULL;
   mpk_mt_merge_options opt;
-  int rc = MPK_OPTIONS_READ(mpk_mt_merge_options, &opt, given, err);
+  int rc = MPK_OPTIONS_READ_GROWN(mpk_mt_merge_options, progress, &opt, given, err);
   if (rc) return rc;
   /* An installed tree: the repo's stage lock first, as every writer of the repo takes it (an
      install replacing the tree, a restore, a remove wait for the merge or fail). */
@@ -432,6 +432,13 @@ int mpk_mt_merge(const char *dir, const mpk_mt_merge_options *given, mpk_mt_merg
   }
   mpk_fetch_stage_close(lock);
   return rc;
+}
+
+/* The caller's progress after `done` entries; its non-zero answer cancels before the commit. */
+static int progress(const merge_plan *p, const mpk_mt_merge_options *opts, size_t done, mpk_error *err) {
+  if (!opts->progress || !opts->progress(opts->progress_ctx, done, p->n_items)) return 0;
+  return mpk_fail(err, MPK_ECANCELLED, p->loc.inference_dir, NULL, "merge cancelled after %zu of %zu entries: nothing "
+                  "changed", done, p->n_items);
 }
 
 int mpk_merge_execute(merge_plan *pp, const mpk_mt_merge_options *opts, mpk_mt_merge_report **out, mpk_error *err) {
@@ -459,13 +466,18 @@ int mpk_merge_execute(merge_plan *pp, const mpk_mt_merge_options *opts, mpk_mt_m
   /* Cross-entropy on the probe with the tensors in place now (the bases just gated). */
   if ((rc = mpk_merge_verify_before(&p, &v, err))) goto out;
   if (opts->dry_run) {
+    if ((rc = progress(&p, opts, 0, err))) goto out;
     if (v.active && !(rc = compute_unstaged(&p, opts->workers, &v, err)))
       rc = mpk_merge_verify_after(&p, &v, opts->force, true, err);
     if (!rc) rc = build_report(&p, opts, NULL, 0, &v, out, err);
     if (!rc && v.active && v.exceeded && !opts->force) rc = mpk_fail(err, MPK_EMISMATCH, p.loc.inference_dir, NULL, "%s", v.verdict);
     goto out;
   }
-  for (size_t i = 0; i < p.n_items && !rc; i++) rc = stage_entry(&p, i, opts->workers, txn, &v, digests[i], err);
+  if ((rc = progress(&p, opts, 0, err))) goto out;
+  for (size_t i = 0; i < p.n_items && !rc; i++) {
+    rc = stage_entry(&p, i, opts->workers, txn, &v, digests[i], err);
+    if (!rc) rc = progress(&p, opts, i + 1, err);
+  }
   if (!rc) rc = stage_record(&p, record, digests, txn, err);
   if (!rc) rc = mpk_merge_stage_members(&p, opts, members, record, digests, txn, err);
   /* ... and with the merged tensors as staged, before the commit point: above the bound (and not
