@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from . import _lib
 from ._util import PathLike
-from .errors import MPK_EUNSUPPORTED
+from .errors import MPK_ECANCELLED, MPK_EUNSUPPORTED
 from .errors import make as _make
 
 if TYPE_CHECKING:
@@ -17,6 +17,14 @@ if TYPE_CHECKING:
 def need(symbol: str, component: str) -> None:
     if symbol not in _lib.MEDIA:
         raise _make(MPK_EUNSUPPORTED, "", "", f"this libmodelpkg was built without the {component} component")
+
+
+def cancel(err: Any) -> int:
+    """Fill the library's mpk_error (a pointer) as a cancellation by the progress callback."""
+    ce = err.contents
+    ce.code, ce.message, ce.file, ce.pointer, ce.offset = MPK_ECANCELLED, b"cancelled by the progress callback", \
+        b"", b"", -1
+    return MPK_ECANCELLED
 
 
 def manifest_path(package: PathLike) -> str:

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any, List, Optional, Union
 
 from . import _lib
-from ._media import find_input, need
+from ._media import cancel, find_input, need
 from ._util import PathLike
-from .errors import MPK_ECANCELLED, MPK_EINVAL
+from .errors import MPK_EINVAL
 from .errors import check as _check
 from .errors import make as _make
 from .report import ProgressFn
@@ -151,12 +151,7 @@ class _Sink:
             stop = self.progress(self.done, max(self.total, self.done))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             self.exc, stop = exc, True
-        if stop:
-            ce = err.contents
-            ce.code, ce.message, ce.file, ce.pointer, ce.offset = MPK_ECANCELLED, b"cancelled by the progress callback", \
-                b"", b"", -1
-            return MPK_ECANCELLED
-        return 0
+        return cancel(err) if stop else 0
 
     def samples(self) -> Any:
         return self.np.concatenate(self.parts) if self.parts else self.np.zeros(0, self.np.float32)

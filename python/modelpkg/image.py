@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from . import _lib
-from ._media import find_input, manifest_path, need
+from ._media import cancel, find_input, manifest_path, need
 from ._util import PathLike
-from .errors import MPK_ECANCELLED, MPK_EINVAL, MPK_EMALFORMED, MPK_EMISMATCH, MPK_EUNSUPPORTED
+from .errors import MPK_EINVAL, MPK_EMALFORMED, MPK_EMISMATCH, MPK_EUNSUPPORTED
 from .errors import check as _check
 from .errors import make as _make
 from .report import ProgressFn
@@ -170,12 +170,7 @@ class _Rows:
             stop = self.progress(self.done, self.total)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             self.exc, stop = exc, True
-        if stop:
-            ce = err.contents
-            ce.code, ce.message, ce.file, ce.pointer, ce.offset = MPK_ECANCELLED, b"cancelled by the progress callback", \
-                b"", b"", -1
-            return MPK_ECANCELLED
-        return 0
+        return cancel(err) if stop else 0
 
 
 def convert(source: Source, *, package: Optional[PathLike] = None, lib: Optional[PathLike] = None,
