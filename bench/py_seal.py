@@ -12,9 +12,9 @@ seal     An exporter-style script sealing a package of SIZE MiB (bench/mt_packag
          BUILD.json). Then R interleaved rounds (order alternated) of two peers over every file
          the manifest lists, page cache warm, each peer a Python process of its own (as users run
          them: the interpreter's start and imports count for both):
-           exporter  the reference exporter's `_sha256_of` loop in pure Python — hashlib.sha256,
-                     `for chunk in iter(lambda: f.read(1 << 20), b"")`, one file after another —
-                     plus json.dumps of the fileSizes/sha256 maps (what it then writes);
+           exporter  bench/py_exporter.py, the reference exporter's `_sha256_of` loop in pure
+                     Python — hashlib.sha256, `for chunk in iter(lambda: f.read(1 << 20), b"")`,
+                     one file after another — plus json.dumps of the fileSizes/sha256 maps;
            binding   modelpkg.mt.build(WORK/pkg, BUILD.json, workers=W): walk, hash every file,
                      build the checksums files and the manifest; nothing changes, nothing written.
          Both digests are compared with the manifest's in every round. Prints the median wall
@@ -55,26 +55,6 @@ from modelpkg import mt
 
 SRC = Path(__file__).resolve().parents[1]
 MIB = 1 << 20
-
-
-# The reference exporter's script: its `_sha256_of` over every file, then the maps it writes.
-EXPORTER = r"""
-import hashlib, json, os, sys
-def _sha256_of(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-root, listing = sys.argv[1], sys.argv[2]
-sizes, sums = {}, {}
-for p in open(listing, encoding="utf-8").read().splitlines():
-    full = os.path.join(root, p)
-    sizes[p] = os.path.getsize(full)
-    sums[p] = _sha256_of(full)
-json.dumps({"fileSizes": sizes, "sha256": sums}, indent=2, sort_keys=True)
-json.dump(sums, sys.stdout)
-"""
 
 # An exporter-style script sealing through the binding.
 BINDING = r"""
@@ -153,8 +133,10 @@ def seal(work: Path, size_mib: int, rounds: int, workers: int) -> None:
         out = subprocess.run([sys.executable, "-c", src, *args], check=True, capture_output=True, text=True).stdout
         return json.loads(out)
 
-    def exporter() -> None:
-        if run(EXPORTER, str(pkg), str(listing)) != want:
+    def exporter() -> None:  # bench/py_exporter.py, run in the package as bench/run_mt.sh runs it
+        out = subprocess.run([sys.executable, str(SRC / "bench" / "py_exporter.py"), str(listing)], cwd=pkg, check=True,
+                             capture_output=True, text=True).stdout
+        if {p: d for d, p in (line.split("  ", 1) for line in out.splitlines())} != want:
             raise SystemExit("py_seal: the exporter loop computed other digests than the manifest's")
 
     def binding() -> None:

@@ -96,17 +96,6 @@ echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---------------------------------------------------------------------------------------- peers
 
-PY_EXPORTER='
-import hashlib, sys
-def _sha256_of(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-for path in open(sys.argv[1], encoding="utf-8").read().splitlines():
-    print(_sha256_of(path) + "  " + path)
-'
 PY_READINTO='
 import hashlib, sys
 buf = bytearray(1 << 20)
@@ -128,7 +117,7 @@ measure() {
   local out=$WORK/out.$peer tf=$WORK/time.txt
   local -a cmd
   case $peer in
-    py-exporter)        cmd=("$PYTHON" -c "$PY_EXPORTER" "$WORK/files.txt") ;;
+    py-exporter)        cmd=("$PYTHON" "$SRC_DIR/bench/py_exporter.py" "$WORK/files.txt") ;;
     py-readinto)        cmd=("$PYTHON" -c "$PY_READINTO" "$WORK/files.txt") ;;
     sha256sum)          cmd=(sha256sum "${FILES[@]}") ;;
     mt-build)           cmd=("$MODELPKG" mt build "$PKG" --describe "$WORK/pkg.build.json") ;;
