@@ -969,6 +969,7 @@ _PROTOTYPES = [
      [c_char_p, c_char_p, POINTER(mpk_mt_gate_options), POINTER(POINTER(mpk_mt_variant_gate)), _E]),
     ("mpk_mt_variant_gate_free", None, [POINTER(mpk_mt_variant_gate)]),
     ("mpk_mt_role_name", c_char_p, [c_int]),
+    ("mpk_mt_sanitize_repo_id", c_int, [c_char_p, c_char_p, c_size_t, _E]),
     ("mpk_mt_authority_name", c_char_p, [c_int]),
     ("mpk_mt_tensor_status_name", c_char_p, [c_int]),
 ]
