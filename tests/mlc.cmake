@@ -36,6 +36,9 @@ mpk_test(test_mlc_install unit unit/test_mlc_install.c REQUIRES fetch)
 mpk_test(test_conf_prefill conformance conformance/test_conf_prefill.c)   # WebLLM's chunks, lengths, errors
 mpk_test(test_mlc_prefill unit unit/test_mlc_prefill.c)                   # properties, context edges, SEGMENTS.json
 mpk_test(test_mlc_prefill_exec unit unit/test_mlc_prefill_exec.c)         # the reference executor
+# the library's JSON for the bindings: WebLLM's package/artifact/binding objects, a planner from its
+# configuration as JSON, a legacy plan as JSON
+mpk_test(test_mlc_webllm_json unit unit/test_mlc_webllm_json.c)
 # The WebLLM prefill conformance cases, one per run (was `modelpkg mlc plan --case`).
 add_executable(mpk_prefill_case util/prefill_case.c)
 target_link_libraries(mpk_prefill_case PRIVATE mpk_testutil)

@@ -127,6 +127,14 @@ MPK_API int mpk_mlc_package_tasks_json(const mpk_mlc_package *pkg, char **out, s
                                        mpk_error *err);
 
 /**
+ * The package as the object WebLLM 0.2.86's parseModelPackageManifest returns (what the conformance
+ * vectors record): {schema: "mlc.model-package", schema_version, chat_config, interface_id, weights:
+ * {manifest, parameter_schema_id}, tasks} with the tasks of mpk_mlc_package_tasks_json. Compact
+ * UTF-8; `*out` is freed with mpk_free; `out_len` may be NULL.
+ */
+MPK_API int mpk_mlc_package_json(const mpk_mlc_package *pkg, char **out, size_t *out_len, mpk_error *err);
+
+/**
  * interface_id of a JSON text holding the `tasks` object: parsed and normalized exactly as the
  * sidecar's tasks, then hashed.
  */
@@ -178,6 +186,15 @@ MPK_API void mpk_mlc_artifact_free(mpk_mlc_artifact *art);
 MPK_API const mpk_mlc_program *mpk_mlc_artifact_program(const mpk_mlc_artifact *art,
                                                         const char *name);
 MPK_API const char *mpk_mlc_entry_get(const mpk_mlc_entry *entries, size_t n, const char *key);
+
+/**
+ * The artifact as the object WebLLM 0.2.86's parseCompiledProgramArtifact returns: {schema:
+ * "mlc.compiled-program", schema_version, interface_id, parameter_schema_id, programs: {NAME: {kind,
+ * exports, adapters, adapter_dtypes}}, resources: {required_features, max_storage_buffer_binding_size,
+ * estimated_device_memory_bytes}}, programs and entries sorted. Compact UTF-8; `*out` is freed with
+ * mpk_free; `out_len` may be NULL.
+ */
+MPK_API int mpk_mlc_artifact_json(const mpk_mlc_artifact *art, char **out, size_t *out_len, mpk_error *err);
 
 /* ============================================================================================
  * mlc: a compiled library's _metadata
@@ -467,6 +484,15 @@ typedef struct mpk_mlc_binding {
 /** Bind `pkg` to `art` with WebLLM 0.2.86's rules. Errors are MPK_EMISMATCH. */
 MPK_API int mpk_mlc_resolve(const mpk_mlc_package *pkg, const mpk_mlc_artifact *art,
                             mpk_mlc_binding *out, mpk_error *err);
+
+/**
+ * The binding as the object WebLLM 0.2.86's resolveChatCompletionArtifact returns: {executor,
+ * generation: {inputs: "tokens" | "embeds", prefill, decode}, audio_input, image_input (each null, or
+ * {adapter, adapter_function, processor, prompt} as the normalized tasks write them, the image's with
+ * its dtype), supported_input_kinds, kv_state_kind_implied}. Compact UTF-8; `*out` is freed with
+ * mpk_free; `out_len` may be NULL.
+ */
+MPK_API int mpk_mlc_binding_json(const mpk_mlc_binding *b, char **out, size_t *out_len, mpk_error *err);
 
 /** Parse a _metadata kv_state_kind string (NULL means "kv_cache", as WebLLM reads it). */
 MPK_API int mpk_mlc_kv_state_kind_parse(const char *s, mpk_mlc_kv_state_kind *out, mpk_error *err);
@@ -1070,6 +1096,18 @@ typedef struct mpk_mlc_planner {
  */
 MPK_API int mpk_mlc_planner_new(const mpk_mlc_prefill_config *cfg, mpk_mlc_planner **out, mpk_error *err);
 /**
+ * A planner from a configuration written as JSON: an object with the fields of
+ * mpk_mlc_prefill_config in snake_case, each optional — generation_inputs ("tokens", the default, or
+ * "embeds"), embed_tokens, prefill, decode (strings or null), audio and image (null, or
+ * {prompt: null | {prefix_token_ids, placeholder_token_id, suffix_token_ids}, adapter_function,
+ * num_embeddings}), prefill_chunk_size (default 0), context_window_size and sliding_window_size
+ * (default -1), system_prefix_token_ids — read strictly (unknown fields and wrong types refused,
+ * MPK_EINVAL naming `file`, NULL: "prefill config", and the field's JSON pointer), then checked by
+ * mpk_mlc_planner_new(). Invalid JSON is MPK_EMALFORMED at its byte.
+ */
+MPK_API int mpk_mlc_planner_parse(const void *data, size_t len, const char *file, mpk_mlc_planner **out,
+                                  mpk_error *err);
+/**
  * The planner for a package directory and its compiled library: the manifest (with its
  * interface_id self-check), the library's _metadata bound to it (mpk_mlc_resolve(),
  * mpk_mlc_check_kv_state()), prefill_chunk_size from _metadata (else the chat config's),
@@ -1230,6 +1268,13 @@ MPK_API int mpk_mlc_legacy_chunks(const mpk_mlc_legacy_item *items, size_t n, in
                                   mpk_mlc_legacy_plan **out, mpk_error *err);
 /** Free the mpk_mlc_legacy_plan and everything it points to; accepts NULL. */
 MPK_API void mpk_mlc_legacy_plan_free(mpk_mlc_legacy_plan *plan);
+/**
+ * A legacy plan as JSON: [{length, pieces: [{item, start, count}, ...]}, ...], the chunks in order
+ * (what the JS package's legacyChunks returns). Compact; `*out` is freed with mpk_free; `out_len`
+ * may be NULL.
+ */
+MPK_API int mpk_mlc_legacy_plan_json(const mpk_mlc_legacy_plan *plan, char **out, size_t *out_len,
+                                     mpk_error *err);
 
 #ifdef __cplusplus
 }

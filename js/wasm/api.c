@@ -64,75 +64,29 @@ static int arg_package(const json_t *args, const char *key, bool skip_id_check, 
 
 /* ---- WebLLM's shapes (what parseModelPackageManifest, parseCompiledProgramArtifact and
    resolveChatCompletionArtifact return): the reference consumer's objects, so a web app sees what
-   WebLLM would. */
+   WebLLM would. Written by the library (mpk_mlc_package_json, mpk_mlc_artifact_json,
+   mpk_mlc_binding_json), the Python binding's too. */
 
-static json_t *tasks_of(const mpk_mlc_package *pkg, mpk_error *err) {
+typedef int (*json_writer)(const void *obj, char **out, size_t *out_len, mpk_error *err);
+
+/* The library's JSON text of `obj` as a jansson value. */
+static json_t *library_json(json_writer write, const void *obj, mpk_error *err) {
   char *text = NULL;
-  if (mpk_mlc_package_tasks_json(pkg, &text, NULL, err)) return NULL;
-  json_t *t = json_loads(text, 0, NULL);
+  size_t n = 0;
+  if (write(obj, &text, &n, err)) return NULL;
+  json_t *v = json_loadb(text, n, 0, NULL);
   mpk_free(text);
-  return t ? t : fail(err, MPK_ENOMEM, "out of memory reading the tasks");
+  return v ? v : fail(err, MPK_ENOMEM, "out of memory reading the library's JSON");
 }
 
-static json_t *package_json(const mpk_mlc_package *pkg, mpk_error *err) {
-  json_t *tasks = tasks_of(pkg, err);
-  if (!tasks) return NULL;
-  return json_pack("{s:s, s:I, s:s, s:s, s:{s:s, s:s}, s:o}", "schema", "mlc.model-package", "schema_version",
-                   (json_int_t)pkg->schema_version, "chat_config", pkg->chat_config, "interface_id",
-                   pkg->interface_id, "weights", "manifest", pkg->weights_manifest, "parameter_schema_id",
-                   pkg->parameter_schema_id, "tasks", tasks);
+static int package_writer(const void *o, char **out, size_t *n, mpk_error *err) {
+  return mpk_mlc_package_json(o, out, n, err);
 }
-
-static json_t *entries(const mpk_mlc_entry *e, size_t n) {
-  json_t *o = json_object();
-  for (size_t i = 0; o && i < n; i++) json_object_set_new(o, e[i].key, json_string(e[i].value));
-  return o;
+static int artifact_writer(const void *o, char **out, size_t *n, mpk_error *err) {
+  return mpk_mlc_artifact_json(o, out, n, err);
 }
-
-static json_t *artifact_json(const mpk_mlc_artifact *art) {
-  json_t *programs = json_object();
-  for (size_t i = 0; programs && i < art->n_programs; i++) {
-    const mpk_mlc_program *p = &art->programs[i];
-    json_object_set_new(programs, p->name,
-                        json_pack("{s:s, s:o, s:o, s:o}", "kind", p->kind, "exports", entries(p->exports, p->n_exports),
-                                  "adapters", entries(p->adapters, p->n_adapters), "adapter_dtypes",
-                                  entries(p->adapter_dtypes, p->n_adapter_dtypes)));
-  }
-  json_t *features = json_array();
-  for (size_t i = 0; features && i < art->n_required_features; i++)
-    json_array_append_new(features, json_string(art->required_features[i]));
-  return json_pack("{s:s, s:I, s:s, s:s, s:o, s:{s:o, s:I, s:I}}", "schema", "mlc.compiled-program",
-                   "schema_version", (json_int_t)art->schema_version, "interface_id", art->interface_id,
-                   "parameter_schema_id", art->parameter_schema_id, "programs", programs, "resources",
-                   "required_features", features, "max_storage_buffer_binding_size",
-                   (json_int_t)art->max_storage_buffer_binding_size, "estimated_device_memory_bytes",
-                   (json_int_t)art->estimated_device_memory_bytes);
-}
-
-/* A bound input: its adapter, and its processor and prompt as the package's normalized tasks say. */
-static json_t *bound_json(const mpk_mlc_bound_input *b, const json_t *tasks, const char *task, bool with_dtype) {
-  const json_t *in = json_object_get(json_object_get(json_object_get(tasks, task), "inputs"), b->input->name);
-  json_t *o = json_pack("{s:s, s:s, s:O, s:O}", "adapter", b->adapter, "adapter_function", b->adapter_function,
-                        "processor", json_object_get(in, "processor"), "prompt", json_object_get(in, "prompt"));
-  if (o && with_dtype) json_object_set_new(o, "dtype", json_string(b->dtype));
-  return o;
-}
-
-static json_t *binding_json(const mpk_mlc_binding *b, const mpk_mlc_package *pkg, mpk_error *err) {
-  json_t *tasks = tasks_of(pkg, err);
-  if (!tasks) return NULL;
-  const char *task = "chat.completions";
-  json_t *kinds = json_array();
-  if (b->has_audio) json_array_append_new(kinds, json_string("audio"));
-  if (b->has_image) json_array_append_new(kinds, json_string("image"));
-  json_t *o = json_pack(
-      "{s:s, s:{s:s, s:s, s:s}, s:o, s:o, s:o, s:s}", "executor", b->executor, "generation", "inputs",
-      b->generation_inputs == MPK_MLC_GENERATION_TOKENS ? "tokens" : "embeds", "prefill", b->prefill, "decode",
-      b->decode, "audio_input", b->has_audio ? bound_json(&b->audio, tasks, task, false) : json_null(),
-      "image_input", b->has_image ? bound_json(&b->image, tasks, task, true) : json_null(), "supported_input_kinds",
-      kinds, "kv_state_kind_implied", mpk_mlc_kv_state_kind_name(b->kv_state_kind_implied));
-  json_decref(tasks);
-  return o;
+static int binding_writer(const void *o, char **out, size_t *n, mpk_error *err) {
+  return mpk_mlc_binding_json(o, out, n, err);
 }
 
 /* ---- the operations */
@@ -171,7 +125,7 @@ static json_t *op_package_parse(const json_t *args, const void *data, size_t len
   mpk_mlc_package *pkg = NULL;
   if (mpk_mlc_package_parse(data, len, arg_str(args, "file"), arg_bool(args, "skip_interface_check"), &pkg, err))
     return NULL;
-  json_t *r = package_json(pkg, err);
+  json_t *r = library_json(package_writer, pkg, err);
   mpk_mlc_package_free(pkg);
   return r;
 }
@@ -179,7 +133,7 @@ static json_t *op_package_parse(const json_t *args, const void *data, size_t len
 static json_t *op_artifact_parse(const json_t *args, const void *data, size_t len, mpk_error *err) {
   mpk_mlc_artifact *art = NULL;
   if (mpk_mlc_artifact_parse(data, len, arg_str(args, "file"), &art, err)) return NULL;
-  json_t *r = artifact_json(art);
+  json_t *r = library_json(artifact_writer, art, err);
   mpk_mlc_artifact_free(art);
   return r;
 }
@@ -189,13 +143,14 @@ static json_t *op_artifact_parse(const json_t *args, const void *data, size_t le
 static json_t *op_metadata(const json_t *args, const void *data, size_t len, mpk_error *err) {
   mpk_mlc_metadata *md = NULL;
   if (mpk_mlc_metadata_from_bytes(data, len, arg_str(args, "file"), &md, err)) return NULL;
-  json_t *doc = json_loadb(md->json, md->json_len, 0, NULL);
+  json_t *art = md->artifact ? library_json(artifact_writer, md->artifact, err) : json_null();
+  json_t *doc = art ? json_loadb(md->json, md->json_len, 0, NULL) : NULL;
   json_t *r = doc ? json_pack("{s:o, s:o, s:o, s:o, s:b}", "metadata", doc, "model_type",
                               md->model_type ? json_string(md->model_type) : json_null(), "kv_state_kind",
-                              md->kv_state_kind ? json_string(md->kv_state_kind) : json_null(), "artifact",
-                              md->artifact ? artifact_json(md->artifact) : json_null(), "artifact_only",
-                              md->artifact_only)
-                  : fail(err, MPK_ENOMEM, "out of memory reading _metadata");
+                              md->kv_state_kind ? json_string(md->kv_state_kind) : json_null(), "artifact", art,
+                              "artifact_only", md->artifact_only)
+                  : art ? fail(err, MPK_ENOMEM, "out of memory reading _metadata") : NULL;
+  if (!doc) json_decref(art);
   mpk_mlc_metadata_free(md);
   return r;
 }
@@ -209,7 +164,7 @@ static json_t *op_resolve(const json_t *args, const void *data, size_t len, mpk_
   if (!pkg) return fail(err, MPK_EINVAL, "resolve needs the package (mlc-model-manifest.json)");
   if (mpk_mlc_artifact_parse(data, len, arg_str(args, "file"), &art, err) == 0) {
     mpk_mlc_binding b;
-    if (mpk_mlc_resolve(pkg, art, &b, err) == 0) r = binding_json(&b, pkg, err);
+    if (mpk_mlc_resolve(pkg, art, &b, err) == 0) r = library_json(binding_writer, &b, err);
   }
   mpk_mlc_artifact_free(art);
   mpk_mlc_package_free(pkg);

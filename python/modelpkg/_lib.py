@@ -1022,6 +1022,11 @@ class mpk_mlc_segments(Structure):
     _fields_ = [("filled_kv_cache_length", c_int64), ("segments", c_void_p), ("n", c_size_t), ("priv_", c_void_p)]
 
 
+class mpk_mlc_legacy_item(Structure):
+    _c_name_ = "mpk_mlc_legacy_item"
+    _fields_ = [("is_image", c_int), ("length", c_int64)]
+
+
 class mpk_mapped(Structure):
     _c_name_ = "mpk_mapped"
     _fields_ = [("data", c_void_p), ("size", c_size_t), ("priv_", c_void_p), ("mapped", c_int)]
@@ -1201,6 +1206,15 @@ _PROTOTYPES = [
     ("mpk_mlc_prefill_plan_segments", c_int, [c_void_p, c_int64, c_void_p, c_size_t, POINTER(c_void_p), _E]),
     ("mpk_mlc_prefill_plan_free", None, [c_void_p]),
     ("mpk_mlc_prefill_plan_json", c_int, [c_void_p, c_void_p, POINTER(c_void_p), POINTER(c_size_t), _E]),
+    ("mpk_mlc_package_json", c_int, [POINTER(mpk_mlc_package), POINTER(c_void_p), POINTER(c_size_t), _E]),
+    ("mpk_mlc_artifact_parse", c_int, [c_char_p, c_size_t, c_char_p, POINTER(POINTER(mpk_mlc_artifact)), _E]),
+    ("mpk_mlc_artifact_free", None, [POINTER(mpk_mlc_artifact)]),
+    ("mpk_mlc_artifact_json", c_int, [POINTER(mpk_mlc_artifact), POINTER(c_void_p), POINTER(c_size_t), _E]),
+    ("mpk_mlc_binding_json", c_int, [POINTER(mpk_mlc_binding), POINTER(c_void_p), POINTER(c_size_t), _E]),
+    ("mpk_mlc_planner_parse", c_int, [c_char_p, c_size_t, c_char_p, POINTER(c_void_p), _E]),
+    ("mpk_mlc_legacy_chunks", c_int, [POINTER(mpk_mlc_legacy_item), c_size_t, c_int64, POINTER(c_void_p), _E]),
+    ("mpk_mlc_legacy_plan_free", None, [c_void_p]),
+    ("mpk_mlc_legacy_plan_json", c_int, [c_void_p, POINTER(c_void_p), POINTER(c_size_t), _E]),
     # mt
     ("mpk_mt_manifest_parse", c_int, [c_char_p, c_size_t, c_char_p, POINTER(POINTER(mpk_mt_manifest)), _E]),
     ("mpk_mt_manifest_load", c_int, [c_char_p, POINTER(POINTER(mpk_mt_manifest)), _E]),

@@ -2,8 +2,10 @@
 compiled library's ``_metadata``, the producer, device fit and prefill planning.
 
 Bound: :func:`interface_id`, :class:`Package` (the sidecar ``mlc-model-manifest.json``, its tasks),
-:func:`clean_model_url`, :func:`resource_urls`, :func:`check`, :func:`metadata` (:class:`Metadata`),
-:func:`build`, :func:`fit`, :class:`Planner` (:func:`plan`) and :func:`check_request`. Not yet bound: libraries as a whole
+:class:`Artifact` (``_metadata.artifact``), :func:`resolve` (:class:`Binding`), each also as WebLLM's
+object (``to_dict()``), :func:`clean_model_url`, :func:`resource_urls`, :func:`check`,
+:func:`metadata` (:class:`Metadata`), :func:`build`, :func:`fit`, :class:`Planner` (:func:`plan`,
+:meth:`Planner.from_config`), :func:`legacy_chunks` and :func:`check_request`. Not yet bound: libraries as a whole
 (function tables, compat), ``mlc embed``, ``mlc install`` (docs/python.md).
 """
 
@@ -164,6 +166,12 @@ class Package:
         value: Dict[str, Any] = json.loads(_lib.take_buffer(out, n.value))
         return value
 
+    def to_dict(self) -> Dict[str, Any]:
+        """The package as WebLLM 0.2.86's parseModelPackageManifest returns it (mpk_mlc_package_json):
+        schema, schema_version, chat_config, interface_id, weights, the normalized tasks."""
+        value: Dict[str, Any] = _library_json(_lib.lib.mpk_mlc_package_json, self._ptr)
+        return value
+
     def __del__(self) -> None:
         ptr, self._ptr = getattr(self, "_ptr", None), None
         if ptr:
@@ -171,6 +179,103 @@ class Package:
 
     def __repr__(self) -> str:
         return f"Package(interface_id={self.interface_id!r}, weights_manifest={self.weights_manifest!r})"
+
+
+def _library_json(fn: Any, obj: Any) -> Any:
+    """The JSON text a library function writes for ``obj`` (freed with mpk_free), parsed."""
+    out = ctypes.c_void_p()
+    n = ctypes.c_size_t()
+    err = _lib.mpk_error()
+    _check(fn(obj, ctypes.byref(out), ctypes.byref(n), ctypes.byref(err)), err)
+    return json.loads(_lib.take_buffer(out, n.value))
+
+
+class Artifact:
+    """A parsed compiled program, ``_metadata.artifact`` (mpk_mlc_artifact; immutable, the C object
+    is freed with this one)."""
+
+    def __init__(self, ptr: "ctypes._Pointer[_lib.mpk_mlc_artifact]") -> None:
+        self._ptr: Any = ptr
+        a = ptr.contents
+        self.schema_version: int = a.schema_version
+        self.interface_id: str = _lib.s(a.interface_id) or ""
+        self.parameter_schema_id: str = _lib.s(a.parameter_schema_id) or ""
+        self.required_features: List[str] = _lib.strings(a.required_features, a.n_required_features)
+        self.max_storage_buffer_binding_size: int = a.max_storage_buffer_binding_size
+        self.estimated_device_memory_bytes: int = a.estimated_device_memory_bytes
+
+    @classmethod
+    def parse(cls, document: JsonInput, file: Optional[str] = None) -> "Artifact":
+        """Parse the ``artifact`` object (schema "mlc.compiled-program") with WebLLM 0.2.86's rules
+        (mpk_mlc_artifact_parse). ``document`` is JSON text or a Python value; ``file`` names it in
+        errors."""
+        text = json_bytes(document)
+        ptr = ctypes.POINTER(_lib.mpk_mlc_artifact)()
+        err = _lib.mpk_error()
+        _check(_lib.lib.mpk_mlc_artifact_parse(text, len(text), opt_str(file), ctypes.byref(ptr), ctypes.byref(err)),
+               err)
+        return cls(ptr)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The artifact as WebLLM 0.2.86's parseCompiledProgramArtifact returns it
+        (mpk_mlc_artifact_json): programs with their exports, adapters and adapter_dtypes, resources."""
+        value: Dict[str, Any] = _library_json(_lib.lib.mpk_mlc_artifact_json, self._ptr)
+        return value
+
+    def __del__(self) -> None:
+        ptr, self._ptr = getattr(self, "_ptr", None), None
+        if ptr:
+            _lib.lib.mpk_mlc_artifact_free(ptr)
+
+    def __repr__(self) -> str:
+        return f"Artifact(interface_id={self.interface_id!r}, required_features={self.required_features!r})"
+
+
+#: mpk_mlc_generation_inputs
+GENERATION_INPUTS = ("tokens", "embeds")
+
+
+class Binding:
+    """A package bound to a compiled program (mpk_mlc_resolve): which function serves each role and
+    adapter. Keeps the package and the artifact it borrows from alive."""
+
+    def __init__(self, b: "_lib.mpk_mlc_binding", package: Package, artifact: Artifact) -> None:
+        self._b = b
+        self.package = package
+        self.artifact = artifact
+        self.executor: str = _lib.s(b.executor) or ""
+        #: "tokens" (prefill_tokens / decode_tokens) or "embeds"
+        self.generation_inputs: str = GENERATION_INPUTS[b.generation_inputs] if 0 <= b.generation_inputs < 2 \
+            else str(b.generation_inputs)
+        self.embed_tokens: Optional[str] = _lib.s(b.embed_tokens)
+        self.create_kv_cache: Optional[str] = _lib.s(b.create_kv_cache)
+        self.prefill: Optional[str] = _lib.s(b.prefill)
+        self.decode: Optional[str] = _lib.s(b.decode)
+        self.create_rnn_state: Optional[str] = _lib.s(b.create_rnn_state)
+        self.kv_state_kind_implied: str = _lib.s(_lib.lib.mpk_mlc_kv_state_kind_name(b.kv_state_kind_implied)) or ""
+        #: the media kinds the model takes, WebLLM's supportedInputKinds
+        self.supported_input_kinds: List[str] = [k for k, has in (("audio", b.has_audio), ("image", b.has_image))
+                                                 if has]
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The binding as WebLLM 0.2.86's resolveChatCompletionArtifact returns it
+        (mpk_mlc_binding_json): executor, generation, audio_input, image_input (adapter, function,
+        processor, prompt; the image's dtype), supported_input_kinds, kv_state_kind_implied."""
+        value: Dict[str, Any] = _library_json(_lib.lib.mpk_mlc_binding_json, ctypes.byref(self._b))
+        return value
+
+    def __repr__(self) -> str:
+        return (f"Binding(executor={self.executor!r}, generation_inputs={self.generation_inputs!r}, "
+                f"supported_input_kinds={self.supported_input_kinds!r})")
+
+
+def resolve(package: Package, artifact: Artifact) -> Binding:
+    """Bind a package to a compiled program with WebLLM 0.2.86's resolveChatCompletionArtifact rules
+    (mpk_mlc_resolve). Raises :class:`modelpkg.MismatchError` with WebLLM's message."""
+    b = _lib.mpk_mlc_binding()
+    err = _lib.mpk_error()
+    _check(_lib.lib.mpk_mlc_resolve(package._ptr, artifact._ptr, ctypes.byref(b), ctypes.byref(err)), err)
+    return Binding(b, package, artifact)
 
 
 def clean_model_url(model_url: str) -> str:
@@ -706,7 +811,7 @@ class PrefillPlan:
     as a dict, ``doc``, with its main fields as attributes; :meth:`to_dict` is ``modelpkg mlc plan
     --json``'s document."""
 
-    def __init__(self, doc: Dict[str, Any], package: str, lib: str) -> None:
+    def __init__(self, doc: Dict[str, Any], package: Optional[str], lib: Optional[str]) -> None:
         self.doc = doc
         self.package = package
         self.lib = lib
@@ -732,11 +837,12 @@ class PrefillPlan:
 
 
 class Planner:
-    """A package's prefill planner (mpk_mlc_planner_open): the manifest bound to the compiled
-    library, prefill_chunk_size, the context window and the system prefix from the chat config.
-    Immutable; shareable between threads."""
+    """A prefill planner: a package's (:meth:`open`, mpk_mlc_planner_open: the manifest bound to the
+    compiled library, prefill_chunk_size, the context window and the system prefix from the chat
+    config), or one from a configuration (:meth:`from_config`). Immutable; shareable between
+    threads. ``package`` and ``lib`` are None for a configuration's."""
 
-    def __init__(self, ptr: ctypes.c_void_p, package: str, lib: str) -> None:
+    def __init__(self, ptr: ctypes.c_void_p, package: Optional[str], lib: Optional[str]) -> None:
         self._ptr: Optional[ctypes.c_void_p] = ptr
         self.package = package
         self.lib = lib
@@ -750,6 +856,23 @@ class Planner:
         _check(_lib.lib.mpk_mlc_planner_open(path_bytes(package), path_bytes(lib), ctypes.byref(ptr),
                                              ctypes.byref(err)), err)
         return cls(ptr, os.fsdecode(package), os.fsdecode(lib))
+
+    @classmethod
+    def from_config(cls, config: JsonInput, file: Optional[str] = None) -> "Planner":
+        """A planner from its configuration (mpk_mlc_planner_parse), as the JS package's planPrefill
+        takes it: JSON text or a Python value with the fields of mpk_mlc_prefill_config in snake_case,
+        each optional — generation_inputs ("tokens" or "embeds"), embed_tokens, prefill, decode,
+        audio and image (None, or {"prompt": {"prefix_token_ids", "placeholder_token_id",
+        "suffix_token_ids"}, "adapter_function", "num_embeddings"}), prefill_chunk_size,
+        context_window_size, sliding_window_size, system_prefix_token_ids. Unknown fields and wrong
+        types raise :class:`modelpkg.InvalidArgumentError` naming ``file`` (default "prefill config")
+        and the field's pointer; then WebLLM's checks (a chunk size > 0, one window in use)."""
+        text = json_bytes(config)
+        ptr = ctypes.c_void_p()
+        err = _lib.mpk_error()
+        _check(_lib.lib.mpk_mlc_planner_parse(text, len(text), opt_str(file), ctypes.byref(ptr), ctypes.byref(err)),
+               err)
+        return cls(ptr, None, None)
 
     def plan(self, segments: Optional[JsonInput] = None, *, segments_file: Optional[PathLike] = None,
              filled_kv_cache_length: Optional[int] = None, file: Optional[str] = None) -> PrefillPlan:
@@ -820,6 +943,44 @@ def plan(package: PathLike, lib: PathLike, segments: Optional[JsonInput] = None,
         return p.plan(segments, segments_file=segments_file)
 
 
+def legacy_chunks(items: Iterable[Mapping[str, int]], prefill_chunk_size: int) -> List[Dict[str, Any]]:
+    """WebLLM 0.2.86's pre-manifest chunker, getChunkedPrefillInputData (mpk_mlc_legacy_chunks), as
+    the JS package's legacyChunks: ``items`` are ``{"text": TOKENS}`` or ``{"image": EMBED_SIZE}``;
+    the chunks ``[{"length", "pieces": [{"item", "start", "count"}]}]`` (mpk_mlc_legacy_plan_json).
+    Images are never split: one longer than the chunk size raises :class:`modelpkg.LimitError`
+    (WebLLM's PrefillChunkSizeSmallerThanImageError); a chunk size <= 0
+    :class:`modelpkg.InvalidArgumentError`."""
+    where = "legacy items"
+    if isinstance(items, (str, bytes, Mapping)):
+        raise _make(MPK_EINVAL, where, "", "items must be an array")
+    listed = list(items)
+    if not _is_int64(prefill_chunk_size):
+        raise _make(MPK_EINVAL, where, "/prefill_chunk_size", "must be an integer")
+    arr = (_lib.mpk_mlc_legacy_item * max(1, len(listed)))()
+    for i, it in enumerate(listed):
+        kind: Any = next(iter(it)) if isinstance(it, Mapping) and len(it) == 1 else None
+        value: Any = it[kind] if kind in ("text", "image") else None
+        if not _is_int64(value):
+            raise _make(MPK_EINVAL, where, f"/items/{i}", 'an item is {"text": TOKENS} or {"image": EMBED_SIZE}')
+        arr[i].is_image = 1 if kind == "image" else 0
+        arr[i].length = int(value)
+    plan = ctypes.c_void_p()
+    err = _lib.mpk_error()
+    try:
+        _check(_lib.lib.mpk_mlc_legacy_chunks(arr, len(listed), int(prefill_chunk_size), ctypes.byref(plan),
+                                              ctypes.byref(err)), err)
+        chunks: List[Dict[str, Any]] = _library_json(_lib.lib.mpk_mlc_legacy_plan_json, plan)
+        return chunks
+    finally:
+        _lib.lib.mpk_mlc_legacy_plan_free(plan)
+
+
+def _is_int64(v: Any) -> bool:
+    """An integer as JSON has it (not a bool), within int64."""
+    return isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < (1 << 63)
+
+
 __all__ = ["interface_id", "Package", "Task", "Input", "AudioDecode", "ImageDecode", "clean_model_url",
            "ResourceUrls", "resource_urls", "check", "MANIFEST_FILENAME", "Metadata", "metadata", "BuildResult",
-           "build", "FitNeeds", "FitDevice", "FitReport", "fit", "Planner", "PrefillPlan", "plan"]
+           "build", "FitNeeds", "FitDevice", "FitReport", "fit", "Planner", "PrefillPlan", "plan", "Artifact",
+           "Binding", "resolve", "GENERATION_INPUTS", "legacy_chunks"]

@@ -45,6 +45,22 @@ def check_versions(schema_version: Optional[str], min_reader_version: Optional[s
                                           ctypes.byref(err)), err)
 
 
+#: the longest directory name sanitize_repo_id gives (MPK_MT_REPO_DIR_MAX)
+REPO_DIR_MAX = 255
+
+
+def sanitize_repo_id(repo_id: str) -> str:
+    """The installed cache's directory name of a Hub repo id, as the reference sanitize_repo_id makes
+    it (mpk_mt_sanitize_repo_id): per code point, '/' becomes "__", A-Z a-z 0-9 '.' '_' '-' are kept,
+    anything else becomes one '_'. :class:`modelpkg.InvalidArgumentError` for an empty id or one that
+    names "." or ".."; :class:`modelpkg.LimitError` past 255 bytes."""
+    out = ctypes.create_string_buffer(REPO_DIR_MAX + 1)
+    err = _lib.mpk_error()
+    _check(_lib.lib.mpk_mt_sanitize_repo_id(repo_id.encode("utf-8", "surrogatepass"), out, len(out),
+                                            ctypes.byref(err)), err)
+    return out.value.decode()
+
+
 def _opt(o: "_lib.mpk_opt_int") -> Optional[int]:
     return o.value if o.present else None
 
@@ -621,16 +637,6 @@ def plan_download(source: "Union[Manifest, PathLike]", variant: Optional[str] = 
 # ============================================================================ install
 
 
-def sanitize_repo_id(repo_id: str) -> str:
-    """The cache directory name of a Hub repo id (mpk_mt_sanitize_repo_id): '/' → "__", A-Z a-z 0-9
-    . _ - kept, anything else one '_'. InvalidArgumentError / LimitError when refused."""
-    buf = ctypes.create_string_buffer(256)
-    err = _lib.mpk_error()
-    _check(_lib.lib.mpk_mt_sanitize_repo_id(repo_id.encode("utf-8", "surrogatepass"), buf, len(buf),
-                                            ctypes.byref(err)), err)
-    return buf.value.decode()
-
-
 #: mpk_mt_install_event_kind, as the CLI's --json progress events name them
 INSTALL_EVENTS = ("planned", "file_start", "file_done", "retry", "bytes", "committed")
 
@@ -1182,7 +1188,7 @@ def merge(path: PathLike, adapter: PathLike, *, variant: Optional[str] = None, s
         _lib.lib.mpk_mt_merge_report_free(out)
 
 
-__all__ = ["MANIFEST_FILENAME", "READER_VERSION", "HANDOFF_READER_VERSION", "check_versions", "Variant",
+__all__ = ["MANIFEST_FILENAME", "READER_VERSION", "HANDOFF_READER_VERSION", "check_versions", "REPO_DIR_MAX", "Variant",
            "ManifestFile", "Manifest", "check", "Change", "BuildResult", "build", "open_tensors", "GatedTensors",
            "TensorView", "open_source", "storage_budget", "Device", "Candidate", "Selection", "select", "PlannedFile",
            "DownloadPlan", "plan_download", "sanitize_repo_id", "InstallEvent", "InstalledAdapter", "InstallResult",

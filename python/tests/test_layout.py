@@ -58,6 +58,7 @@ def test_every_struct_is_probed():
                  "mpk_mt_handoff_entry", "mpk_mt_gate_report", "mpk_mlc_library", "mpk_mlc_task", "mpk_mlc_input",
                  "mpk_mlc_build_input", "mpk_mlc_build_result", "mpk_mlc_fit_report", "mpk_mlc_fit_options",
                  "mpk_mlc_segments", "mpk_mapped", "mpk_audio", "mpk_audio_target", "mpk_wav_info", "mpk_image",
-                 "mpk_image_options", "mpk_mlc_request_model"):
+                 "mpk_image_options", "mpk_mlc_request_model", "mpk_mlc_legacy_item",
+                 "mpk_mlc_binding", "mpk_mlc_artifact"):
         assert must in names
     assert {c._c_name_ for c in T.DLPACK_STRUCTS} == {"DLDevice", "DLDataType", "DLTensor", "DLManagedTensor"}

@@ -1,5 +1,5 @@
 """MobileTransformers through the binding: the version gate (check_compat_cases.json, as
-test_mt_manifest.c), the manifest, the package check, and sealing byte-identical to the exporter
+test_mt_manifest.c), the cache's directory names (sanitize_repo_id_cases.json), the manifest, the package check, and sealing byte-identical to the exporter
 (the tiny fixture, as test_mt_build.c)."""
 
 from __future__ import annotations
@@ -28,6 +28,19 @@ def test_check_compat_oracle():
                 mt.check_versions(c["doc"], c["minReader"], c["reader"])
         ran += 1
     assert ran == 10
+
+
+def test_sanitize_repo_id_oracle():
+    cases = load_cases("sanitize_repo_id_cases.json", MT)["cases"]
+    for c in cases:
+        assert mt.sanitize_repo_id(c["input"]) == c["expected"], c["input"]
+    assert len(cases) == 10
+    for bad in ("", ".", ".."):
+        with pytest.raises(modelpkg.InvalidArgumentError):
+            mt.sanitize_repo_id(bad)
+    with pytest.raises(modelpkg.LimitError):
+        mt.sanitize_repo_id("a" * 256)
+    assert mt.sanitize_repo_id("a" * 255) == "a" * 255
 
 
 @pytest.mark.parametrize("bad", ["1", "1.x", " 1.0", "+1.0", "1.0.0", "", "1,0"])
@@ -303,11 +316,3 @@ def test_two_threads_build_two_packages(tmp_path):
     for t in threads:
         t.join()
     assert results[dirs[0]] == results[dirs[1]] == fixture_plus_counts()
-
-
-def test_sanitize_repo_id_oracle():
-    """sanitize_repo_id_cases.json, the reference's Python/Kotlin parity oracle, byte for byte."""
-    cases = load_cases("sanitize_repo_id_cases.json", MT)["cases"]
-    for c in cases:
-        assert mt.sanitize_repo_id(c["input"]) == c["expected"], c["input"]
-    assert len(cases) >= 5

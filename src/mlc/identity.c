@@ -31,7 +31,7 @@ static json_t *processor_json(const mpk_mlc_input *in) {
   return NULL;
 }
 
-static json_t *input_json(const mpk_mlc_input *in) {
+json_t *mpk_mlc_input_json(const mpk_mlc_input *in) {
   json_t *o = json_object();
   if (!o) return NULL;
   json_object_set_new(o, "processor", processor_json(in));
@@ -70,7 +70,8 @@ json_t *mpk_mlc_tasks_json(const mpk_mlc_task *tasks, size_t n) {
     json_t *inputs = in ? json_object() : NULL;
     for (size_t i = 0; inputs && i < task->n_inputs; i++) in[i] = &task->inputs[i];
     if (inputs) mpk_sort(in, task->n_inputs, sizeof *in, cmp_position);
-    for (size_t i = 0; inputs && i < task->n_inputs; i++) json_object_set_new(inputs, in[i]->name, input_json(in[i]));
+    for (size_t i = 0; inputs && i < task->n_inputs; i++)
+      json_object_set_new(inputs, in[i]->name, mpk_mlc_input_json(in[i]));
     free(in);
     json_t *tj = inputs ? json_pack("{s:s, s:o, s:s}", "executor", task->executor, "inputs", inputs, "output",
                                     task->output)

@@ -23,6 +23,8 @@ int mpk_mlc_parse_tasks(mpk_jv *v, const json_t *value, mpk_arena *arena, mpk_ml
                         size_t *n_tasks);
 /* The normalized tasks as JSON (what interface_id hashes). New reference. */
 json_t *mpk_mlc_tasks_json(const mpk_mlc_task *tasks, size_t n);
+/* One input of them: {processor, adapter?, prompt?}. New reference. */
+json_t *mpk_mlc_input_json(const mpk_mlc_input *in);
 /* interface_id of parsed (normalized) tasks. */
 int mpk_mlc_tasks_interface_id(const mpk_mlc_task *tasks, size_t n, char out[MPK_SHA256_ID_SIZE],
                                mpk_error *err);

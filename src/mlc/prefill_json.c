@@ -1,5 +1,5 @@
 /* A prefill plan as JSON: the object `modelpkg mlc plan --json` prints and the JS package returns
-   (docs/prefill.md), written in one place. */
+   (docs/prefill.md), written in one place; and the legacy chunker's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +52,30 @@ int mpk_mlc_prefill_plan_json(const mpk_mlc_planner *pl, const mpk_mlc_prefill_p
   json_decref(root);
   if (!text) return mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory writing the prefill plan");
   *out = text; /* jansson allocates with malloc: mpk_free releases it */
+  if (out_len) *out_len = strlen(text);
+  return 0;
+}
+
+/* The legacy chunker's plan: [{length, pieces: [{item, start, count}]}] (the JS package's legacyChunks). */
+int mpk_mlc_legacy_plan_json(const mpk_mlc_legacy_plan *plan, char **out, size_t *out_len, mpk_error *err) {
+  if (out) *out = NULL;
+  if (!plan || !out) return mpk_fail(err, MPK_EINVAL, NULL, NULL, "NULL argument");
+  json_t *chunks = json_array();
+  for (size_t c = 0; chunks && c < plan->n_chunks; c++) {
+    const mpk_mlc_legacy_chunk *ch = &plan->chunks[c];
+    json_t *pieces = json_array();
+    for (size_t p = 0; pieces && p < ch->n_pieces; p++)
+      json_array_append_new(pieces, json_pack("{s:I, s:I, s:I}", "item", (json_int_t)ch->pieces[p].item, "start",
+                                              (json_int_t)ch->pieces[p].start, "count", (json_int_t)ch->pieces[p].count));
+    if (json_array_append_new(chunks, json_pack("{s:I, s:o}", "length", (json_int_t)ch->length, "pieces", pieces))) {
+      json_decref(chunks);
+      chunks = NULL;
+    }
+  }
+  char *text = chunks ? json_dumps(chunks, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+  json_decref(chunks);
+  if (!text) return mpk_fail(err, MPK_ENOMEM, NULL, NULL, "out of memory writing the legacy chunks");
+  *out = text;
   if (out_len) *out_len = strlen(text);
   return 0;
 }

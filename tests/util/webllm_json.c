@@ -4,73 +4,39 @@
 
 #include "testutil.h"
 #include "webllm_json.h"
-#include "mlc/mlc.h"
 
-/* The tasks through the public mpk_mlc_package_tasks_json: what the JS and Python bindings hand out. */
-json_t *wj_package(const mpk_mlc_package *pkg) {
-  char *text = NULL;
-  mpk_error err;
-  if (mpk_mlc_package_tasks_json(pkg, &text, NULL, &err)) fail_msg("tasks json: %s", tu_err(&err));
-  json_t *tasks = json_loads(text, 0, NULL);
+/* WebLLM's objects as the library writes them (mpk_mlc_package_json, mpk_mlc_artifact_json,
+   mpk_mlc_binding_json): what the JS and Python bindings hand out. */
+static json_t *loaded(int rc, char *text, size_t n, const mpk_error *err, const char *what) {
+  if (rc) fail_msg("%s json: %s", what, tu_err(err));
+  json_t *v = json_loadb(text, n, 0, NULL);
   mpk_free(text);
-  if (!tasks) fail_msg("mpk_mlc_package_tasks_json wrote text jansson cannot read");
-  return json_pack("{s:s, s:I, s:s, s:s, s:{s:s, s:s}, s:o}", "schema", "mlc.model-package",
-                   "schema_version", (json_int_t)pkg->schema_version, "chat_config", pkg->chat_config,
-                   "interface_id", pkg->interface_id, "weights", "manifest", pkg->weights_manifest,
-                   "parameter_schema_id", pkg->parameter_schema_id, "tasks", tasks);
+  if (!v) fail_msg("mpk_mlc_%s_json wrote text jansson cannot read", what);
+  return v;
 }
 
-static json_t *entries(const mpk_mlc_entry *e, size_t n) {
-  json_t *o = json_object();
-  for (size_t i = 0; i < n; i++) json_object_set_new(o, e[i].key, json_string(e[i].value));
-  return o;
+json_t *wj_package(const mpk_mlc_package *pkg) {
+  char *text = NULL;
+  size_t n = 0;
+  mpk_error err;
+  int rc = mpk_mlc_package_json(pkg, &text, &n, &err);
+  return loaded(rc, text, n, &err, "package");
 }
 
 json_t *wj_artifact(const mpk_mlc_artifact *art) {
-  json_t *programs = json_object();
-  for (size_t i = 0; i < art->n_programs; i++) {
-    const mpk_mlc_program *p = &art->programs[i];
-    json_object_set_new(programs, p->name,
-                        json_pack("{s:s, s:o, s:o, s:o}", "kind", p->kind, "exports",
-                                  entries(p->exports, p->n_exports), "adapters",
-                                  entries(p->adapters, p->n_adapters), "adapter_dtypes",
-                                  entries(p->adapter_dtypes, p->n_adapter_dtypes)));
-  }
-  json_t *features = json_array();
-  for (size_t i = 0; i < art->n_required_features; i++)
-    json_array_append_new(features, json_string(art->required_features[i]));
-  return json_pack("{s:s, s:I, s:s, s:s, s:o, s:{s:o, s:I, s:I}}", "schema", "mlc.compiled-program",
-                   "schema_version", (json_int_t)art->schema_version, "interface_id", art->interface_id,
-                   "parameter_schema_id", art->parameter_schema_id, "programs", programs, "resources",
-                   "required_features", features, "max_storage_buffer_binding_size",
-                   (json_int_t)art->max_storage_buffer_binding_size, "estimated_device_memory_bytes",
-                   (json_int_t)art->estimated_device_memory_bytes);
-}
-
-static json_t *bound(const mpk_mlc_bound_input *b, int with_dtype) {
-  /* Reuse the normalized task JSON for the processor and prompt of this one input. */
-  mpk_mlc_input copy = *b->input;
-  mpk_mlc_task t = {.name = "t", .executor = "e", .output = "o", .inputs = &copy, .n_inputs = 1};
-  json_t *tasks = mpk_mlc_tasks_json(&t, 1);
-  json_t *in = json_object_get(json_object_get(json_object_get(tasks, "t"), "inputs"), copy.name);
-  json_t *o = json_pack("{s:s, s:s, s:O, s:O}", "adapter", b->adapter, "adapter_function",
-                        b->adapter_function, "processor", json_object_get(in, "processor"), "prompt",
-                        json_object_get(in, "prompt"));
-  if (with_dtype) json_object_set_new(o, "dtype", json_string(b->dtype));
-  json_decref(tasks);
-  return o;
+  char *text = NULL;
+  size_t n = 0;
+  mpk_error err;
+  int rc = mpk_mlc_artifact_json(art, &text, &n, &err);
+  return loaded(rc, text, n, &err, "artifact");
 }
 
 json_t *wj_binding(const mpk_mlc_binding *b) {
-  json_t *kinds = json_array();
-  if (b->has_audio) json_array_append_new(kinds, json_string("audio"));
-  if (b->has_image) json_array_append_new(kinds, json_string("image"));
-  return json_pack("{s:s, s:{s:s, s:s, s:s}, s:o, s:o, s:o, s:s}", "executor", b->executor, "generation",
-                   "inputs", b->generation_inputs == MPK_MLC_GENERATION_TOKENS ? "tokens" : "embeds",
-                   "prefill", b->prefill, "decode", b->decode, "audio_input",
-                   b->has_audio ? bound(&b->audio, 0) : json_null(), "image_input",
-                   b->has_image ? bound(&b->image, 1) : json_null(), "supported_input_kinds", kinds,
-                   "kv_state_kind_implied", mpk_mlc_kv_state_kind_name(b->kv_state_kind_implied));
+  char *text = NULL;
+  size_t n = 0;
+  mpk_error err;
+  int rc = mpk_mlc_binding_json(b, &text, &n, &err);
+  return loaded(rc, text, n, &err, "binding");
 }
 
 void wj_assert_error(const char *case_name, const mpk_error *err, const char *expected_message) {
