@@ -34,9 +34,9 @@ build() {
     -DMPK_WITH_FETCH=OFF -DMPK_WITH_ONNX=OFF "$@" \
     -DCMAKE_FIND_ROOT_PATH="$prefix" -DCMAKE_C_FLAGS="-I$prefix/include" \
     -DCMAKE_EXE_LINKER_FLAGS="" >"$dir/wasm.log" 2>&1 || # link flags are per target (a cached value is reset)
-    { echo "wasm: configuring $dir failed: $dir.log" >&2; exit 1; }
+    { echo "wasm: configuring $dir failed: $dir/wasm.log" >&2; exit 1; }
   cmake --build "$dir" -j"$jobs" --target modelpkg_js modelpkg_cli >>"$dir/wasm.log" 2>&1 ||
-    { echo "wasm: building $dir failed: $dir.log" >&2; exit 1; }
+    { echo "wasm: building $dir failed: $dir/wasm.log" >&2; exit 1; }
   mkdir -p js/dist
   cp "$dir/$name.mjs" "$dir/$name.wasm" js/dist/
   echo "wasm: js/dist/$name.wasm $(stat -c %s "js/dist/$name.wasm") bytes, $(gzip -9c "js/dist/$name.wasm" | wc -c) gzipped" >&2
