@@ -8,6 +8,7 @@
 # from its dynamic section at configure time: never a guess written here.
 
 include(CheckSymbolExists)
+include(CheckIncludeFile)
 set(_mpk_dl_default OFF)
 if(NOT EMSCRIPTEN) # WebAssembly has no dlopen of system libraries
   set(CMAKE_REQUIRED_LIBRARIES ${CMAKE_DL_LIBS})
@@ -68,6 +69,26 @@ if(MPK_DLOPEN_DEPS)
   message(STATUS "MPK_DLOPEN_DEPS: opened on first use:${_summary}")
 else()
   add_compile_definitions(MPK_DLOPEN_DEPS=0)
+endif()
+
+# libm (docs/startup.md, "libm"): loading it is about a quarter of a millisecond of every process's
+# start-up, and the modules need little of it: floor, fmaf and nextafterf are exact inline code
+# (src/core/mathx.h), sqrt is an instruction (-fno-math-errno, below), and exp/log, which only the
+# cross-entropy of the parity gate takes, are opened with the other dependencies on first use
+# (src/core/libm_dl.h; its soname is glibc's own LIBM_SO). MPK_LIBM is what the library and the CLI
+# link: nothing then, `m` elsewhere (no dlopen, or a C library without <gnu/lib-names.h>, whose libm
+# is libc itself).
+set(MPK_LIBM m)
+if(MPK_DLOPEN_DEPS)
+  check_include_file(gnu/lib-names.h MPK_HAVE_GNU_LIB_NAMES)
+  if(MPK_HAVE_GNU_LIB_NAMES)
+    set(MPK_LIBM)
+    add_compile_definitions(MPK_LIBM_DL=1)
+  else()
+    add_compile_definitions(MPK_LIBM_DL=0)
+  endif()
+else()
+  add_compile_definitions(MPK_LIBM_DL=0)
 endif()
 
 # mpk_dl_link_filter(OUT libs...): the libraries without those opened at run time (the shared

@@ -7,6 +7,8 @@ mpk_script_test(test_core_txn_sigkill unit $<TARGET_FILE:test_core_txn> --sigkil
 mpk_test(test_core_pool unit unit/test_core_pool.c)
 mpk_test(test_core_cpu unit unit/test_core_cpu.c)
 mpk_test(test_core_dl unit unit/test_core_dl.c)
+# core/mathx.h: floor, nextafterf and fmaf computed without libm, bit for bit its answers.
+mpk_test(test_core_mathx unit unit/test_core_mathx.c)
 # The hasher, built-in SHA-256 and MD5 (docs/hashing.md): NIST and RFC 1321 vectors, every length
 # and split against OpenSSL (linked here as the reference where installed), 1 GiB (slow), and the
 # choice with MPK_HASH_IMPL.

@@ -56,3 +56,10 @@ int mpk_dl_load(mpk_dl *d, mpk_error *err) {
   if (s == 1) return 0;
   return mpk_fail(err, MPK_EUNSUPPORTED, NULL, NULL, "%s is not available (%s): %s", d->what, d->soname, d->why);
 }
+
+#if MPK_LIBM_DL /* exp and log (core/libm_dl.h), under the C library's own name for libm */
+#include <gnu/lib-names.h>
+
+#include "core/libm_dl.h"
+MPK_DL_DEFINE(libm, "libm", LIBM_SO, MPK_LIBM_FUNCS)
+#endif

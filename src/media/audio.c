@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/mathx.h"
 #include "core/pool.h"
 #include "media/soxr_dl.h"
 #include "media/wav.h"
@@ -131,7 +132,7 @@ int mpk_audio_data_decode(const char *text, size_t len, uint8_t **out, size_t *o
 /* Math.round: the nearest integer, ties toward +Infinity. */
 static double js_round(double x) {
   if (!isfinite(x)) return x;
-  double f = floor(x);
+  double f = mpk_floor(x);
   return x - f >= 0.5 ? f + 1 : f;
 }
 
@@ -147,7 +148,7 @@ double mpk_audio_canonical_length(uint64_t frames, double source_rate, int64_t t
 static void js_number(double x, char *buf, size_t size) {
   if (isinf(x)) snprintf(buf, size, "%sInfinity", x < 0 ? "-" : "");
   else if (isnan(x)) snprintf(buf, size, "NaN");
-  else if (x == floor(x) && fabs(x) < 1e21) snprintf(buf, size, "%.0f", x);
+  else if (x == mpk_floor(x) && fabs(x) < 1e21) snprintf(buf, size, "%.0f", x);
   else snprintf(buf, size, "%.17g", x);
 }
 
@@ -415,7 +416,7 @@ static int resample(mono_src *src, double in_rate, double out_rate, float *out, 
 /* ---------------------------------------------------------------- the whole path */
 
 static int check_source_rate(double rate, const char *file, mpk_error *err) {
-  if (!(rate > 0) || rate > (double)MPK_SAFE_INT_MAX || rate != floor(rate))
+  if (!(rate > 0) || rate > (double)MPK_SAFE_INT_MAX || rate != mpk_floor(rate))
     return mpk_fail(err, MPK_EMALFORMED, file, NULL, "input_audio.sample_rate must be a positive integer");
   if (rate > MPK_AUDIO_MAX_SAMPLE_RATE)
     return mpk_fail(err, MPK_EUNSUPPORTED, file, NULL, "input_audio.sample_rate must not exceed %d",

@@ -11,10 +11,11 @@
 #include <math.h>
 
 #include "core/core.h"
+#include "core/mathx.h"
 
 /* Math.round for the finite, positive values that reach it here: x - floor(x) is exact. */
 static double js_round(double x) {
-  double f = floor(x);
+  double f = mpk_floor(x);
   return x - f >= 0.5 ? f + 1 : f;
 }
 
@@ -50,7 +51,7 @@ int mpk_image_plan_resize(int64_t src_width, int64_t src_height, const mpk_image
                     "the scaled image (%.17g x %.17g) is beyond 2^53-1 pixels on a side", width, height);
   out->width = (int64_t)width;
   out->height = (int64_t)height;
-  out->left = (int64_t)floor((width - (double)target->width) / 2);
-  out->top = (int64_t)floor((height - (double)target->height) / 2);
+  out->left = (int64_t)mpk_floor((width - (double)target->width) / 2);
+  out->top = (int64_t)mpk_floor((height - (double)target->height) / 2);
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "core/libm_dl.h"
 #include "ort/ort_internal.h"
 
 #define MAX_INPUTS 256
@@ -69,7 +70,9 @@ int mpk_ort_lm_cross_entropy(mpk_ort_session *s, const int64_t *ids, size_t n, m
   const mpk_ort *o = s->ort;
   const OrtApi *api = o->api;
   OrtAllocator *alloc = NULL;
-  int rc = mpk_ort_status(o, ORT(api, GetAllocatorWithDefaultOptions)(&alloc), err, MPK_EIO, model, "allocator");
+  int rc = mpk_libm_load(err); /* exp and log, below */
+  if (rc) return rc;
+  rc = mpk_ort_status(o, ORT(api, GetAllocatorWithDefaultOptions)(&alloc), err, MPK_EIO, model, "allocator");
   if (rc) return rc;
 
   size_t n_in = 0, n_out = 0;
@@ -271,8 +274,8 @@ int mpk_ort_lm_cross_entropy(mpk_ort_session *s, const int64_t *ids, size_t n, m
         break;
       }
       double z = 0;
-      for (int64_t v = 0; v < vocab; v++) z += exp(row[v] - m);
-      sum += m + log(z) - row[ids[t + 1]];
+      for (int64_t v = 0; v < vocab; v++) z += mpk_exp(row[v] - m);
+      sum += m + mpk_log(z) - row[ids[t + 1]];
     }
     free(row);
     if (!rc) {
@@ -288,7 +291,7 @@ int mpk_ort_lm_cross_entropy(mpk_ort_session *s, const int64_t *ids, size_t n, m
     }
     if (!rc) {
       out->cross_entropy = sum / (double)(n - 1);
-      out->uniform_floor = log((double)vocab);
+      out->uniform_floor = mpk_log((double)vocab);
       out->vocab = vocab;
       out->n_tokens = n;
       out->n_predicted = n - 1;

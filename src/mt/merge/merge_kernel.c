@@ -16,6 +16,7 @@
 #include "core/core.h"
 #include "core/cpu.h"
 #include "core/endian.h"
+#include "core/mathx.h"
 #include "core/pool.h"
 #include "mt/merge/merge_kernel.h"
 
@@ -534,7 +535,7 @@ static int group_params(float mn, float mx, int qmax, mpk_mk_dtype sdt, float *s
     *s = mpk_mk_f16_to_f32(h);
   } else {
     float f = (float)want;
-    if ((double)f < want) f = nextafterf(f, INFINITY);
+    if ((double)f < want) f = mpk_nextupf(f);
     *s = f;
   }
   float z = round_even(-mn / *s);

@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "core/endian.h"
+#include "core/mathx.h"
 #include "mt/merge/merge_kernel.h"
 
 /* Columns per chunk: the chunk's slice of R (rank × chunk floats) should stay in L1 (~16 KiB),
@@ -61,7 +62,7 @@ static inline void store_one(void *p, int64_t k, mpk_mk_dtype dt, float v) {
 static inline void one_element(const mpk_mk_tile_args *a, int64_t i, int64_t j) {
   const float *l = a->L + i * a->rank;
   float d = 0.0f;
-  for (int64_t r = 0; r < a->rank; r++) d = fmaf(l[r], a->R[r * a->cols + j], d);
+  for (int64_t r = 0; r < a->rank; r++) d = mpk_fmaf(l[r], a->R[r * a->cols + j], d);
   int64_t k = i * a->cols + j;
   store_one(a->out, k, a->dtype, load_one(a->base, k, a->dtype) + d);
 }
@@ -80,7 +81,7 @@ void mpk_mk_rows_portable(const mpk_mk_tile_args *a) {
       for (int64_t j = 0; j < n; j++) d[j] = 0.0f;
       for (int64_t r = 0; r < rank; r++) {
         const float lr = l[r], *rr = a->R + r * cols + c0;
-        for (int64_t j = 0; j < n; j++) d[j] = fmaf(lr, rr[j], d[j]);
+        for (int64_t j = 0; j < n; j++) d[j] = mpk_fmaf(lr, rr[j], d[j]);
       }
       int64_t k0 = i * cols + c0;
       for (int64_t j = 0; j < n; j++)

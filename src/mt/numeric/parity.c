@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/libm_dl.h"
 #include "mt/mt.h"
 #include "mt/numeric/numeric.h"
 #include "mt/numeric/probe.h"
@@ -169,6 +170,7 @@ int mpk_mtn_parity_with(const char *dir, mpk_mt_manifest *given, const mpk_mt_pa
     tok = ids;
   }
   if ((rc = run_ce(inf, tok, n, &ce_inf, &vocab, err))) goto fail; /* ort's errors name the model */
+  if ((rc = mpk_libm_load(err))) goto fail; /* log, below */
   if ((rc = run_ce(train, tok, n, &ce_train, &vocab_train, err))) {
     rc = train_refusal(err, p->train_graph, rc);
     goto fail;
@@ -189,7 +191,7 @@ int mpk_mtn_parity_with(const char *dir, mpk_mt_manifest *given, const mpk_mt_pa
   r->ce_train = ce_train;
   r->ce_inference = ce_inf;
   r->diff = fabs(ce_train - ce_inf);
-  r->uniform_floor = log((double)vocab);
+  r->uniform_floor = mpk_log((double)vocab);
   r->max_diff = max_diff;
   r->pass = r->diff <= max_diff;
   size_t len = (size_t)snprintf(p->verdict, sizeof p->verdict,
