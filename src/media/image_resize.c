@@ -603,11 +603,22 @@ int mpk_resampler_new(uint32_t src_width, uint32_t src_height, double extent_w, 
     free(r);
     return rc;
   }
+#ifdef MPK_X86
+  if (r->a.bits == PREC_SIMD && r->level >= SIMD_AVX2 ? !(r->hw2 = horiz_weights2(&r->a))
+      : r->a.bits == PREC_SIMD && r->level >= SIMD_SSSE3 ? !(r->hw = horiz_weights(&r->a))
+                                                          : 0) {
+    mpk_resampler_free(r);
+    return mpk_fail(err, MPK_ENOMEM, "image", NULL, "out of memory (resampler buffers)");
+  }
+  if (r->hw2 || r->hw) { /* pass 2 reads only those: the tables' pages go to axis b's (fewer fresh pages) */
+    free(r->a.w), r->a.w = NULL;
+    free(r->a.pair), r->a.pair = NULL;
+  }
+#endif
   rc = axis_build(&r->b, src_height, extent_h, r->swap ? plan->width : plan->height, r->swap ? plan->left : plan->top,
                   (size_t)(r->swap ? out_width : out_height), orient[orientation].flip_b, 1, err);
   if (rc) {
-    axis_free(&r->a);
-    free(r);
+    mpk_resampler_free(r);
     return rc;
   }
   size_t maxlen = 0;
@@ -628,14 +639,6 @@ int mpk_resampler_new(uint32_t src_width, uint32_t src_height, double extent_w, 
     return mpk_fail(err, MPK_ENOMEM, "image", NULL, "out of memory (resampler buffers)");
   }
   sort_by_end(r);
-#ifdef MPK_X86
-  if (r->a.bits == PREC_SIMD && r->level >= SIMD_AVX2 ? !(r->hw2 = horiz_weights2(&r->a))
-      : r->a.bits == PREC_SIMD && r->level >= SIMD_SSSE3 ? !(r->hw = horiz_weights(&r->a))
-                                                          : 0) {
-    mpk_resampler_free(r);
-    return mpk_fail(err, MPK_ENOMEM, "image", NULL, "out of memory (resampler buffers)");
-  }
-#endif
   if (r->threaded) {
     if (pthread_mutex_init(&r->mu, NULL) == 0 && pthread_cond_init(&r->more_rows, NULL) == 0 &&
         pthread_cond_init(&r->slot_free, NULL) == 0 && pthread_create(&r->thread, NULL, worker, r) == 0)
