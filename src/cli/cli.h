@@ -55,6 +55,7 @@ int mpk_cli_mt_report_json(FILE *out, const mpk_mt_report *r);
 /* Progress bar on stderr, drawn only when stderr is a terminal. */
 typedef struct mpk_cli_bar {
   const char *label;
+  const char *unit; /* what is counted ("weights"); NULL: bytes, shown in MiB */
   double last_draw;
   bool drawn, enabled;
 } mpk_cli_bar;

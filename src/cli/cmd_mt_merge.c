@@ -228,7 +228,12 @@ int mpk_cmd_mt_merge(int argc, char **argv) {
     }
     o.ort = ort;
   }
+  mpk_cli_bar bar; /* on a terminal: the entries merged so far (a dry run draws nothing) */
+  mpk_cli_bar_init(&bar, "merging");
+  bar.unit = "weights";
+  if (bar.enabled && !o.dry_run) o.progress = mpk_cli_progress, o.progress_ctx = &bar;
   int rc = mpk_mt_merge(dir, &o, &r, &err);
+  mpk_cli_bar_done(&bar);
   if (rc && r && r->rolled_back) {
     /* The post-merge check rolled the merge back: the report says why, and the exit status 1. */
     if (json) print_json(r, &err);

@@ -21,13 +21,17 @@ int mpk_cli_progress(void *ctx, uint64_t done, uint64_t total) {
   int width = 30, fill = pct * width / 100;
   fprintf(stderr, "\r%s [", bar->label);
   for (int i = 0; i < width; i++) fputc(i < fill ? '#' : ' ', stderr);
-  fprintf(stderr, "] %3d%% %.1f/%.1f MiB", pct, (double)done / 1048576.0, (double)total / 1048576.0);
+  if (bar->unit)
+    fprintf(stderr, "] %3d%% %llu/%llu %s", pct, (unsigned long long)done, (unsigned long long)total, bar->unit);
+  else
+    fprintf(stderr, "] %3d%% %.1f/%.1f MiB", pct, (double)done / 1048576.0, (double)total / 1048576.0);
   bar->drawn = true;
   return 0;
 }
 
 void mpk_cli_bar_init(mpk_cli_bar *bar, const char *label) {
   bar->label = label;
+  bar->unit = NULL;
   bar->last_draw = 0;
   bar->drawn = false;
   bar->enabled = isatty(STDERR_FILENO);

@@ -363,6 +363,10 @@ expect merge_dry_run 0 'DRY RUN: 2 entries would be merged' -- "$MPK" mt merge "
 expect merge_dry_run_unchanged 0 'OK: all checks hold' -- "$MPK" check "$TMP/merge"
 expect merge_ok 0 'orientation: no_transpose \(observed from 2 non-square entries' -- "$MPK" mt merge "$TMP/merge" --adapter "$AD"
 expect merge_check_after 0 '4 merged on device' -- "$MPK" check "$TMP/merge"
+# On a terminal a bar counts the weights merged (docs/CLI.md); piped, nothing.
+cp -r "$MT" "$TMP/merge_tty" && chmod -R u+w "$TMP/merge_tty"
+case_needs script merge_progress_tty &&
+  expect merge_progress_tty 0 'merging \[#+\] 100% 2/2 weights' -- script -qec "'$MPK' mt merge '$TMP/merge_tty' --adapter '$AD'" /dev/null
 expect merge_tensors_after 0 'OK: 2 tensors verified and loadable' -- "$MPK" mt tensors "$TMP/merge"
 expect merge_twice 1 'already merged: its bytes .* are the merged ones modelpkg.s merge record lists' -- "$MPK" mt merge "$TMP/merge" --adapter "$AD"
 expect merge_twice_unchanged 1 'nothing was changed' -- "$MPK" mt merge "$TMP/merge" --adapter "$AD"
