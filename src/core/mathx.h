@@ -17,6 +17,16 @@ static inline double mpk_floor(double x) {
   return t > x ? t - 1.0 : t;
 }
 
+/* Math.round: the nearest integer, ties toward +Infinity (not C's round(), which ties away from
+   zero, nor floor(x + 0.5), off by one at 0.49999999999999994), -0 for [-0.5, 0) as in JS;
+   x - floor(x) is exact. */
+static inline double mpk_js_round(double x) {
+  if (!isfinite(x)) return x;
+  double f = mpk_floor(x);
+  if (x - f < 0.5) return f;
+  return f == -1 ? -0.0 : f + 1;
+}
+
 /* nextafterf(x, INFINITY): the next float above x. */
 static inline float mpk_nextupf(float x) {
   if (x != x || x == INFINITY) return x;

@@ -129,17 +129,10 @@ int mpk_audio_data_decode(const char *text, size_t len, uint8_t **out, size_t *o
 
 /* ---------------------------------------------------------------- length */
 
-/* Math.round: the nearest integer, ties toward +Infinity. */
-static double js_round(double x) {
-  if (!isfinite(x)) return x;
-  double f = mpk_floor(x);
-  return x - f >= 0.5 ? f + 1 : f;
-}
-
 double mpk_audio_canonical_length(uint64_t frames, double source_rate, int64_t target_rate) {
   if (frames == 0) return 0;
   if (source_rate == (double)target_rate) return (double)frames;
-  double r = js_round(((double)frames * (double)target_rate) / source_rate);
+  double r = mpk_js_round(((double)frames * (double)target_rate) / source_rate);
   if (isnan(r)) return r; /* Math.max(1, NaN) */
   return r > 1 ? r : 1;
 }

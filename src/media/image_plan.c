@@ -13,12 +13,6 @@
 #include "core/core.h"
 #include "core/mathx.h"
 
-/* Math.round for the finite, positive values that reach it here: x - floor(x) is exact. */
-static double js_round(double x) {
-  double f = mpk_floor(x);
-  return x - f >= 0.5 ? f + 1 : f;
-}
-
 /* A JS number holding an integer beyond 2^53 no longer counts pixels one by one. */
 static int check_dim(int64_t v, const char *what, mpk_error *err) {
   if (v < 1 || v > MPK_SAFE_INT_MAX)
@@ -43,7 +37,7 @@ int mpk_image_plan_resize(int64_t src_width, int64_t src_height, const mpk_image
 
   double sh = (double)target->height / (double)src_height, sw = (double)target->width / (double)src_width;
   double scale = sh > sw ? sh : sw; /* Math.max; neither is NaN */
-  double width = js_round((double)src_width * scale), height = js_round((double)src_height * scale);
+  double width = mpk_js_round((double)src_width * scale), height = mpk_js_round((double)src_height * scale);
   /* A 1-pixel-wide source cropped to a square scales the other side by the target size: the plan
      may be far larger than anything drawn, but it must stay an exact integer. */
   if (!(width <= (double)MPK_SAFE_INT_MAX) || !(height <= (double)MPK_SAFE_INT_MAX))

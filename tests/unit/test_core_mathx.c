@@ -50,6 +50,15 @@ static void test_floor(void **state) {
   }
 }
 
+/* Math.round's ties go up: 2.5 -> 3, -2.5 -> -2; 0.49999999999999994 -> 0 (floor(x + 0.5) gives 1). */
+static void test_js_round(void **state) {
+  (void)state;
+  const double in[] = {2.5, -2.5, 0.5, -0.5, 0.49999999999999994, 1.4999999999999998, 4503599627370495.5, 1e300, -0.0};
+  const double want[] = {3, -2, 1, -0.0, 0, 1, 4503599627370496.0, 1e300, -0.0};
+  for (size_t i = 0; i < sizeof in / sizeof *in; i++) assert_int_equal(d_bits(mpk_js_round(in[i])), d_bits(want[i]));
+  assert_true(isinf(mpk_js_round(INFINITY)) && isnan(mpk_js_round(NAN)));
+}
+
 static void test_nextupf(void **state) {
   (void)state;
   const float edge[] = {0.0f, -0.0f, 0x1p-149f, -0x1p-149f, FLT_MIN, -FLT_MIN, 1.0f, -1.0f, FLT_MAX, -FLT_MAX,
@@ -103,7 +112,7 @@ static void test_fmaf(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_floor), cmocka_unit_test(test_nextupf),
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_floor), cmocka_unit_test(test_js_round), cmocka_unit_test(test_nextupf),
                                      cmocka_unit_test(test_fmaf)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
