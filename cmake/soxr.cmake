@@ -1,0 +1,74 @@
+# libsoxr, compiled into the library from Debian's source package, the same way for every target
+# (native, scripts/cross.sh's aarch64 and s390x, emscripten): the audio component's resampler
+# gives the same bytes on all of them (docs/audio.md, "The same bytes everywhere").
+#
+# - One engine: cr64s, soxr's double-precision SIMD engine (pffft and the AVX FIR loops), on every
+#   target against src/media/soxr/include/immintrin.h (the AVX intrinsics it uses, in GNU C vector
+#   extensions; scripts/patches/libsoxr-portable-avx.patch opens soxr's x86-only gates). No other
+#   engine is built, so soxr never looks at the CPU or the environment (SOXR_USE_SIMD).
+# - One libm: musl's (Debian's musl source, src/math) under private names
+#   (src/media/soxr/mpk_soxr_math.h), for the filter design and the FFT twiddles.
+# - The same arithmetic: no contraction into fused multiply-adds (GCC fuses by default on AArch64),
+#   no fast-math, float_t = float (s390x: -fexcess-precision=fast, set for the whole project).
+# - No OpenMP (audio.c runs its own segments on the pool), no libsamplerate interface.
+#
+# The sources are fetched by scripts/deps_source.sh (apt-get source, our patches applied), which
+# scripts/setup.sh runs; configure does not download anything. Their symbols are hidden: nothing of
+# soxr or musl is exported by libmodelpkg.
+
+set(MPK_SOURCE_DEPS_DIR "${PROJECT_SOURCE_DIR}/.deps/src" CACHE PATH
+  "where scripts/deps_source.sh put Debian's libsoxr and musl sources")
+file(GLOB _soxr_dirs LIST_DIRECTORIES true "${MPK_SOURCE_DEPS_DIR}/libsoxr-0.1.3")
+file(GLOB _musl_dirs LIST_DIRECTORIES true "${MPK_SOURCE_DEPS_DIR}/musl-1.2.*")
+set(_hint "run scripts/deps_source.sh (scripts/setup.sh does; it needs dpkg-dev and a deb-src line), or build without the audio component (-DMPK_WITH_AUDIO=OFF)")
+if(NOT _soxr_dirs OR NOT EXISTS "${_soxr_dirs}/.mpk-patched")
+  message(FATAL_ERROR "audio: Debian's libsoxr 0.1.3 source, patched, not found in ${MPK_SOURCE_DEPS_DIR}: ${_hint}")
+endif()
+if(NOT _musl_dirs)
+  message(FATAL_ERROR "audio: Debian's musl 1.2 source not found in ${MPK_SOURCE_DEPS_DIR}: ${_hint}")
+endif()
+list(GET _musl_dirs 0 MPK_MUSL_DIR)
+set(MPK_SOXR_DIR "${_soxr_dirs}")
+message(STATUS "audio: libsoxr from ${MPK_SOXR_DIR}, libm from ${MPK_MUSL_DIR}")
+
+set(_shim "${PROJECT_SOURCE_DIR}/src/media/soxr")
+include(TestBigEndian)
+test_big_endian(_big)
+# soxr's configuration header, from its own template: cr64s alone.
+foreach(v AVCODEC_FOUND AVUTIL_FOUND WITH_CR32 WITH_CR32S WITH_CR64 WITH_VR32 HAVE_LRINT HAVE_FENV_H
+          WITH_HI_PREC_CLOCK WITH_FLOAT_STD_PREC_CLOCK WITH_DEV_TRACE)
+  set(${v} 0)
+endforeach()
+foreach(v WITH_PFFFT HAVE_STDBOOL_H HAVE_STDINT_H WITH_CR64S)
+  set(${v} 1)
+endforeach()
+set(HAVE_BIGENDIAN ${_big})
+configure_file("${MPK_SOXR_DIR}/soxr-config.h.in" "${CMAKE_BINARY_DIR}/gen/soxr/soxr-config.h")
+
+# What the builds of soxr/musl share: their own C dialect, no warnings of ours on foreign code,
+# exact arithmetic, every name forced through the renaming header.
+set(_flags -w -Wno-psabi -ffp-contract=off -fno-fast-math "SHELL:-include ${_shim}/mpk_soxr_math.h")
+
+set(_soxr_src soxr.c data-io.c dbesi0.c filter.c fft4g64.c cr.c cr64s.c pffft64s.c util64s.c)
+list(TRANSFORM _soxr_src PREPEND "${MPK_SOXR_DIR}/src/")
+add_library(mpk_soxr_lib OBJECT ${_soxr_src})
+set_target_properties(mpk_soxr_lib PROPERTIES C_STANDARD 99 C_EXTENSIONS ON)
+target_compile_definitions(mpk_soxr_lib PRIVATE SOXR_LIB SOXR_PORTABLE_AVX)
+target_compile_options(mpk_soxr_lib PRIVATE ${_flags})
+target_include_directories(mpk_soxr_lib BEFORE PRIVATE "${_shim}/include" "${CMAKE_BINARY_DIR}/gen/soxr"
+  "${MPK_SOXR_DIR}/src")
+
+# musl's functions soxr calls, and what they call.
+set(_musl_src asin atan atan2 cos sin __sin __cos __rem_pio2 __rem_pio2_large exp exp_data log log_data
+  log10 pow pow_data floor scalbn __math_oflow __math_uflow __math_xflow __math_invalid __math_divzero)
+list(TRANSFORM _musl_src PREPEND "${MPK_MUSL_DIR}/src/math/")
+list(TRANSFORM _musl_src APPEND ".c")
+add_library(mpk_soxr_libm OBJECT ${_musl_src})
+set_target_properties(mpk_soxr_libm PROPERTIES C_STANDARD 99 C_EXTENSIONS ON)
+target_compile_options(mpk_soxr_libm PRIVATE ${_flags})
+# Our <math.h>, <endian.h> and fp_arch.h before the platform's; libm.h from musl's internals.
+target_include_directories(mpk_soxr_libm BEFORE PRIVATE "${_shim}/musl" "${MPK_MUSL_DIR}/src/internal")
+
+# Into both libraries with the modules' objects (CMakeLists.txt).
+set_property(GLOBAL APPEND PROPERTY MPK_MODULES mpk_soxr_lib mpk_soxr_libm)
+set(MPK_SOXR_INCLUDE_DIR "${MPK_SOXR_DIR}/src")
