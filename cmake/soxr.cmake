@@ -72,3 +72,8 @@ target_include_directories(mpk_soxr_libm BEFORE PRIVATE "${_shim}/musl" "${MPK_M
 # Into both libraries with the modules' objects (CMakeLists.txt).
 set_property(GLOBAL APPEND PROPERTY MPK_MODULES mpk_soxr_lib mpk_soxr_libm)
 set(MPK_SOXR_INCLUDE_DIR "${MPK_SOXR_DIR}/src")
+if(EMSCRIPTEN)
+  # The module is built for size (MinSizeRel); the resampler is its hot loop, and its 128-bit halves
+  # map onto WebAssembly SIMD's f64x2 (lane-wise IEEE operations: the same bytes).
+  target_compile_options(mpk_soxr_lib PRIVATE -O2 -msimd128)
+endif()
