@@ -23,6 +23,16 @@
    target (cmake/soxr.cmake): its symbols are hidden, nothing is opened at run time. */
 #include <soxr.h>
 
+/* soxr's getenv (media/soxr/mpk_soxr_math.h): the environment is never read, so its tuning
+   variables cannot change the bytes. On x86-64 its engine is compiled twice, for the baseline and
+   for AVX, and soxr picks by the CPU (cmake/soxr.cmake); a test sets this to 0 to run the baseline
+   copy on an AVX machine (both must give the same bytes). */
+int mpk_audio_soxr_avx_ = -1;
+char *mpk_soxr_getenv(const char *name);
+char *mpk_soxr_getenv(const char *name) {
+  return mpk_audio_soxr_avx_ == 0 && strcmp(name, "SOXR_USE_SIMD64") == 0 ? (char *)"0" : NULL;
+}
+
 #define MIX_BLOCK 16384 /* frames mixed to mono per step: 64 KiB of float */
 #define RELEASE_STEP ((uint64_t)1 << 20) /* bytes of a mapped input dropped at a time */
 

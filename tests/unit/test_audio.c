@@ -631,8 +631,7 @@ static void expect_audio_sha256(const char *what, const mpk_audio *a, const char
    a sine with silences, from plain_sin) resampled to 16 kHz hash to what x86-64 gives; the samples
    (host order) are hashed as little-endian float32, the bytes `modelpkg audio -o` writes. soxr's
    tuning variables in the environment change nothing (it sees none: src/media/soxr/). */
-static void test_same_bytes_on_every_host(void **state) {
-  (void)state;
+static void same_bytes(void) {
   uint32_t x = 88172645u; /* xorshift32: this test's own sequence */
 #define NEXT() (x ^= x << 13, x ^= x >> 17, x ^= x << 5, x)
   /* a 0.5 s stereo 44.1 kHz WAV: noise plus a slow ramp on the left, noise on the right */
@@ -746,6 +745,16 @@ static void test_same_bytes_on_every_host(void **state) {
   unsetenv("SOXR_COEFS_SIZE");
   unsetenv("SOXR_USE_SIMD");
   free(wav);
+}
+
+/* ... with whichever copy of soxr's engine the CPU picks, and with the baseline copy (x86-64 builds
+   it twice, for SSE2 and for AVX: cmake/soxr.cmake; elsewhere both runs are the one engine). */
+static void test_same_bytes_on_every_host(void **state) {
+  (void)state;
+  same_bytes();
+  mpk_audio_soxr_avx_ = 0;
+  same_bytes();
+  mpk_audio_soxr_avx_ = -1;
 }
 
 int main(void) {

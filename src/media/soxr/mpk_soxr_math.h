@@ -14,8 +14,10 @@
 #include <stdlib.h>
 
 /* soxr reads tuning variables (SOXR_LARGE_DFT_SIZE, SOXR_COEFS_SIZE, ...) from the environment,
-   which would change the bytes from one process to the next: it sees none. */
-#define getenv(name) ((char *)0)
+   which would change the bytes from one process to the next: it sees none. mpk_soxr_getenv
+   (media/audio.c) answers only a test's choice of x86-64's baseline engine copy. */
+char *mpk_soxr_getenv(const char *name);
+#define getenv(name) mpk_soxr_getenv(name)
 
 /* musl's log and pow take a fused multiply-add path where the target has one (AArch64, s390x):
    that would give those targets other bits. The plain path everywhere. */

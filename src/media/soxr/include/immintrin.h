@@ -10,6 +10,38 @@
 
 #include <string.h>
 
+#if defined __AVX__
+/* Compiled for AVX (x86-64 with -mavx): a 256-bit vector is one register, and each intrinsic is
+   the same lane-wise operation, written as vector extensions. */
+typedef double __m256d __attribute__((vector_size(32), aligned(32)));
+typedef double __m128d __attribute__((vector_size(16), aligned(16)));
+#define MPK_AVX_INLINE static inline __attribute__((always_inline))
+MPK_AVX_INLINE __m256d _mm256_setzero_pd(void) { return (__m256d){0, 0, 0, 0}; }
+MPK_AVX_INLINE __m256d _mm256_set_pd(double e3, double e2, double e1, double e0) { return (__m256d){e0, e1, e2, e3}; }
+MPK_AVX_INLINE __m256d _mm256_set1_pd(double a) { return (__m256d){a, a, a, a}; }
+MPK_AVX_INLINE __m256d _mm256_load_pd(double const *p) { return *(__m256d const *)p; }
+MPK_AVX_INLINE __m256d _mm256_loadu_pd(double const *p) {
+  __m256d v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+MPK_AVX_INLINE __m256d _mm256_add_pd(__m256d a, __m256d b) { return a + b; }
+MPK_AVX_INLINE __m256d _mm256_sub_pd(__m256d a, __m256d b) { return a - b; }
+MPK_AVX_INLINE __m256d _mm256_mul_pd(__m256d a, __m256d b) { return a * b; }
+MPK_AVX_INLINE __m256d _mm256_hadd_pd(__m256d a, __m256d b) {
+  return __builtin_shufflevector(a, b, 0, 4, 2, 6) + __builtin_shufflevector(a, b, 1, 5, 3, 7);
+}
+MPK_AVX_INLINE __m256d _mm256_unpacklo_pd(__m256d a, __m256d b) { return __builtin_shufflevector(a, b, 0, 4, 2, 6); }
+MPK_AVX_INLINE __m256d _mm256_unpackhi_pd(__m256d a, __m256d b) { return __builtin_shufflevector(a, b, 1, 5, 3, 7); }
+MPK_AVX_INLINE __m128d _mm256_castpd256_pd128(__m256d a) { return __builtin_shufflevector(a, a, 0, 1); }
+MPK_AVX_INLINE void _mm_store_sd(double *p, __m128d a) { *p = a[0]; }
+#define _mm256_permute2f128_pd(a, b, imm)                                                                              \
+  __builtin_shufflevector((__m256d)(a), (__m256d)(b), ((imm) & 3) * 2, ((imm) & 3) * 2 + 1, (((imm) >> 4) & 3) * 2,     \
+                          (((imm) >> 4) & 3) * 2 + 1)
+#define _mm256_shuffle_pd(a, b, imm)                                                                                   \
+  __builtin_shufflevector((__m256d)(a), (__m256d)(b), (imm) & 1, 4 + (((imm) >> 1) & 1), 2 + (((imm) >> 2) & 1),      \
+                          6 + (((imm) >> 3) & 1))
+#else
 /* A 256-bit vector is two 128-bit halves: every target has (or lowers well) 128-bit double
    vectors (SSE2, NEON, WebAssembly SIMD), and each intrinsic below works within halves or moves
    whole halves, so nothing goes through memory. */
@@ -72,5 +104,7 @@ MPK_AVX_INLINE __m256d _mm256_permute2f128_pd(__m256d a, __m256d b, int imm) {
     mpk_m256d(__builtin_shufflevector(a_.lo, b_.lo, (imm) & 1, 2 + (((imm) >> 1) & 1)),                               \
               __builtin_shufflevector(a_.hi, b_.hi, ((imm) >> 2) & 1, 2 + (((imm) >> 3) & 1)));                        \
   })
+
+#endif
 
 #endif
