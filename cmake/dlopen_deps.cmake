@@ -18,13 +18,12 @@ if(NOT EMSCRIPTEN) # WebAssembly has no dlopen of system libraries
     set(_mpk_dl_default ON)
   endif()
 endif()
-option(MPK_DLOPEN_DEPS "open optional dependencies (libcurl, libsoxr, image codecs, zlib, protobuf-c) on first use" ${_mpk_dl_default})
+option(MPK_DLOPEN_DEPS "open optional dependencies (libcurl, image codecs, zlib, protobuf-c) on first use" ${_mpk_dl_default})
 
 # The dependencies opened this way: pkg-config variable prefix (the imported target's name),
 # library name (what -l would take), the header tag used in the code (MPK_SONAME_<TAG>).
 set(MPK_DL_DEPS
   CURL:curl:CURL
-  SOXR:soxr:SOXR
   LIBJPEG:jpeg:JPEG
   SPNG:spng:SPNG
   LIBWEBP:webp:WEBP

@@ -18,7 +18,7 @@ if ! grep -qx "$debarch" <<<"$foreign"; then
   dpkg --add-architecture "$debarch"
   apt-get -o DPkg::Lock::Timeout=900 update -q
 fi
-DEV=(libc6-dev libjansson-dev libyajl-dev libcurl4-openssl-dev libsoxr-dev zlib1g-dev libssl-dev
+DEV=(libc6-dev libjansson-dev libyajl-dev libcurl4-openssl-dev zlib1g-dev libssl-dev
      libjpeg62-turbo-dev libspng-dev libwebp-dev libexif-dev libprotobuf-c-dev libcmocka-dev libgcc-s1)
 work="$(mktemp -d)"
 chmod 755 "$work" # apt-get download writes as _apt

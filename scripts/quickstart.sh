@@ -14,7 +14,7 @@ step() {
     echo "failed (last lines of $log):"; tail -25 "$log" | sed 's/^/  /'; exit 1
   fi
 }
-step "installing missing Debian packages (scripts/setup.sh)" scripts/setup.sh
+step "installing missing Debian packages, fetching the audio sources (scripts/setup.sh)" scripts/setup.sh
 step "building the library and the tool (scripts/build.sh tool)" scripts/build.sh tool
 step "writing the bundled examples (scripts/gen_examples.py)" python3 scripts/gen_examples.py
 echo

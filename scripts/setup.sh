@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Install the Debian 12 packages modelpkg needs, if any are missing.
-#   scripts/setup.sh          what building the library and the tool needs (the Quick start)
+#   scripts/setup.sh          what building the library and the tool needs (the Quick start), and the
+#                             Debian sources the audio component compiles in (scripts/deps_source.sh:
+#                             libsoxr and musl into .deps/src, with a deb-src line if none is configured)
 #   scripts/setup.sh --test   that, plus every program and package the test suite uses, then the npm
 #                             packages the tests need (scripts/deps_node.sh, into .deps/)
 #   scripts/setup.sh --bench  the Quick start's, plus the peers and tools bench/ runs against
 #                             (bench/README.md): nothing the library, the tool or the tests need
-#   scripts/setup.sh --wasm   the Quick start's, plus what scripts/wasm.sh needs: Debian's emscripten,
-#                             dpkg-dev and a deb-src line (the WebAssembly build's dependencies are
-#                             built from Debian's source packages), node (docs/wasm.md)
+#   scripts/setup.sh --wasm   the Quick start's, plus what scripts/wasm.sh needs: Debian's emscripten
+#                             (the WebAssembly build's dependencies are built from Debian's source
+#                             packages), node (docs/wasm.md)
 #   scripts/setup.sh --cross aarch64|s390x
 #                             a cross toolchain, qemu-user-static and the target's development packages
 #                             (multiarch :arm64/:s390x) for scripts/cross.sh (docs/cross.md)
@@ -32,7 +34,7 @@ PACKAGES=(
   libjansson-dev libssl-dev                  # JSON, SHA-256 (OpenSSL libcrypto)
   libyajl-dev                                # JSON lexer under core/json_scan.c (trees stay jansson's)
   libcurl4-openssl-dev                       # mt install: http(s) sources (libcurl)
-  libsoxr-dev                                # audio: resampling to the processor rate (libsoxr)
+  dpkg-dev                                   # apt-get source: libsoxr and musl's libm, compiled into the audio component (cmake/soxr.cmake)
   zlib1g-dev                                 # objfile: gzip-compressed library archives (MLC's .tar)
   libdlpack-dev                              # dlpack/dlpack.h (DLTensor export of tensor views)
   python3                                    # example generator (standard library only)
@@ -71,7 +73,7 @@ if [ -n "$cross_arch" ]; then
   want_tests=true
   CROSS_PACKAGES=(gcc-$cross_arch-linux-gnu qemu-user-static)
   # s390x: a root unpacked from the .debs (scripts/cross_sysroot.sh, below) instead of multiarch.
-  [ "$cross_arch" = s390x ] || for p in libjansson-dev libyajl-dev libcurl4-openssl-dev libsoxr-dev zlib1g-dev libssl-dev \
+  [ "$cross_arch" = s390x ] || for p in libjansson-dev libyajl-dev libcurl4-openssl-dev zlib1g-dev libssl-dev \
            libjpeg62-turbo-dev libspng-dev libwebp-dev libexif-dev libprotobuf-c-dev libcmocka-dev \
            libstdc++6; do # libstdc++6: ONNX Runtime's arm64 library (npm) needs it at run time
     CROSS_PACKAGES+=("$p:$debarch")
@@ -80,7 +82,6 @@ fi
 # The WebAssembly build (scripts/wasm.sh): the test suite builds and tests it too.
 WASM_PACKAGES=(
   emscripten                                 # emcc (Debian's 3.1.6; builds offline)
-  dpkg-dev                                   # apt-get source: the dependencies from Debian's sources
   autoconf automake libtool autopoint        # libexif's source has no configure: autoreconf makes it
 )
 $want_tests && want_wasm=true
@@ -113,10 +114,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get -o DPkg::Lock::Timeout=900 update -q
   $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends "${missing[@]}"
 fi
-# apt-get source (scripts/wasm_deps.sh) needs deb-src lines: mirrored from the deb ones into a file
-# of our own when none is configured, then the package lists read again.
-targets=""; $want_wasm && targets="$(apt-get indextargets --format '$(CREATED_BY)' 2>/dev/null || true)"
-if $want_wasm && ! grep -qx Sources <<<"$targets"; then
+# apt-get source (scripts/deps_source.sh: the audio component's libsoxr and libm on every build; the
+# WebAssembly build's dependencies) needs deb-src lines: mirrored from the deb ones into a file of
+# our own when none is configured, then the package lists read again.
+targets="$(apt-get indextargets --format '$(CREATED_BY)' 2>/dev/null || true)"
+if ! grep -qx Sources <<<"$targets"; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   if [ -f /etc/apt/sources.list.d/debian.sources ]; then
     echo "setup: adding deb-src entries (/etc/apt/sources.list.d/modelpkg-deb-src.sources)" >&2
@@ -132,6 +134,8 @@ if $want_wasm && ! grep -qx Sources <<<"$targets"; then
   $SUDO apt-get -o DPkg::Lock::Timeout=900 update -q
 fi
 if [ "$cross_arch" = s390x ]; then scripts/cross_sysroot.sh s390x "$PWD/.deps/sysroot-s390x"; fi
+# The sources the audio component compiles in, for every build of it (native, cross, WebAssembly).
+scripts/deps_source.sh >/dev/null
 # The tests' npm packages: onnxruntime-node (the merge's ONNX Runtime check), WebLLM's bundle (the
 # reference the URL differential test, test_url_diff, runs against) and TypeScript (js/test).
 if $want_tests; then scripts/deps_node.sh && scripts/deps_node.sh webllm && scripts/deps_node.sh js; fi

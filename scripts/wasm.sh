@@ -20,8 +20,11 @@ prefix="$PWD/.deps/wasm/prefix"
 which="${1:-all}"
 case "$which" in core | all) ;; *) echo "usage: $0 [core|all]" >&2; exit 2 ;; esac
 deps=(jansson yajl zlib)
-[ "$which" = all ] && deps+=(libsoxr libjpeg-turbo libspng libwebp libexif)
+[ "$which" = all ] && deps+=(libjpeg-turbo libspng libwebp libexif)
 scripts/wasm_deps.sh "$prefix" "${deps[@]}"
+# The audio component compiles libsoxr and musl's libm in from Debian's source (cmake/soxr.cmake),
+# as the native build does.
+[ "$which" = all ] && scripts/deps_source.sh >/dev/null
 mkdir -p "$prefix/include/dlpack"
 cp /usr/include/dlpack/dlpack.h "$prefix/include/dlpack/" # a header only: Debian's is the one
 

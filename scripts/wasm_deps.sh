@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Build the WebAssembly build's dependencies from Debian's source packages with Debian's emscripten
-# (docs/wasm.md): `apt-get source` (Debian's patches applied by dpkg-source), then CMake under
-# emcmake, static libraries installed into PREFIX. No network but Debian's archive; nothing vendored.
+# (docs/wasm.md): the source from scripts/deps_source.sh (`apt-get source`, Debian's patches and
+# ours), then CMake under emcmake, static libraries installed into PREFIX. No network but Debian's
+# archive; nothing vendored.
 #   scripts/wasm_deps.sh PREFIX PACKAGE...
-# PACKAGE, Debian's source package names: jansson yajl zlib (core), libsoxr (audio), libjpeg-turbo
-# libspng libwebp libexif (image); libspng needs zlib first. libexif's source has no configure:
-# autoreconf (Debian's autoconf, automake, libtool, autopoint) makes it.
+# PACKAGE, Debian's source package names: jansson yajl zlib (core), libjpeg-turbo libspng libwebp
+# libexif (image); libspng needs zlib first. libexif's source has no configure: autoreconf
+# (Debian's autoconf, automake, libtool, autopoint) makes it. (libsoxr is not one of them: the
+# audio component compiles it in from .deps/src on every target, cmake/soxr.cmake.)
 # Idempotent: PREFIX/.built-PACKAGE marks one done (delete it, or PREFIX, to rebuild).
 set -euo pipefail
 prefix="$1"; shift
@@ -15,35 +17,6 @@ jobs="${MPK_JOBS:-$(nproc)}"
 # Debian's emscripten runs its JS tools (acorn-optimizer) with node and Debian's node-acorn: a node
 # from another repository does not search Debian's module directory on its own.
 export NODE_PATH="/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}"
-
-# Debian's source for PACKAGE into $src, its directory printed. The candidate's version first; a
-# security update's source is not always on the mirror, so the release's own version is next.
-fetch_source() {
-  local pkg="$1" dir
-  dir=$(find "$src" -maxdepth 1 -type d -name "$pkg-[0-9]*" -print -quit)
-  if [ -z "$dir" ]; then
-    (cd "$src" && { apt-get source -q "$pkg" >"$src/$pkg.log" 2>&1 ||
-                    apt-get source -q "$pkg/bookworm" >>"$src/$pkg.log" 2>&1; }) || {
-      echo "wasm: apt-get source $pkg failed (a deb-src line is needed: scripts/setup.sh --wasm adds one); see $src/$pkg.log" >&2
-      exit 1
-    }
-    dir=$(find "$src" -maxdepth 1 -type d -name "$pkg-[0-9]*" -print -quit)
-  fi
-  [ -n "$dir" ] || { echo "wasm: no source directory for $pkg under $src" >&2; exit 1; }
-  printf '%s\n' "$dir"
-}
-
-# Our patches for PACKAGE (scripts/wasm_patches/PACKAGE-*.patch: what WebAssembly needs and Debian's
-# source lacks), each applied once (a patch that reverses cleanly is already in).
-apply_patches() {
-  local pkg="$1" dir="$2" p
-  for p in "$(dirname "$0")/wasm_patches/$pkg"-*.patch; do
-    [ -e "$p" ] || continue
-    patch -d "$dir" -p1 -R -f -s --dry-run <"$p" >/dev/null 2>&1 && continue
-    patch -d "$dir" -p1 -f -s <"$p" >>"$src/$pkg.log" 2>&1 ||
-      { echo "wasm: $p does not apply to $dir; see $src/$pkg.log" >&2; exit 1; }
-  done
-}
 
 # One CMake project under emcmake, static: configure, then build (TARGET, or all and install).
 build_cmake() {
@@ -68,8 +41,7 @@ build_cmake() {
 
 for pkg in "$@"; do
   [ -e "$prefix/.built-$pkg" ] && continue
-  dir=$(fetch_source "$pkg")
-  apply_patches "$pkg" "$dir"
+  dir=$("$(dirname "$0")/deps_source.sh" "$src" "$pkg")
   echo "wasm: building $pkg ($(basename "$dir")) with emscripten" >&2
   case "$pkg" in
     jansson)
@@ -89,12 +61,6 @@ for pkg in "$@"; do
         emmake make -j"$jobs" libz.a >"$src/zlib-build.log" 2>&1 &&
         emmake make install >>"$src/zlib-build.log" 2>&1) ||
         { echo "wasm: building zlib failed: $src/zlib-configure.log, $src/zlib-build.log" >&2; exit 1; } ;;
-    libsoxr)
-      # No OpenMP (audio.c runs its own segments on the pool), no SIMD engines (cr32s/cr64s are SSE
-      # and AVX; the scalar ones give the same bytes: docs/cross.md), no libsamplerate interface.
-      # wasm_patches/libsoxr-fn-types.patch: its FFT callbacks typed as they are called.
-      build_cmake libsoxr "$dir" "" -DWITH_OPENMP=OFF -DWITH_CR32S=OFF -DWITH_CR64S=OFF \
-        -DWITH_LSR_BINDINGS=OFF -DBUILD_TESTS=OFF -DBUILD_EXAMPLES=OFF -DWITH_DEV_TRACE=OFF ;;
     libjpeg-turbo)
       # The libjpeg (v6b) API only, as Debian's libjpeg62-turbo: no SIMD (its x86/Arm assembly), no
       # TurboJPEG API. Its cjpeg/djpeg/jpegtran are built and installed too (no option skips them).

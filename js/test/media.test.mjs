@@ -1,6 +1,6 @@
 // The media module: a 12 MP JPEG decoded by the package gives the native `modelpkg image`'s tensor
-// byte for byte, a 30 s WAV the native `modelpkg audio`'s samples but for rounding noise (below), in
-// Node and in headless Chromium (the inputs served by this test's own HTTP server). Skipped, naming what is
+// byte for byte, and three 30 s WAVs the native `modelpkg audio`'s samples byte for byte, in Node
+// and in headless Chromium (the inputs served by this test's own HTTP server). Skipped, naming what is
 // missing, without the media module, the native CLI, ImageMagick's convert (the JPEG) or Chromium.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -50,9 +50,28 @@ function makeWav(seconds = 30, rate = 44100) {
 }
 
 // 30 s of a 440 Hz sine, mono, with 2 s of digital silence every 10 s: every 200th output's exact
-// value is 0 and the silences decay into the filter's rounding noise, where soxr's engines differ
-// (below its 28-bit precision both builds write 0: docs/audio.md).
+// value is 0, and the silences decay into the filter's rounding noise (below its 28-bit precision
+// an output is written as 0: docs/audio.md).
 const makeSine = () => int16Wav(30 * 44100, 1, (i) => (i % 441000 < 88200 ? 0 : Math.round(16000 * Math.sin(2 * Math.PI * 440 * i / 44100))));
+
+// 30 s of a 24-bit mono sine sweeping linearly from 20 Hz to 20 kHz at half scale, as
+// `sox -n -r 44100 -b 24 -c 1 sweep.wav synth 30 sine 20-20000 vol 0.5`: past the output's 8 kHz
+// Nyquist the resampler leaves only small outputs (~1e-6), many a float32 rounding boundary away
+// from another engine's or libm's result (16088 of 480000 differed before both builds ran the same).
+function makeSweep(seconds = 30, rate = 44100, f0 = 20, f1 = 20000) {
+  const frames = seconds * rate, data = Buffer.alloc(frames * 3);
+  for (let i = 0; i < frames; i++) {
+    const t = i / rate;
+    data.writeIntLE(Math.round(0.5 * 8388607 * Math.sin(2 * Math.PI * (f0 * t + (f1 - f0) * t * t / (2 * seconds)))), 3 * i, 3);
+  }
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0); h.writeUInt32LE(36 + data.length, 4); h.write('WAVE', 8); h.write('fmt ', 12);
+  h.writeUInt32LE(16, 16); h.writeUInt16LE(1, 20); h.writeUInt16LE(1, 22); h.writeUInt32LE(rate, 24);
+  h.writeUInt32LE(rate * 3, 28); h.writeUInt16LE(3, 32); h.writeUInt16LE(24, 34); h.write('data', 36);
+  h.writeUInt32LE(data.length, 40);
+  return Buffer.concat([h, data]);
+}
+const WAVS = ['speech', 'sine', 'sweep']; // the chirp+noise, the sine with silences, the sweep
 
 function native(args) {
   const r = spawnSync(CLI, args, { encoding: 'buffer' });
@@ -64,9 +83,12 @@ before(() => {
   dir = mkdtempSync(join(tmpdir(), 'mpk-media-'));
   wav = join(dir, 'speech.wav');
   writeFileSync(wav, makeWav());
-  native(['audio', wav, '--rate', '16000', '--min-samples', '161', '--max-samples', '480000', '-o', join(dir, 'audio.f32')]);
   writeFileSync(join(dir, 'sine.wav'), makeSine());
-  native(['audio', join(dir, 'sine.wav'), '--rate', '16000', '--min-samples', '161', '--max-samples', '480000', '-o', join(dir, 'sine.f32')]);
+  writeFileSync(join(dir, 'sweep.wav'), makeSweep());
+  for (const w of WAVS) {
+    native(['audio', join(dir, `${w}.wav`), '--rate', '16000', '--min-samples', '161', '--max-samples', '480000', '-o', join(dir, `${w}.f32`)]);
+    want[w] = sha(readFileSync(join(dir, `${w}.f32`)));
+  }
   const c = spawnSync('convert', ['-size', '4000x3000', '-seed', '7', 'plasma:', '-quality', '90', join(dir, 'photo.jpg')]);
   if (c.status === 0) {
     jpeg = join(dir, 'photo.jpg');
@@ -76,43 +98,36 @@ before(() => {
 });
 after(() => dir && rmSync(dir, { recursive: true, force: true }));
 
-// Audio is not byte-identical to the native build in general (docs/wasm.md, "Same bytes"): native
-// libsoxr runs its AVX engine, the module its scalar one, their filters are designed with
-// different libms, and an FFT's rounding (~1e-14 of the input's level) can tip a small output's
-// last float32 bit. Pinned here: the same length, and every differing sample a small one
-// (|x| < 2^-20) off by at most 1e-12 (-240 dB of full scale), at most 1 in 1000.
+// Audio is byte-identical to the native build (docs/wasm.md, "Same bytes"): both compile the same
+// libsoxr engine (cr64s) against the same vector intrinsics, and design its filter with the same
+// libm (musl's, built in), with the same arithmetic (no fused multiply-adds). Every sample is the
+// same float32 (Object.is: a zero's sign too); the count of those that are not is in the message.
 function compareAudio(got, wantBytes) {
   const want = new Float32Array(wantBytes.buffer.slice(wantBytes.byteOffset, wantBytes.byteOffset + wantBytes.byteLength));
   assert.equal(got.length, want.length);
-  let differ = 0;
+  let differ = 0, first = -1;
   for (let i = 0; i < want.length; i++) {
     if (Object.is(got[i], want[i])) continue;
-    differ++;
-    assert.ok(Math.abs(want[i]) < 2 ** -20 && Math.abs(got[i] - want[i]) <= 1e-12, `sample ${i}: ${got[i]} against native ${want[i]}`);
+    if (differ++ === 0) first = i;
   }
-  assert.ok(differ <= want.length / 1000, `${differ} samples differ`);
-  return differ;
+  assert.equal(differ, 0, `${differ} of ${want.length} samples differ from the native build's; the first, ${first}: ${got[first]} against ${want[first]}`);
 }
 
-test('Node: a 30 s 44.1 kHz stereo WAV to the processor\'s PCM: the native build\'s samples (rounding-noise ones aside)', async (t) => {
-  if (missing) return t.skip(missing);
-  const a = await mpk.decodeAudio(readFileSync(wav), AUDIO);
-  assert.equal(a.samples.length, 480000);
-  assert.equal(a.resampled, true);
-  const differ = compareAudio(a.samples, readFileSync(join(dir, 'audio.f32')));
-  t.diagnostic(`${differ} of 480000 samples differ from the native build's, all at rounding-noise level`);
-});
-
-test('Node: a sine with silences: its exact zeros identical to the native build\'s, its silences silent', async (t) => {
-  if (missing) return t.skip(missing);
-  const a = await mpk.decodeAudio(readFileSync(join(dir, 'sine.wav')), AUDIO);
-  const differ = compareAudio(a.samples, readFileSync(join(dir, 'sine.f32')));
-  // before the flush below soxr's precision, every 200th output (exact value 0) differed: 2315 of
-  // 480000; what is left is the filter's ringing at the silences' edges (~1e-8), a float32 bit apart
-  assert.ok(differ <= 40, `${differ} samples differ`);
-  assert.equal(a.samples.subarray(0, 30000).every((x) => Object.is(x, 0)), true); // the first silence stays silent
-  t.diagnostic(`${differ} of 480000 samples differ from the native build's`);
-});
+const AUDIO_CASES = {
+  speech: 'a 30 s 44.1 kHz stereo 16-bit chirp and noise',
+  sine: 'a 440 Hz sine with silences (its exact zeros and its silences 0)',
+  sweep: 'a 24-bit sweep from 20 Hz to 20 kHz, past the output\'s Nyquist',
+};
+for (const w of WAVS) {
+  test(`Node: ${AUDIO_CASES[w]} to the processor's PCM: the native build's samples, byte for byte`, async (t) => {
+    if (missing) return t.skip(missing);
+    const a = await mpk.decodeAudio(readFileSync(join(dir, `${w}.wav`)), AUDIO);
+    assert.equal(a.samples.length, 480000);
+    assert.equal(a.resampled, true);
+    compareAudio(a.samples, readFileSync(join(dir, `${w}.f32`)));
+    if (w === 'sine') assert.equal(a.samples.subarray(0, 30000).every((x) => Object.is(x, 0)), true); // the first silence stays silent
+  });
+}
 
 test('Node: a 12 MP JPEG to the 336 x 336 center_crop tensor, byte-identical to the native build', async (t) => {
   if (missing) return t.skip(missing);
@@ -133,7 +148,7 @@ test('bad media input: a named refusal, nothing decoded', async (t) => {
   await assert.rejects(mpk.decodeAudio(new Float32Array(10), AUDIO), /sampleRate/);
 });
 
-test('Chromium: the same WAV and JPEG fetched over HTTP: the native build\'s tensors (the JPEG\'s byte for byte)', async (t) => {
+test('Chromium: the same WAVs and JPEG fetched over HTTP: the native build\'s tensors, byte for byte', async (t) => {
   if (missing) return t.skip(missing);
   if (!existsSync(CHROMIUM)) return t.skip(`${CHROMIUM} not found (Debian's chromium)`);
   if (!existsSync(PUPPETEER)) return t.skip(`${PUPPETEER} not found (scripts/deps_node.sh js)`);
@@ -144,14 +159,17 @@ test('Chromium: the same WAV and JPEG fetched over HTTP: the native build\'s ten
     const page = await browser.newPage();
     await page.goto(`${server.url}/js/test/browser/index.html`);
     await page.waitForFunction('window.mpkReady === true', { timeout: 30000 });
-    const got = await page.evaluate(async (audio, image, hasJpeg) => {
+    const got = await page.evaluate(async (audio, image, hasJpeg, wavs) => {
       const hex = async (b) => [...new Uint8Array(await crypto.subtle.digest('SHA-256', b))].map((x) => x.toString(16).padStart(2, '0')).join('');
-      const a = await window.mpkTest.mpk.decodeAudio(await (await fetch('/media/speech.wav')).blob(), audio);
-      const out = { audio: [...a.samples] };
+      const out = { audio: {} };
+      for (const w of wavs) {
+        const a = await window.mpkTest.mpk.decodeAudio(await (await fetch(`/media/${w}.wav`)).blob(), audio);
+        out.audio[w] = await hex(a.samples); // little-endian float32, as the native -o file
+      }
       if (hasJpeg) out.image = await hex((await window.mpkTest.mpk.decodeImage(await (await fetch('/media/photo.jpg')).blob(), image)).data);
       return out;
-    }, AUDIO, IMAGE, !!jpeg);
-    compareAudio(Float32Array.from(got.audio), readFileSync(join(dir, 'audio.f32')));
+    }, AUDIO, IMAGE, !!jpeg, WAVS);
+    for (const w of WAVS) assert.equal(got.audio[w], want[w], `${AUDIO_CASES[w]}: Chromium's samples differ from the native build's`);
     if (jpeg) assert.equal(got.image, want.image);
     else t.diagnostic('the JPEG case skipped: convert not found');
   } finally {

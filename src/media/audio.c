@@ -18,10 +18,21 @@
 #include "core/core.h"
 #include "core/mathx.h"
 #include "core/pool.h"
-#include "media/soxr_dl.h"
 #include "media/wav.h"
 
-MPK_DL_DEFINE(soxr, "libsoxr", MPK_SONAME_SOXR, MPK_SOXR_FUNCS)
+/* libsoxr is compiled into the library from Debian's source, the same engine and libm on every
+   target (cmake/soxr.cmake): its symbols are hidden, nothing is opened at run time. */
+#include <soxr.h>
+
+/* soxr's getenv (media/soxr/mpk_soxr_math.h): the environment is never read, so its tuning
+   variables cannot change the bytes. On x86-64 its engine is compiled twice, for the baseline and
+   for AVX, and soxr picks by the CPU (cmake/soxr.cmake); a test sets this to 0 to run the baseline
+   copy on an AVX machine (both must give the same bytes). */
+int mpk_audio_soxr_avx_ = -1;
+char *mpk_soxr_getenv(const char *name);
+char *mpk_soxr_getenv(const char *name) {
+  return mpk_audio_soxr_avx_ == 0 && strcmp(name, "SOXR_USE_SIMD64") == 0 ? (char *)"0" : NULL;
+}
 
 #define MIX_BLOCK 16384 /* frames mixed to mono per step: 64 KiB of float */
 #define RELEASE_STEP ((uint64_t)1 << 20) /* bytes of a mapped input dropped at a time */
@@ -275,9 +286,10 @@ static int resample_span(mono_src *src, uint64_t in0, double in_rate, double out
   /* Defensive: soxr always delivered enough in testing; a shortfall is the zero continuation. */
   if (done < skip) done = skip;
   if (done < want) memset(out + (done - skip), 0, (want - done) * sizeof *out);
-  /* Below the filter's 28-bit precision an output is the engine's rounding noise, and engines
-     differ there (soxr's AVX and scalar FFTs, glibc's and musl's filter design: docs/audio.md):
-     written as 0, such samples are the same on every host and in the WebAssembly module. */
+  /* Below the filter's 28-bit precision an output is the FFT convolution's rounding noise: it fills
+     the silence after a sound (1527 of a 2 s silence's 32000 samples) and a sine's exact zeros
+     (docs/audio.md). Written as 0, digital silence stays silent. (Every build computes the same
+     noise, so this is not what makes the bytes the same: cmake/soxr.cmake is.) */
   for (size_t i = 0; i < n; i++)
     if (fabsf(out[i]) < 0x1p-28f) out[i] = 0;
 out:
@@ -362,8 +374,6 @@ static int segment_task(mpk_pool *pool, void *ctx, size_t task, void *scratch, m
 
 static int resample(mono_src *src, double in_rate, double out_rate, float *out, size_t n_out, unsigned threads,
                     out_sink *sink, const char *file, mpk_error *err) {
-  int lrc = mpk_soxr_load(err); /* libsoxr is opened by the first recording that needs resampling */
-  if (lrc) return lrc;
   uint64_t in = (uint64_t)in_rate, o = (uint64_t)out_rate, g = gcd_u64(in, o);
   seg_ctx c = {.src = src, .in_rate = in_rate, .out_rate = out_rate, .out = out, .n_out = n_out,
                .unit_in = in / g, .unit_out = o / g, .file = file};

@@ -16,6 +16,8 @@ bool mpk_wav_mix(const uint8_t *wav, const mpk_wav_info *info, uint64_t first, s
 
 /* Outputs per resampling segment (audio.c); tests shrink it to exercise the segmentation. */
 extern size_t mpk_audio_segment_len_;
+/* 0: x86-64's baseline copy of soxr's engine even where the CPU has AVX (audio.c; tests) */
+extern int mpk_audio_soxr_avx_;
 extern _Atomic size_t mpk_audio_segments_used_; /* how many the latest resampling used */
 
 #endif

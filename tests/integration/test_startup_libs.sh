@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Start-up (issue 22, docs/startup.md): `modelpkg --version` loads at most 5 shared objects (the
 # dynamic loader's own count, LD_DEBUG=libs) and none of the dependencies opened on first use; a
-# command that needs one (audio resampling: libsoxr) still works and loads it then; with that
-# dependency unusable (a broken copy first on LD_LIBRARY_PATH) the command fails with the loader's
-# clear message naming it, while --version and check still work.
+# command that needs one (a PNG: libspng) still works and loads it then; with that dependency
+# unusable (a broken copy first on LD_LIBRARY_PATH) the command fails with the loader's clear
+# message naming it, while --version and check still work. Audio resampling loads nothing: libsoxr
+# is built in.
 # usage: test_startup_libs.sh MODELPKG SOURCE_DIR [LIBMODELPKG]
 set -uo pipefail
 CLI=$1
@@ -43,38 +44,62 @@ sed 's/^/  /' "$T/version.libs"
 lazy='libcurl|libsoxr|libjpeg|libspng|libwebp|libexif|libz\.|libprotobuf-c|libgnutls|libssh|libldap|libkrb5'
 if grep -E "$lazy" "$T/version.libs"; then fail "--version loads a dependency that is opened on first use"; fi
 
-# A dependency opened on first use: libsoxr, audio's resampler. In a build without the audio
-# component (docs/components.md) there is none to open: that part is left out, saying so.
-BROKEN=()
+# Audio's resampler, libsoxr, is compiled into the library (cmake/soxr.cmake): resampling works
+# and loads no shared object for it. In a build without the audio component (docs/components.md)
+# that part is left out, saying so.
 if has_component "$CLI" audio; then
-  # A 0.1 s stereo 44.1 kHz WAV: resampling to 16 kHz needs libsoxr.
+  # A 0.1 s stereo 44.1 kHz WAV, resampled to 16 kHz.
   python3 - "$T/a.wav" <<'EOF' || fail "cannot write the WAV"
 import math, struct, sys, wave
 with wave.open(sys.argv[1], "wb") as w:
     w.setnchannels(2); w.setsampwidth(2); w.setframerate(44100)
     w.writeframes(b"".join(struct.pack("<hh", int(8000 * math.sin(i / 20)), 0) for i in range(4410)))
 EOF
-  AUDIO=(audio "$T/a.wav" --rate 16000 --max-samples 480000)
-  LD_DEBUG=libs "$CLI" "${AUDIO[@]}" -o "$T/a.f32" >/dev/null 2>"$T/audio.ld" || fail "audio: exit $?: $(grep -v ': *\(find\|search\|trying\|calling\|init\|$\)' "$T/audio.ld" | tail -3)"
+  LD_DEBUG=libs "$CLI" audio "$T/a.wav" --rate 16000 --max-samples 480000 -o "$T/a.f32" >/dev/null 2>"$T/audio.ld" ||
+    fail "audio: exit $?: $(grep -v ': *\(find\|search\|trying\|calling\|init\|$\)' "$T/audio.ld" | tail -3)"
   [ "$(stat -c %s "$T/a.f32")" = $((1600 * 4)) ] || fail "audio wrote $(stat -c %s "$T/a.f32") bytes, not 1600 floats"
   loaded "$T/audio.ld" >"$T/audio.libs"
-  soxr=$(grep -m1 'libsoxr' "$T/audio.libs") || fail "audio did not load libsoxr: $(loaded "$T/audio.ld")"
-  echo "audio loads $(basename "$soxr") on first use"
+  if grep 'libsoxr' "$T/audio.libs"; then fail "audio loaded a libsoxr: it is built in"; fi
+  echo "audio resamples with the built-in libsoxr ($(wc -l <"$T/audio.libs") shared objects loaded in all)"
+else
+  echo "audio is off (modelpkg --version): no resampling to check"
+fi
 
-  # A broken libsoxr of the same name, found first: dlopen refuses it.
+# A dependency opened on first use: libspng, the image component's PNG decoder. Without the image
+# component there is none to open: that part is left out, saying so.
+BROKEN=()
+if has_component "$CLI" image; then
+  # An 8x8 RGB PNG, written with the standard library.
+  python3 - "$T/a.png" <<'EOF' || fail "cannot write the PNG"
+import struct, sys, zlib
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+raw = b"".join(b"\x00" + bytes(v for x in range(8) for v in (x * 30, y * 30, 128)) for y in range(8))
+open(sys.argv[1], "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 8, 8, 8, 2, 0, 0, 0))
+                               + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+EOF
+  IMAGE=(image "$T/a.png" --mode stretch --width 4 --height 4)
+  LD_DEBUG=libs "$CLI" "${IMAGE[@]}" -o "$T/a.raw" >/dev/null 2>"$T/image.ld" ||
+    fail "image: exit $?: $(grep -v ': *\(find\|search\|trying\|calling\|init\|$\)' "$T/image.ld" | tail -3)"
+  [ "$(stat -c %s "$T/a.raw")" = 48 ] || fail "image wrote $(stat -c %s "$T/a.raw") bytes, not 4x4x3"
+  loaded "$T/image.ld" >"$T/image.libs"
+  spng=$(grep -m1 'libspng' "$T/image.libs") || fail "image did not load libspng: $(loaded "$T/image.ld")"
+  echo "image loads $(basename "$spng") on first use"
+
+  # A broken libspng of the same name, found first: dlopen refuses it.
   mkdir "$T/broken"
-  echo "not an ELF object" >"$T/broken/$(basename "$soxr")"
-  LD_LIBRARY_PATH="$T/broken" "$CLI" "${AUDIO[@]}" -o "$T/b.f32" >/dev/null 2>"$T/broken.err"
+  echo "not an ELF object" >"$T/broken/$(basename "$spng")"
+  LD_LIBRARY_PATH="$T/broken" "$CLI" "${IMAGE[@]}" -o "$T/b.raw" >/dev/null 2>"$T/broken.err"
   rc=$?
-  [ $rc = 1 ] || fail "audio with a broken libsoxr: exit $rc (want 1): $(cat "$T/broken.err")"
-  grep -q "libsoxr is not available ($(basename "$soxr"))" "$T/broken.err" || fail "message: $(cat "$T/broken.err")"
-  [ ! -e "$T/b.f32" ] || fail "a failed command left its output"
+  [ $rc = 1 ] || fail "image with a broken libspng: exit $rc (want 1): $(cat "$T/broken.err")"
+  grep -q "libspng is not available ($(basename "$spng"))" "$T/broken.err" || fail "message: $(cat "$T/broken.err")"
+  [ ! -e "$T/b.raw" ] || fail "a failed command left its output"
   echo "with it broken: $(head -1 "$T/broken.err")"
-  LD_LIBRARY_PATH="$T/broken" "$CLI" --version >/dev/null || fail "--version with a broken libsoxr: exit $?"
+  LD_LIBRARY_PATH="$T/broken" "$CLI" --version >/dev/null || fail "--version with a broken libspng: exit $?"
   BROKEN=(env LD_LIBRARY_PATH="$T/broken")
 else
-  echo "audio is off (modelpkg --version): no first-use load of libsoxr to check"
+  echo "image is off (modelpkg --version): no first-use load of libspng to check"
 fi
+
 # check works meanwhile: an MT package, or an MLC one in a build without mt.
 PKG="$SRC/examples/mt-tiny"
 has_component "$CLI" mt || PKG="$SRC/examples/llava-image"

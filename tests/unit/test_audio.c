@@ -560,12 +560,78 @@ static void test_segmented_resampling(void **state) {
   }
 }
 
-/* The same bytes on every host (docs/cross.md): fixed recordings from an integer generator (a
-   stereo 16-bit WAV mixed down, float PCM at three rates, one of them in segments on two threads)
-   resampled by libsoxr to 16 kHz hash to what x86-64 gives; the samples (host order) are hashed as
-   little-endian float32, the bytes `modelpkg audio -o` writes. */
-static void test_same_bytes_on_every_host(void **state) {
-  (void)state;
+/* sin without libm (libms differ in the last bits, and the inputs must be the same bytes on every
+   host): the argument reduced to [-pi, pi], then the Taylor series to x^21, in IEEE arithmetic
+   only (no contraction: -std=c11). Good to ~1e-10, plenty for a test signal. */
+static double plain_sin(double x) {
+  const double two_pi = 6.283185307179586;
+  x -= two_pi * floor(x / two_pi + 0.5);
+  double x2 = x * x, t = 1;
+  for (int k = 21; k > 1; k -= 2) t = 1 - x2 / (double)(k * (k - 1)) * t;
+  return x * t;
+}
+
+/* A mono PCM WAV of `bits` (16 or 24) holding round(sample(i) * full scale), little-endian. */
+static uint8_t *mono_wav(size_t frames, uint32_t rate, unsigned bits, double (*sample)(size_t, void *), void *ctx,
+                         size_t *len) {
+  unsigned bps = bits / 8;
+  *len = 44 + frames * bps;
+  uint8_t *p = malloc(*len);
+  assert_non_null(p);
+  memcpy(p, "RIFF", 4);
+  mpk_store_le32(p + 4, (uint32_t)*len - 8);
+  memcpy(p + 8, "WAVEfmt ", 8);
+  mpk_store_le32(p + 16, 16);
+  mpk_store_le16(p + 20, 1);
+  mpk_store_le16(p + 22, 1);
+  mpk_store_le32(p + 24, rate);
+  mpk_store_le32(p + 28, rate * bps);
+  mpk_store_le16(p + 32, (uint16_t)bps);
+  mpk_store_le16(p + 34, (uint16_t)bits);
+  memcpy(p + 36, "data", 4);
+  mpk_store_le32(p + 40, (uint32_t)(frames * bps));
+  double full = bits == 16 ? 32767 : 8388607;
+  for (size_t i = 0; i < frames; i++) {
+    int32_t v = (int32_t)floor(sample(i, ctx) * full + 0.5);
+    for (unsigned k = 0; k < bps; k++) p[44 + i * bps + k] = (uint8_t)((uint32_t)v >> (8 * k));
+  }
+  return p;
+}
+
+/* 10 s sweeping linearly from 20 Hz to 20 kHz at half scale (sox's `synth 10 sine 20-20000 vol
+   0.5`): past the output's 8 kHz Nyquist the resampler leaves small outputs (~1e-6), where an
+   engine's or a libm's last bit shows (17646 of 480000 samples of a 30 s one differed between
+   Debian's libsoxr and the WebAssembly module's before cmake/soxr.cmake). */
+static double sweep_sample(size_t i, void *ctx) {
+  (void)ctx;
+  double t = (double)i / 44100, f0 = 20, f1 = 20000, T = 10;
+  return 0.5 * plain_sin(2 * 3.141592653589793 * (f0 * t + (f1 - f0) * t * t / (2 * T)));
+}
+
+/* 10 s of a 440 Hz sine at half scale, silent for the first 2 s and from 5 to 7 s: a silence after
+   sound, and exact zeros every 200th output. */
+static double sine_silence_sample(size_t i, void *ctx) {
+  (void)ctx;
+  if (i % 220500 < 88200) return 0;
+  return 0.5 * plain_sin(2 * 3.141592653589793 * 440 * (double)i / 44100);
+}
+
+static void expect_audio_sha256(const char *what, const mpk_audio *a, const char *want) {
+  assert_true(a->resampled);
+  uint8_t *le = malloc(a->n_samples * 4);
+  assert_non_null(le);
+  for (size_t i = 0; i < a->n_samples; i++) mpk_store_le_f32(le + 4 * i, a->samples[i]);
+  tu_expect_sha256(what, le, a->n_samples * 4, want);
+  free(le);
+}
+
+/* The same bytes on every host (docs/cross.md) and in the WebAssembly module (js/test/media.test.mjs):
+   fixed recordings (a stereo 16-bit WAV mixed down, float PCM at three rates, one of them in
+   segments on two threads, from an integer generator; a 24-bit sweep past the output's Nyquist and
+   a sine with silences, from plain_sin) resampled to 16 kHz hash to what x86-64 gives; the samples
+   (host order) are hashed as little-endian float32, the bytes `modelpkg audio -o` writes. soxr's
+   tuning variables in the environment change nothing (it sees none: src/media/soxr/). */
+static void same_bytes(void) {
   uint32_t x = 88172645u; /* xorshift32: this test's own sequence */
 #define NEXT() (x ^= x << 13, x ^= x >> 17, x ^= x << 5, x)
   /* a 0.5 s stereo 44.1 kHz WAV: noise plus a slow ramp on the left, noise on the right */
@@ -626,16 +692,69 @@ static void test_same_bytes_on_every_host(void **state) {
       want = pcm[c - 1].sha256;
     }
     if (rc) fail_msg("%s: %s", what, tu_err(&err));
-    assert_true(a->resampled);
-    uint8_t *le = malloc(a->n_samples * 4);
-    assert_non_null(le);
-    for (size_t i = 0; i < a->n_samples; i++) mpk_store_le_f32(le + 4 * i, a->samples[i]);
-    tu_expect_sha256(what, le, a->n_samples * 4, want);
-    free(le);
+    expect_audio_sha256(what, a, want);
     mpk_audio_free(a);
   }
   free(pcm_in);
+
+  static const struct {
+    const char *what;
+    unsigned bits;
+    double (*sample)(size_t, void *);
+    const char *sha256;
+  } wavs[] = {
+      {"24-bit sweep 20 Hz - 20 kHz", 24, sweep_sample,
+       "sha256:2fe2aad277be71467b649f8f35e7c3535acc2e5072d258df052be10213fe16d5"},
+      {"16-bit 440 Hz sine with silences", 16, sine_silence_sample,
+       "sha256:6bd20051c588f391fabdcdf10f0efb40a6c464f07ae9c9c93a1e5991028c5120"},
+  };
+  for (size_t c = 0; c < sizeof wavs / sizeof wavs[0]; c++) {
+    size_t len;
+    uint8_t *w = mono_wav(441000, 44100, wavs[c].bits, wavs[c].sample, NULL, &len);
+    mpk_audio_target t = {16000, 1, 480000, 1};
+    mpk_audio *a = NULL;
+    mpk_error err;
+    if (mpk_audio_from_wav(w, len, NULL, &t, &a, &err)) fail_msg("%s: %s", wavs[c].what, tu_err(&err));
+    assert_int_equal(a->n_samples, 160000);
+    expect_audio_sha256(wavs[c].what, a, wavs[c].sha256);
+    if (c == 1) { /* the silences are silent (the filter rings for ~110 outputs on either side of a sound) */
+      for (size_t i = 0; i < 31000; i++) assert_true(a->samples[i] == 0);
+      for (size_t i = 81000; i < 111000; i++) assert_true(a->samples[i] == 0);
+    }
+    mpk_audio_free(a);
+    free(w);
+  }
+
+  /* soxr reads SOXR_* tuning variables from the environment (DFT sizes, coefficient table size,
+     its engine choice); modelpkg's build of it does not, so the bytes stay those above. */
+  setenv("SOXR_LARGE_DFT_SIZE", "8", 1);
+  setenv("SOXR_MIN_DFT_SIZE", "8", 1);
+  setenv("SOXR_COEFS_SIZE", "100", 1);
+  setenv("SOXR_USE_SIMD", "0", 1);
+  {
+    mpk_audio_target t = {16000, 1, 480000, 1};
+    mpk_audio *a = NULL;
+    mpk_error err;
+    if (mpk_audio_from_wav(wav, wav_len, NULL, &t, &a, &err)) fail_msg("with SOXR_* set: %s", tu_err(&err));
+    expect_audio_sha256("stereo 16-bit WAV at 44100 Hz, SOXR_* set", a,
+                        "sha256:e1f3979499f0206e77e23c3d26cf12b47e0294c5c077cb23dd3d2521a6415dce");
+    mpk_audio_free(a);
+  }
+  unsetenv("SOXR_LARGE_DFT_SIZE");
+  unsetenv("SOXR_MIN_DFT_SIZE");
+  unsetenv("SOXR_COEFS_SIZE");
+  unsetenv("SOXR_USE_SIMD");
   free(wav);
+}
+
+/* ... with whichever copy of soxr's engine the CPU picks, and with the baseline copy (x86-64 builds
+   it twice, for SSE2 and for AVX: cmake/soxr.cmake; elsewhere both runs are the one engine). */
+static void test_same_bytes_on_every_host(void **state) {
+  (void)state;
+  same_bytes();
+  mpk_audio_soxr_avx_ = 0;
+  same_bytes();
+  mpk_audio_soxr_avx_ = -1;
 }
 
 int main(void) {
