@@ -70,7 +70,10 @@ configure_file("${MPK_SOXR_DIR}/soxr-config.h.in" "${CMAKE_BINARY_DIR}/gen/soxr/
 
 # What the builds of soxr/musl share: their own C dialect, no warnings of ours on foreign code,
 # exact arithmetic, every name forced through the renaming header.
-set(_flags -w -Wno-psabi -ffp-contract=off -fno-fast-math "SHELL:-include ${_shim}/mpk_soxr_math.h")
+# -fno-math-errno after -fno-fast-math (which sets -fmath-errno; SHELL: keeps CMake from dropping it as
+# a duplicate of the global one): sqrt, exact everywhere, is then the
+# instruction, not a call into libm, which the library does not link (docs/startup.md, "libm").
+set(_flags -w -Wno-psabi -ffp-contract=off -fno-fast-math "SHELL:-fno-math-errno" "SHELL:-include ${_shim}/mpk_soxr_math.h")
 
 # soxr_lib: the library around the engine; soxr_engine: cr64s (its FIR loops, pffft, the aligned
 # buffers); soxr_engine_avx: the same with -mavx, x86-64 only.
