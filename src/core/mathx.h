@@ -1,8 +1,8 @@
 /* The few libm functions the modules need, as exact inline code, so that libm is not linked
    (docs/startup.md: loading it is about a quarter of a millisecond of every command's start-up).
-   Each returns exactly what the C library's function returns (tests/core/test_mathx.c compares
+   Each returns exactly what the C library's function returns (tests/unit/test_core_mathx.c compares
    them on edge cases and random bits); sqrt needs nothing (an instruction under -fno-math-errno),
-   and exp/log/log10 come from core/libm_dl.h. */
+   and exp/log come from core/libm_dl.h. */
 #ifndef MPK_CORE_MATHX_H
 #define MPK_CORE_MATHX_H
 
