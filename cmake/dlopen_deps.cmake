@@ -74,14 +74,14 @@ endif()
 # start-up, and the modules need little of it: floor, fmaf and nextafterf are exact inline code
 # (src/core/mathx.h), sqrt is an instruction (-fno-math-errno, below), and exp/log, which only the
 # cross-entropy of the parity gate takes, are opened with the other dependencies on first use
-# (src/core/libm_dl.h; its soname is glibc's own LIBM_SO). MPK_LIBM is what the library and the CLI
-# link: nothing then, `m` elsewhere (no dlopen, or a C library without <gnu/lib-names.h>, whose libm
-# is libc itself).
+# (src/core/libm_dl.h; its soname is glibc's own LIBM_SO). `m` stays on the link lines, after
+# --as-needed: an optimised build calls nothing in it and gets no NEEDED entry; an unoptimised one
+# (Debug, the sanitizers) calls floor, ceil and sqrt as functions and keeps it. No dlopen, or a C
+# library without <gnu/lib-names.h> (whose libm is libc itself): exp and log are linked too.
 set(MPK_LIBM m)
 if(MPK_DLOPEN_DEPS)
   check_include_file(gnu/lib-names.h MPK_HAVE_GNU_LIB_NAMES)
   if(MPK_HAVE_GNU_LIB_NAMES)
-    set(MPK_LIBM)
     add_compile_definitions(MPK_LIBM_DL=1)
   else()
     add_compile_definitions(MPK_LIBM_DL=0)

@@ -50,8 +50,14 @@ static int package_processor(const char *arg, mpk_audio_target *t, char **input_
    ln m = 2 atanh(t), t = (m - 1) / (m + 1), |t| < 0.172: its series to t^25 is within 1e-19. */
 static double dbfs(double v) {
   if (!(v > 0) || !isfinite(v)) return v > 0 ? INFINITY : -INFINITY;
-  int e;
-  double m = frexp(v, &e);
+  int e = 0; /* v = m 2^e, m in [0.5, 1), from the bits (frexp would bind to libm's copy) */
+  if (v < 0x1p-1022) v *= 0x1p54, e = -54;
+  uint64_t u;
+  memcpy(&u, &v, sizeof u);
+  e += (int)((u >> 52) & 0x7ff) - 1022;
+  u = (u & ~(UINT64_C(0x7ff) << 52)) | (UINT64_C(1022) << 52);
+  double m;
+  memcpy(&m, &u, sizeof m);
   if (m < 0.70710678118654752) m *= 2, e--;
   double t = (m - 1) / (m + 1), t2 = t * t, term = t, ln = 0;
   for (int k = 1; k <= 25; k += 2, term *= t2) ln += term / k;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/mathx.h"
 
 int mpk_jv_fail(mpk_jv *v, int code, const char *fmt, ...) {
   va_list ap;
@@ -101,7 +102,7 @@ bool mpk_json_safe_integer(const json_t *value, int64_t *out) {
   }
   if (json_is_real(value)) {
     double d = json_real_value(value);
-    if (!isfinite(d) || d != floor(d) || fabs(d) > (double)MPK_SAFE_INT_MAX) return false;
+    if (!isfinite(d) || d != mpk_floor(d) || fabs(d) > (double)MPK_SAFE_INT_MAX) return false;
     *out = (int64_t)d;
     return true;
   }
