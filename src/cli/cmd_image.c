@@ -173,7 +173,7 @@ static int write_tensor(const char *path, const mpk_image *img, int elem, size_t
 typedef struct row_writer {
   mpk_output *o;
   size_t used;
-  uint8_t buf[1 << 15];
+  uint8_t buf[1 << 13]; /* 2 pages: a fresh page costs more than the writes a larger buffer saves */
 } row_writer;
 
 static int row_writer_flush(row_writer *w, mpk_error *err) {
@@ -305,7 +305,8 @@ int mpk_cmd_image(int argc, char **argv) {
     mpk_mapped m;
     mpk_image_options o = {.struct_size = sizeof o, .ignore_orientation = ignore_orientation, .max_pixels = (uint64_t)max_pixels,
                            .max_decode_bytes = (uint64_t)max_mib << 20};
-    row_writer *rw = output && !png && elem == 1 && can_stream(output) ? calloc(1, sizeof *rw) : NULL;
+    row_writer *rw = output && !png && elem == 1 && can_stream(output) ? malloc(sizeof *rw) : NULL;
+    if (rw) rw->o = NULL, rw->used = 0;
     rc = mpk_map_file(in, IMAGE_MAX_FILE, &m, &err);
     bool mapped = rc == 0;
     if (!rc && rw && !(rc = mpk_output_open(output, &rw->o, &err))) {

@@ -82,10 +82,12 @@ typedef struct axis {
   size_t stride;     /* weights per output: the longest window rounded up to a multiple of 4 */
   uint32_t *start;   /* first stored index of each output's window */
   uint32_t *len;     /* taps of each window (zero weights at either end trimmed) */
-  size_t *pos;       /* index of each entry along the upright window axis */
+  uint32_t *pos;     /* index of each entry along the upright window axis; NULL: entry e is index e */
   int32_t *w;        /* n * stride weights, 0 past len */
   int32_t *pair;     /* bits == PREC_SIMD: n * stride / 2 pairs, w[2k] | w[2k+1] << 16 */
 } axis;
+
+static size_t axis_pos(const axis *ax, size_t e) { return ax->pos ? ax->pos[e] : e; }
 
 static void axis_free(axis *ax) {
   free(ax->start);
@@ -111,10 +113,10 @@ static int axis_build(axis *ax, uint32_t size, double extent, int64_t plan, int6
   ax->lo = UINT32_MAX;
   ax->start = malloc(n * sizeof *ax->start);
   ax->len = malloc(n * sizeof *ax->len);
-  ax->pos = malloc(n * sizeof *ax->pos);
+  if (flip && stored_order) ax->pos = malloc(n * sizeof *ax->pos); /* only a reversed order needs the map */
   ax->w = n > SIZE_MAX / sizeof(int32_t) / ax->stride ? NULL : calloc(n * ax->stride, sizeof(int32_t));
   double *kd = malloc(ksize * sizeof *kd);
-  if (!ax->start || !ax->len || !ax->pos || !ax->w || !kd) {
+  if (!ax->start || !ax->len || (flip && stored_order && !ax->pos) || !ax->w || !kd) {
     free(kd);
     axis_free(ax);
     return mpk_fail(err, MPK_ENOMEM, "image", NULL, "out of memory (resampling weights)");
@@ -160,7 +162,7 @@ static int axis_build(axis *ax, uint32_t size, double extent, int64_t plan, int6
     }
     ax->start[i] = (uint32_t)xmin;
     ax->len[i] = (uint32_t)cnt;
-    ax->pos[i] = i;
+    if (ax->pos) ax->pos[i] = (uint32_t)i;
     if ((uint32_t)xmin < ax->lo) ax->lo = (uint32_t)xmin;
     if ((uint32_t)xmin + (uint32_t)cnt > ax->hi) ax->hi = (uint32_t)xmin + (uint32_t)cnt;
     for (size_t x = 0; x < cnt; x++)
@@ -180,7 +182,7 @@ static int axis_build(axis *ax, uint32_t size, double extent, int64_t plan, int6
       t = ax->len[i];
       ax->len[i] = ax->len[j];
       ax->len[j] = t;
-      size_t p = ax->pos[i];
+      uint32_t p = ax->pos[i];
       ax->pos[i] = ax->pos[j];
       ax->pos[j] = p;
       for (size_t x = 0; x < ax->stride; x++) {
@@ -191,13 +193,15 @@ static int axis_build(axis *ax, uint32_t size, double extent, int64_t plan, int6
     }
   }
   if (ax->bits == PREC_SIMD) {
-    ax->pair = malloc(n * (ax->stride / 2) * sizeof *ax->pair);
+    /* one more row of zeros: horiz_avx2 loads a lone last output's pairs beside a partner's */
+    ax->pair = malloc((n + 1) * (ax->stride / 2) * sizeof *ax->pair);
     if (!ax->pair) {
       axis_free(ax);
       return mpk_fail(err, MPK_ENOMEM, "image", NULL, "out of memory (resampling weights)");
     }
     for (size_t i = 0; i < n * (ax->stride / 2); i++)
       ax->pair[i] = (int32_t)((uint32_t)(uint16_t)ax->w[2 * i] | (uint32_t)(uint16_t)ax->w[2 * i + 1] << 16);
+    memset(ax->pair + n * (ax->stride / 2), 0, (ax->stride / 2) * sizeof *ax->pair);
   }
   return 0;
 }
@@ -228,71 +232,86 @@ static void vert_c(const uint8_t *const *rows, const int32_t *w, size_t taps, in
 }
 
 #ifdef MPK_X86
-/* Bytes [j, width) the vector loops left over. */
-static void vert_tail(const uint8_t *const *rows, const int32_t *w, size_t taps, size_t j, size_t width,
+/* Bytes [j, width) one by one: lines narrower than a vector. */
+static void vert_tail(const uint8_t *const *rows, const int32_t *pair, size_t taps, size_t j, size_t width,
                       uint8_t *out) {
   for (; j < width; j++) {
     int32_t acc = INT32_C(1) << (PREC_SIMD - 1);
-    for (size_t k = 0; k < taps; k++) acc += w[k] * rows[k][j];
+    for (size_t k = 0; k < taps; k++) acc += (int16_t)(uint16_t)((uint32_t)pair[k / 2] >> (k & 1 ? 16 : 0)) * rows[k][j];
     out[j] = clip8(acc, PREC_SIMD);
   }
 }
 
-/* Bytes [j, width). Two rows at a time: their bytes interleaved and widened to int16 meet a
-   (w[k], w[k+1]) pair in pmaddwd, giving four int32 sums per 8 bytes. `taps` is even (a zero weight
-   pads it). */
-__attribute__((target("sse2"))) static void vert_sse2(const uint8_t *const *rows, const int32_t *w,
-                                                      const int32_t *pair, size_t taps, size_t j,
-                                                      size_t width, uint8_t *out) {
+/* 16 bytes of out from 16 of each row, two rows at a time: their bytes interleaved and widened to
+   int16 meet a (w[k], w[k+1]) pair in pmaddwd, giving four int32 sums per 8 bytes. `taps` is even
+   (a zero weight pads it). */
+__attribute__((target("sse2"))) static inline void vert_sse2_16(const uint8_t *const *rows, const int32_t *pair,
+                                                               size_t taps, size_t j, uint8_t *out) {
   const __m128i zero = _mm_setzero_si128(), half = _mm_set1_epi32(1 << (PREC_SIMD - 1));
-  for (; j + 16 <= width; j += 16) {
-    __m128i s0 = half, s1 = half, s2 = half, s3 = half;
-    for (size_t k = 0; k < taps; k += 2) {
-      __m128i c = _mm_set1_epi32(pair[k / 2]);
-      __m128i a = _mm_loadu_si128((const __m128i *)(rows[k] + j));
-      __m128i b = _mm_loadu_si128((const __m128i *)(rows[k + 1] + j));
-      __m128i lo = _mm_unpacklo_epi8(a, b), hi = _mm_unpackhi_epi8(a, b);
-      s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_unpacklo_epi8(lo, zero), c));
-      s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_unpackhi_epi8(lo, zero), c));
-      s2 = _mm_add_epi32(s2, _mm_madd_epi16(_mm_unpacklo_epi8(hi, zero), c));
-      s3 = _mm_add_epi32(s3, _mm_madd_epi16(_mm_unpackhi_epi8(hi, zero), c));
-    }
-    s0 = _mm_srai_epi32(s0, PREC_SIMD);
-    s1 = _mm_srai_epi32(s1, PREC_SIMD);
-    s2 = _mm_srai_epi32(s2, PREC_SIMD);
-    s3 = _mm_srai_epi32(s3, PREC_SIMD);
-    /* Signed saturation to int16 keeps negatives negative; unsigned saturation clamps 0..255. */
-    _mm_storeu_si128((__m128i *)(out + j), _mm_packus_epi16(_mm_packs_epi32(s0, s1), _mm_packs_epi32(s2, s3)));
+  __m128i s0 = half, s1 = half, s2 = half, s3 = half;
+  for (size_t k = 0; k < taps; k += 2) {
+    __m128i c = _mm_set1_epi32(pair[k / 2]);
+    __m128i a = _mm_loadu_si128((const __m128i *)(rows[k] + j));
+    __m128i b = _mm_loadu_si128((const __m128i *)(rows[k + 1] + j));
+    __m128i lo = _mm_unpacklo_epi8(a, b), hi = _mm_unpackhi_epi8(a, b);
+    s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_unpacklo_epi8(lo, zero), c));
+    s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_unpackhi_epi8(lo, zero), c));
+    s2 = _mm_add_epi32(s2, _mm_madd_epi16(_mm_unpacklo_epi8(hi, zero), c));
+    s3 = _mm_add_epi32(s3, _mm_madd_epi16(_mm_unpackhi_epi8(hi, zero), c));
   }
-  vert_tail(rows, w, taps, j, width, out);
+  s0 = _mm_srai_epi32(s0, PREC_SIMD);
+  s1 = _mm_srai_epi32(s1, PREC_SIMD);
+  s2 = _mm_srai_epi32(s2, PREC_SIMD);
+  s3 = _mm_srai_epi32(s3, PREC_SIMD);
+  /* Signed saturation to int16 keeps negatives negative; unsigned saturation clamps 0..255. */
+  _mm_storeu_si128((__m128i *)(out + j), _mm_packus_epi16(_mm_packs_epi32(s0, s1), _mm_packs_epi32(s2, s3)));
+}
+
+/* Bytes [0, width). A width that is not a multiple of 16 ends with one more vector over the last 16
+   bytes, overlapping the one before: those bytes are computed twice, to the same values, instead of
+   one by one. */
+__attribute__((target("sse2"))) static void vert_sse2(const uint8_t *const *rows, const int32_t *pair, size_t taps,
+                                                      size_t width, uint8_t *out) {
+  if (width < 16) {
+    vert_tail(rows, pair, taps, 0, width, out);
+    return;
+  }
+  size_t j = 0;
+  for (; j + 16 <= width; j += 16) vert_sse2_16(rows, pair, taps, j, out);
+  if (j < width) vert_sse2_16(rows, pair, taps, width - 16, out);
 }
 
 /* The same on 32 bytes. unpack/pack work within 128-bit lanes, so the lanes' orders cancel. */
-__attribute__((target("avx2"))) static void vert_avx2(const uint8_t *const *rows, const int32_t *w,
-                                                      const int32_t *pair, size_t taps, size_t width,
-                                                      uint8_t *out) {
+__attribute__((target("avx2"))) static inline void vert_avx2_32(const uint8_t *const *rows, const int32_t *pair,
+                                                               size_t taps, size_t j, uint8_t *out) {
   const __m256i zero = _mm256_setzero_si256(), half = _mm256_set1_epi32(1 << (PREC_SIMD - 1));
-  size_t j = 0;
-  for (; j + 32 <= width; j += 32) {
-    __m256i s0 = half, s1 = half, s2 = half, s3 = half;
-    for (size_t k = 0; k < taps; k += 2) {
-      __m256i c = _mm256_set1_epi32(pair[k / 2]);
-      __m256i a = _mm256_loadu_si256((const __m256i *)(rows[k] + j));
-      __m256i b = _mm256_loadu_si256((const __m256i *)(rows[k + 1] + j));
-      __m256i lo = _mm256_unpacklo_epi8(a, b), hi = _mm256_unpackhi_epi8(a, b);
-      s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), c));
-      s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), c));
-      s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), c));
-      s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), c));
-    }
-    s0 = _mm256_srai_epi32(s0, PREC_SIMD);
-    s1 = _mm256_srai_epi32(s1, PREC_SIMD);
-    s2 = _mm256_srai_epi32(s2, PREC_SIMD);
-    s3 = _mm256_srai_epi32(s3, PREC_SIMD);
-    _mm256_storeu_si256((__m256i *)(out + j),
-                        _mm256_packus_epi16(_mm256_packs_epi32(s0, s1), _mm256_packs_epi32(s2, s3)));
+  __m256i s0 = half, s1 = half, s2 = half, s3 = half;
+  for (size_t k = 0; k < taps; k += 2) {
+    __m256i c = _mm256_set1_epi32(pair[k / 2]);
+    __m256i a = _mm256_loadu_si256((const __m256i *)(rows[k] + j));
+    __m256i b = _mm256_loadu_si256((const __m256i *)(rows[k + 1] + j));
+    __m256i lo = _mm256_unpacklo_epi8(a, b), hi = _mm256_unpackhi_epi8(a, b);
+    s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), c));
+    s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), c));
+    s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), c));
+    s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), c));
   }
-  vert_sse2(rows, w, pair, taps, j, width, out);
+  s0 = _mm256_srai_epi32(s0, PREC_SIMD);
+  s1 = _mm256_srai_epi32(s1, PREC_SIMD);
+  s2 = _mm256_srai_epi32(s2, PREC_SIMD);
+  s3 = _mm256_srai_epi32(s3, PREC_SIMD);
+  _mm256_storeu_si256((__m256i *)(out + j), _mm256_packus_epi16(_mm256_packs_epi32(s0, s1), _mm256_packs_epi32(s2, s3)));
+}
+
+__attribute__((target("avx2"))) static void vert_avx2(const uint8_t *const *rows, const int32_t *pair, size_t taps,
+                                                      size_t width, uint8_t *out) {
+  if (width < 32) {
+    vert_sse2(rows, pair, taps, width, out);
+    return;
+  }
+  size_t j = 0;
+  for (; j + 32 <= width; j += 32) vert_avx2_32(rows, pair, taps, j, out);
+  if (j < width) vert_avx2_32(rows, pair, taps, width - 32, out);
 }
 #endif
 
@@ -353,50 +372,90 @@ __attribute__((target("ssse3"))) static void horiz_ssse3(const uint8_t *line, co
 
 /* Two output pixels at once, one per 128-bit lane: the same sums as horiz_ssse3 (integer, in a
    different order), over the longer of the two windows (the other's weights are 0 there; the line's
-   padding covers the reads). `wv` holds, per pixel pair and weight pair, e's pair broadcast in the
-   low lane and e + 1's in the high one (horiz_weights2). */
-__attribute__((target("avx2"))) static void horiz_avx2(const uint8_t *line, const axis *ax, const __m256i *wv,
+   padding covers the reads). Each lane's weight pairs come from ax->pair, broadcast in the register
+   (pshufd) rather than from a table of broadcast copies: that table was four times the pairs' size,
+   and its fresh pages cost more than the shuffles. off[e] is e's window's first byte in the line. */
+__attribute__((target("avx2"))) static inline __m256i horiz_avx2_load(const uint8_t *p0, const uint8_t *p1) {
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p0)),
+                                 _mm_loadu_si128((const __m128i *)p1), 1);
+}
+
+/* Taps k..k+3 of a pixel pair: v holds their 12 bytes in each lane, wp the two weight pairs of each
+   pixel in dwords i, i + 1 of its lane; sums go to s (taps k, k+1) and t. */
+#define HORIZ_AVX2_TAPS(v, wp, i, s, t)                                                                       \
+  do {                                                                                                        \
+    s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m0), _mm256_shuffle_epi32(wp, (i) * 0x55))); \
+    t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m1), _mm256_shuffle_epi32(wp, (i + 1) * 0x55))); \
+  } while (0)
+
+__attribute__((target("avx2"))) static void horiz_avx2(const uint8_t *line, const axis *ax, const uint32_t *off,
                                                       uint8_t *out, size_t step) {
   const __m256i m0 = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,
                                       0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
   const __m256i m1 = _mm256_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1,
                                       6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
   const __m256i half = _mm256_set1_epi32(1 << (PREC_SIMD - 1));
-  const size_t pairs = ax->stride / 2;
-  for (size_t e = 0; e < ax->n; e += 2) {
-    int two = e + 1 < ax->n;
-    const uint8_t *p0 = line + 3 * (size_t)(ax->start[e] - ax->lo);
-    const uint8_t *p1 = two ? line + 3 * (size_t)(ax->start[e + 1] - ax->lo) : p0;
-    const __m256i *w = wv + (e / 2) * pairs;
+  const size_t pairs = ax->stride / 2, n = ax->n;
+  const int32_t *pr = ax->pair; /* n + 1 rows of `pairs`: the last zero, for a lone last pixel's partner */
+  size_t e = 0;
+  if (pairs == 4 && step == 3) {
+    /* Windows of up to 8 taps (reductions up to 2x, the common case) into a packed row: four pixels
+       per step, two vectors of two, packed together and stored as one 16-byte write whose last 4
+       bytes belong to pixels e + 4 and e + 5, written by the next step (so it stops 6 before n). */
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m128i pick = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+    for (; e + 6 <= n; e += 4) {
+      const uint8_t *p0 = line + off[e], *p1 = line + off[e + 1], *p2 = line + off[e + 2], *p3 = line + off[e + 3];
+      __m256i wa = _mm256_loadu_si256((const __m256i *)(pr + 4 * e)); /* e's 4 pairs | e + 1's */
+      __m256i wc = _mm256_loadu_si256((const __m256i *)(pr + 4 * e + 8));
+      __m256i s = half, t = _mm256_setzero_si256(), u = half, v = _mm256_setzero_si256();
+      __m256i a = horiz_avx2_load(p0, p1), b = horiz_avx2_load(p0 + 12, p1 + 12);
+      __m256i c = horiz_avx2_load(p2, p3), d = horiz_avx2_load(p2 + 12, p3 + 12);
+      HORIZ_AVX2_TAPS(a, wa, 0, s, t);
+      HORIZ_AVX2_TAPS(b, wa, 2, s, t);
+      HORIZ_AVX2_TAPS(c, wc, 0, u, v);
+      HORIZ_AVX2_TAPS(d, wc, 2, u, v);
+      s = _mm256_srai_epi32(_mm256_add_epi32(s, t), PREC_SIMD); /* lanes: pixel e, pixel e + 1 */
+      u = _mm256_srai_epi32(_mm256_add_epi32(u, v), PREC_SIMD); /* lanes: pixel e + 2, pixel e + 3 */
+      /* 32-bit groups (RGB and a zero byte) after the packs: e, e+2, 0, 0 | e+1, e+3, 0, 0 */
+      __m256i px = _mm256_packus_epi16(_mm256_packs_epi32(s, u), _mm256_setzero_si256());
+      __m128i rgb = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(px, order));
+      _mm_storeu_si128((__m128i *)(out + 3 * e), _mm_shuffle_epi8(rgb, pick));
+    }
+  }
+  for (; e < n; e += 2) {
+    int two = e + 1 < n;
+    const uint8_t *p0 = line + off[e];
+    const uint8_t *p1 = two ? line + off[e + 1] : p0;
+    const int32_t *w0 = pr + e * pairs, *w1 = w0 + pairs; /* w1: the zero row when e is the last */
     __m256i s = half, t = _mm256_setzero_si256();
-#define HORIZ_AVX2_STEP(k)                                                                                        \
-  do {                                                                                                            \
-    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(p0 + 3 * (k)))), \
-                                        _mm_loadu_si128((const __m128i *)(p1 + 3 * (k))), 1);                     \
-    s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m0), w[(k) / 2]));                          \
-    t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m1), w[(k) / 2 + 1]));                      \
-  } while (0)
-    if (pairs == 4) { /* windows of up to 8 taps (reductions up to 2x), the common case: unrolled */
-      HORIZ_AVX2_STEP(0);
-      HORIZ_AVX2_STEP(4);
+    if (pairs == 4) { /* windows of up to 8 taps: unrolled */
+      __m256i wp = _mm256_loadu_si256((const __m256i *)w0);
+      __m256i a = horiz_avx2_load(p0, p1), b = horiz_avx2_load(p0 + 12, p1 + 12);
+      HORIZ_AVX2_TAPS(a, wp, 0, s, t);
+      HORIZ_AVX2_TAPS(b, wp, 2, s, t);
     } else {
       size_t len = ax->len[e];
       if (two && ax->len[e + 1] > len) len = ax->len[e + 1];
-      for (size_t k = 0; k < len; k += 4) HORIZ_AVX2_STEP(k);
+      for (size_t k = 0; k < len; k += 4) {
+        __m256i wp = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(w0 + k / 2))),
+                                             _mm_loadl_epi64((const __m128i *)(w1 + k / 2)), 1);
+        __m256i a = horiz_avx2_load(p0 + 3 * k, p1 + 3 * k);
+        HORIZ_AVX2_TAPS(a, wp, 0, s, t);
+      }
     }
-#undef HORIZ_AVX2_STEP
     s = _mm256_srai_epi32(_mm256_add_epi32(s, t), PREC_SIMD);
     s = _mm256_packus_epi16(_mm256_packs_epi32(s, s), s);
     uint32_t px[2] = {(uint32_t)_mm_cvtsi128_si32(_mm256_castsi256_si128(s)),
                       (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(s, 1))};
-    if (step == 3 && e + 2 < ax->n) { /* both in one store; its last 2 bytes are the next pixel's, written next */
+    if (step == 3 && e + 2 < n) { /* both in one store; its last 2 bytes are the next pixel's, written next */
       uint64_t both = (uint64_t)(px[0] & 0xFFFFFF) | (uint64_t)px[1] << 24;
       memcpy(out + e * 3, &both, 8);
       continue;
     }
     for (int i = 0; i <= two; i++) {
       uint8_t *o = out + (e + (size_t)i) * step;
-      if (step == 3 && e + (size_t)i + 1 < ax->n) { /* one store; its 4th byte is the next pixel's, written next */
+      if (step == 3 && e + (size_t)i + 1 < n) { /* one store; its 4th byte is the next pixel's, written next */
         memcpy(o, &px[i], 4);
         continue;
       }
@@ -406,22 +465,7 @@ __attribute__((target("avx2"))) static void horiz_avx2(const uint8_t *line, cons
     }
   }
 }
-
-/* horiz_avx2's weights: per pixel pair (the last one alone when n is odd, beside zeros) and weight
-   pair, eight int32: e's pair four times, then e + 1's. */
-static __m256i *horiz_weights2(const axis *ax) {
-  size_t pairs = ax->stride / 2, n2 = (ax->n + 1) / 2;
-  int32_t *wv = aligned_alloc(32, n2 * pairs * 32);
-  if (wv)
-    for (size_t i = 0; i < n2; i++)
-      for (size_t j = 0; j < pairs; j++) {
-        int32_t lo = ax->pair[2 * i * pairs + j], hi = 2 * i + 1 < ax->n ? ax->pair[(2 * i + 1) * pairs + j] : 0;
-        int32_t *d = wv + (i * pairs + j) * 8;
-        d[0] = d[1] = d[2] = d[3] = lo;
-        d[4] = d[5] = d[6] = d[7] = hi;
-      }
-  return (__m256i *)wv;
-}
+#undef HORIZ_AVX2_TAPS
 
 /* Axis a's weight pairs, each broadcast to a whole vector once, so that pass 2 multiplies by a
    loaded operand instead of broadcasting per pixel per tap pair (about a third of its instructions). */
@@ -464,7 +508,7 @@ struct mpk_resampler {
   size_t done;          /* entries of order[] finished */
 #ifdef MPK_X86
   __m128i *hw;          /* pass 2's weights broadcast (horiz_weights), when it runs horiz_ssse3 */
-  __m256i *hw2;         /* the same for horiz_avx2 (horiz_weights2) */
+  uint32_t *hoff;       /* when pass 2 runs horiz_avx2: each output's window's first byte in the line */
 #endif
   /* worker (MPK_RESAMPLER_THREAD) */
   int threaded, started, stop;
@@ -506,21 +550,18 @@ static void run_entry(mpk_resampler *r, size_t e) {
   if (r->rows_rc) return; /* the receiver stopped: nothing more is made */
   size_t taps = b->len[e];
   for (size_t k = 0; k < taps; k++) r->win[k] = r->ring[(b->start[e] + k) % r->cap];
-  const int32_t *w = b->w + e * b->stride;
 #ifdef MPK_X86
-  const int32_t *pair = b->pair ? b->pair + e * (b->stride / 2) : NULL;
-  if (taps & 1) r->win[taps] = r->win[0]; /* weight 0 (the stride is a multiple of 4) */
-  size_t even = (taps + 1) & ~(size_t)1;
-  int level = b->bits == PREC_SIMD ? r->level : SIMD_C;
-  if (level >= SIMD_AVX2)
-    vert_avx2(r->win, w, pair, even, r->row_bytes, r->line);
-  else if (level >= SIMD_SSE2)
-    vert_sse2(r->win, w, pair, even, 0, r->row_bytes, r->line);
-  else
+  if (b->bits == PREC_SIMD && r->level >= SIMD_SSE2) { /* the vector kernels read the pairs only */
+    const int32_t *pair = b->pair + e * (b->stride / 2);
+    if (taps & 1) r->win[taps] = r->win[0]; /* weight 0 (the stride is a multiple of 4) */
+    size_t even = (taps + 1) & ~(size_t)1;
+    if (r->level >= SIMD_AVX2) vert_avx2(r->win, pair, even, r->row_bytes, r->line);
+    else vert_sse2(r->win, pair, even, r->row_bytes, r->line);
+  } else
 #endif
-    vert_c(r->win, w, taps, b->bits, r->row_bytes, r->line);
+    vert_c(r->win, b->w + e * b->stride, taps, b->bits, r->row_bytes, r->line);
 
-  size_t ub = b->pos[e];
+  size_t ub = axis_pos(b, e);
   if (r->row_mode) { /* the lines are the output rows, in order: one row, reused */
     horiz(r, r->out, 3);
     r->rows_rc = r->rows(r->rows_ctx, (int64_t)ub, r->out, (size_t)r->out_w * 3, &r->rows_err);
@@ -534,8 +575,8 @@ static void run_entry(mpk_resampler *r, size_t e) {
 /* Pass 2 of the line in r->line into pixels at o, o + step, ... */
 static void horiz(mpk_resampler *r, uint8_t *o, size_t step) {
 #ifdef MPK_X86
-  if (r->hw2) {
-    horiz_avx2(r->line, &r->a, r->hw2, o, step);
+  if (r->hoff) {
+    horiz_avx2(r->line, &r->a, r->hoff, o, step);
     return;
   }
   if (r->hw) {
@@ -604,15 +645,19 @@ int mpk_resampler_new(uint32_t src_width, uint32_t src_height, double extent_w, 
     return rc;
   }
 #ifdef MPK_X86
-  if (r->a.bits == PREC_SIMD && r->level >= SIMD_AVX2 ? !(r->hw2 = horiz_weights2(&r->a))
+  /* Pass 2's kernel: AVX2 with byte offsets (while a line's bytes fit in 32 bits: any real image),
+     SSSE3 with broadcast weights, or portable C. */
+  int h_avx2 = r->a.bits == PREC_SIMD && r->level >= SIMD_AVX2 && (uint64_t)(r->a.hi - r->a.lo) * 3 < UINT32_MAX;
+  if (h_avx2 ? !(r->hoff = malloc(r->a.n * sizeof *r->hoff))
       : r->a.bits == PREC_SIMD && r->level >= SIMD_SSSE3 ? !(r->hw = horiz_weights(&r->a))
                                                           : 0) {
     mpk_resampler_free(r);
     return mpk_fail(err, MPK_ENOMEM, "image", NULL, "out of memory (resampler buffers)");
   }
-  if (r->hw2 || r->hw) { /* pass 2 reads only those: the tables' pages go to axis b's (fewer fresh pages) */
+  for (size_t e = 0; r->hoff && e < r->a.n; e++) r->hoff[e] = 3 * (r->a.start[e] - r->a.lo);
+  if (r->hoff || r->hw) { /* pass 2 reads the pairs, or only the broadcasts: the rest's pages go to axis b */
     free(r->a.w), r->a.w = NULL;
-    free(r->a.pair), r->a.pair = NULL;
+    if (r->hw) free(r->a.pair), r->a.pair = NULL;
   }
 #endif
   rc = axis_build(&r->b, src_height, extent_h, r->swap ? plan->width : plan->height, r->swap ? plan->left : plan->top,
@@ -621,6 +666,9 @@ int mpk_resampler_new(uint32_t src_width, uint32_t src_height, double extent_w, 
     mpk_resampler_free(r);
     return rc;
   }
+#ifdef MPK_X86
+  if (r->b.bits == PREC_SIMD && r->level >= SIMD_SSE2) free(r->b.w), r->b.w = NULL; /* pass 1 reads the pairs */
+#endif
   size_t maxlen = 0;
   for (size_t e = 0; e < r->b.n; e++)
     if (r->b.len[e] > maxlen) maxlen = r->b.len[e];
@@ -734,7 +782,7 @@ int mpk_resampler_set_rows(mpk_resampler *r, mpk_image_rows_fn rows, void *ctx, 
   /* In order when the lines are upright rows (no transposition) and each comes after the one above
      (no vertical flip): the windows' ends grow with the row, so order[] is the rows' order. */
   int in_order = !r->swap;
-  for (size_t i = 0; in_order && i < r->b.n; i++) in_order = r->b.pos[r->order[i]] == i;
+  for (size_t i = 0; in_order && i < r->b.n; i++) in_order = axis_pos(&r->b, r->order[i]) == i;
   size_t n = (size_t)r->out_w * 3 * (in_order ? 1 : (size_t)r->out_h);
   if (!(r->owned = malloc(n))) return mpk_fail(err, MPK_ENOMEM, "image", NULL, "out of memory (output rows)");
   r->out = r->owned;
@@ -789,7 +837,7 @@ void mpk_resampler_free(mpk_resampler *r) {
   free(r->owned);
 #ifdef MPK_X86
   free(r->hw);
-  free(r->hw2);
+  free(r->hoff);
 #endif
   free(r);
 }
