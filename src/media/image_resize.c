@@ -303,11 +303,56 @@ __attribute__((target("avx2"))) static inline void vert_avx2_32(const uint8_t *c
   _mm256_storeu_si256((__m256i *)(out + j), _mm256_packus_epi16(_mm256_packs_epi32(s0, s1), _mm256_packs_epi32(s2, s3)));
 }
 
+/* Windows of 2..8 taps (reductions up to 2x, the common case): the row pointers and the weights'
+   broadcasts held in registers for the whole line (through `out`, which may alias anything, the
+   compiler would reload them every 32 bytes) and the taps unrolled: `np`, the pairs, is a constant
+   at each call. The last vector overlaps the one before, as in vert_avx2. width >= 32. */
+__attribute__((target("avx2"), always_inline)) static inline void vert_avx2_short(const uint8_t *const *rows,
+                                                                                const int32_t *pair, int np,
+                                                                                size_t width, uint8_t *out) {
+  const __m256i zero = _mm256_setzero_si256(), half = _mm256_set1_epi32(1 << (PREC_SIMD - 1));
+  const uint8_t *ra[4], *rb[4];
+  __m256i c[4];
+  for (int k = 0; k < np; k++) {
+    ra[k] = rows[2 * k];
+    rb[k] = rows[2 * k + 1];
+    c[k] = _mm256_set1_epi32(pair[k]);
+  }
+  for (size_t j = 0;; j += 32) {
+    if (j + 32 > width) {
+      if (j >= width) return;
+      j = width - 32;
+    }
+    __m256i s0 = half, s1 = half, s2 = half, s3 = half;
+    for (int k = 0; k < np; k++) {
+      __m256i a = _mm256_loadu_si256((const __m256i *)(ra[k] + j));
+      __m256i b = _mm256_loadu_si256((const __m256i *)(rb[k] + j));
+      __m256i lo = _mm256_unpacklo_epi8(a, b), hi = _mm256_unpackhi_epi8(a, b);
+      s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), c[k]));
+      s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), c[k]));
+      s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), c[k]));
+      s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), c[k]));
+    }
+    s0 = _mm256_srai_epi32(s0, PREC_SIMD);
+    s1 = _mm256_srai_epi32(s1, PREC_SIMD);
+    s2 = _mm256_srai_epi32(s2, PREC_SIMD);
+    s3 = _mm256_srai_epi32(s3, PREC_SIMD);
+    _mm256_storeu_si256((__m256i *)(out + j), _mm256_packus_epi16(_mm256_packs_epi32(s0, s1), _mm256_packs_epi32(s2, s3)));
+  }
+}
+
 __attribute__((target("avx2"))) static void vert_avx2(const uint8_t *const *rows, const int32_t *pair, size_t taps,
                                                       size_t width, uint8_t *out) {
   if (width < 32) {
     vert_sse2(rows, pair, taps, width, out);
     return;
+  }
+  switch (taps) {
+    case 2: vert_avx2_short(rows, pair, 1, width, out); return;
+    case 4: vert_avx2_short(rows, pair, 2, width, out); return;
+    case 6: vert_avx2_short(rows, pair, 3, width, out); return;
+    case 8: vert_avx2_short(rows, pair, 4, width, out); return;
+    default: break;
   }
   size_t j = 0;
   for (; j + 32 <= width; j += 32) vert_avx2_32(rows, pair, taps, j, out);
