@@ -3,8 +3,9 @@
 # dynamic loader's own count, LD_DEBUG=libs) and none of the dependencies opened on first use; a
 # command that needs one (a PNG: libspng) still works and loads it then; with that dependency
 # unusable (a broken copy first on LD_LIBRARY_PATH) the command fails with the loader's clear
-# message naming it, while --version and check still work. Audio resampling loads nothing: libsoxr
-# is built in.
+# message naming it, while --version and check still work. `check --help` and a check that neither
+# hashes nor reads graphs load what --version loads; a hashing check opens libcrypto only in an
+# OpenSSL build. Audio resampling loads nothing: libsoxr is built in.
 # usage: test_startup_libs.sh MODELPKG SOURCE_DIR [LIBMODELPKG]
 set -uo pipefail
 CLI=$1
@@ -43,6 +44,29 @@ sed 's/^/  /' "$T/version.libs"
 [ "$n" -le "$budget" ] || fail "--version loads $n shared objects, more than $budget"
 lazy='libcurl|libsoxr|libjpeg|libspng|libwebp|libexif|libz\.|libprotobuf-c|libgnutls|libssh|libldap|libkrb5'
 if grep -E "$lazy" "$T/version.libs"; then fail "--version loads a dependency that is opened on first use"; fi
+
+# The start of `check` is --version's (docs/startup.md, "check"): the command, its options and a
+# check that neither hashes nor reads graphs load nothing more; hashing opens the hash library on
+# first use (libcrypto under the default OpenSSL, nothing with the built-in code).
+LD_DEBUG=libs "$CLI" check --help >/dev/null 2>"$T/help.ld" || fail "check --help: exit $?"
+loaded "$T/help.ld" | cmp -s - "$T/version.libs" || fail "check --help loads $(loaded "$T/help.ld" | tr '\n' ' '), not --version's"
+if has_component "$CLI" mt; then
+  CPKG="$SRC/examples/mt-tiny"
+  LD_DEBUG=libs "$CLI" check "$CPKG" --no-hash --no-graph >/dev/null 2>"$T/nohash.ld" || fail "check --no-hash --no-graph: exit $?"
+  loaded "$T/nohash.ld" >"$T/nohash.libs"
+  if grep -E "libcrypto|$lazy" "$T/nohash.libs"; then fail "check --no-hash --no-graph loads a dependency it does not use"; fi
+  echo "check --help and check --no-hash --no-graph load what --version does ($(wc -l <"$T/nohash.libs") shared objects)"
+else
+  CPKG="$SRC/examples/llava-image" # an MLC check always hashes (its identities are sha256: ids)
+  echo "mt is off (modelpkg --version): check --help loads what --version does; no check without hashing to look at"
+fi
+LD_DEBUG=libs "$CLI" check "$CPKG" >/dev/null 2>"$T/hash.ld" || fail "check: exit $?"
+if "$CLI" --version | grep -q '^hashing: openssl'; then
+  loaded "$T/hash.ld" | grep -q libcrypto || fail "check hashed without opening libcrypto, yet --version says openssl"
+  echo "check opens libcrypto when it hashes"
+elif loaded "$T/hash.ld" | grep libcrypto; then
+  fail "check opened libcrypto in a build hashing with its own code"
+fi
 
 # Audio's resampler, libsoxr, is compiled into the library (cmake/soxr.cmake): resampling works
 # and loads no shared object for it. In a build without the audio component (docs/components.md)
@@ -101,8 +125,6 @@ else
 fi
 
 # check works meanwhile: an MT package, or an MLC one in a build without mt.
-PKG="$SRC/examples/mt-tiny"
-has_component "$CLI" mt || PKG="$SRC/examples/llava-image"
-out=$("${BROKEN[@]}" "$CLI" check "$PKG" 2>&1) || fail "check ${BROKEN[*]}: $out"
+out=$("${BROKEN[@]}" "$CLI" check "$CPKG" 2>&1) || fail "check ${BROKEN[*]}: $out"
 case $out in *"all checks hold"*) ;; *) fail "check said: $out" ;; esac
 echo "PASS"
