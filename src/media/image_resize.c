@@ -281,26 +281,33 @@ __attribute__((target("sse2"))) static void vert_sse2(const uint8_t *const *rows
   if (j < width) vert_sse2_16(rows, pair, taps, width - 16, out);
 }
 
-/* The same on 32 bytes. unpack/pack work within 128-bit lanes, so the lanes' orders cancel. */
+/* The same on 32 bytes. unpack/pack work within 128-bit lanes, so the lanes' orders cancel.
+   vert_avx2_madd adds two rows' 32 bytes times their weight pair c to the four sums (8 bytes each);
+   vert_avx2_store rounds (the sums start at one half), shifts, clamps and stores them. */
+__attribute__((target("avx2"), always_inline)) static inline void vert_avx2_madd(__m256i a, __m256i b, __m256i c,
+                                                                               __m256i s[4]) {
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i lo = _mm256_unpacklo_epi8(a, b), hi = _mm256_unpackhi_epi8(a, b);
+  s[0] = _mm256_add_epi32(s[0], _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), c));
+  s[1] = _mm256_add_epi32(s[1], _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), c));
+  s[2] = _mm256_add_epi32(s[2], _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), c));
+  s[3] = _mm256_add_epi32(s[3], _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), c));
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void vert_avx2_store(const __m256i s[4], uint8_t *out) {
+  __m256i a = _mm256_packs_epi32(_mm256_srai_epi32(s[0], PREC_SIMD), _mm256_srai_epi32(s[1], PREC_SIMD));
+  __m256i b = _mm256_packs_epi32(_mm256_srai_epi32(s[2], PREC_SIMD), _mm256_srai_epi32(s[3], PREC_SIMD));
+  _mm256_storeu_si256((__m256i *)out, _mm256_packus_epi16(a, b));
+}
+
 __attribute__((target("avx2"))) static inline void vert_avx2_32(const uint8_t *const *rows, const int32_t *pair,
                                                                size_t taps, size_t j, uint8_t *out) {
-  const __m256i zero = _mm256_setzero_si256(), half = _mm256_set1_epi32(1 << (PREC_SIMD - 1));
-  __m256i s0 = half, s1 = half, s2 = half, s3 = half;
-  for (size_t k = 0; k < taps; k += 2) {
-    __m256i c = _mm256_set1_epi32(pair[k / 2]);
-    __m256i a = _mm256_loadu_si256((const __m256i *)(rows[k] + j));
-    __m256i b = _mm256_loadu_si256((const __m256i *)(rows[k + 1] + j));
-    __m256i lo = _mm256_unpacklo_epi8(a, b), hi = _mm256_unpackhi_epi8(a, b);
-    s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), c));
-    s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), c));
-    s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), c));
-    s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), c));
-  }
-  s0 = _mm256_srai_epi32(s0, PREC_SIMD);
-  s1 = _mm256_srai_epi32(s1, PREC_SIMD);
-  s2 = _mm256_srai_epi32(s2, PREC_SIMD);
-  s3 = _mm256_srai_epi32(s3, PREC_SIMD);
-  _mm256_storeu_si256((__m256i *)(out + j), _mm256_packus_epi16(_mm256_packs_epi32(s0, s1), _mm256_packs_epi32(s2, s3)));
+  const __m256i half = _mm256_set1_epi32(1 << (PREC_SIMD - 1));
+  __m256i s[4] = {half, half, half, half};
+  for (size_t k = 0; k < taps; k += 2)
+    vert_avx2_madd(_mm256_loadu_si256((const __m256i *)(rows[k] + j)), _mm256_loadu_si256((const __m256i *)(rows[k + 1] + j)),
+                   _mm256_set1_epi32(pair[k / 2]), s);
+  vert_avx2_store(s, out + j);
 }
 
 /* Windows of 2..8 taps (reductions up to 2x, the common case): the row pointers and the weights'
@@ -310,7 +317,7 @@ __attribute__((target("avx2"))) static inline void vert_avx2_32(const uint8_t *c
 __attribute__((target("avx2"), always_inline)) static inline void vert_avx2_short(const uint8_t *const *rows,
                                                                                 const int32_t *pair, int np,
                                                                                 size_t width, uint8_t *out) {
-  const __m256i zero = _mm256_setzero_si256(), half = _mm256_set1_epi32(1 << (PREC_SIMD - 1));
+  const __m256i half = _mm256_set1_epi32(1 << (PREC_SIMD - 1));
   const uint8_t *ra[4], *rb[4];
   __m256i c[4];
   for (int k = 0; k < np; k++) {
@@ -323,21 +330,11 @@ __attribute__((target("avx2"), always_inline)) static inline void vert_avx2_shor
       if (j >= width) return;
       j = width - 32;
     }
-    __m256i s0 = half, s1 = half, s2 = half, s3 = half;
-    for (int k = 0; k < np; k++) {
-      __m256i a = _mm256_loadu_si256((const __m256i *)(ra[k] + j));
-      __m256i b = _mm256_loadu_si256((const __m256i *)(rb[k] + j));
-      __m256i lo = _mm256_unpacklo_epi8(a, b), hi = _mm256_unpackhi_epi8(a, b);
-      s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), c[k]));
-      s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), c[k]));
-      s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), c[k]));
-      s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), c[k]));
-    }
-    s0 = _mm256_srai_epi32(s0, PREC_SIMD);
-    s1 = _mm256_srai_epi32(s1, PREC_SIMD);
-    s2 = _mm256_srai_epi32(s2, PREC_SIMD);
-    s3 = _mm256_srai_epi32(s3, PREC_SIMD);
-    _mm256_storeu_si256((__m256i *)(out + j), _mm256_packus_epi16(_mm256_packs_epi32(s0, s1), _mm256_packs_epi32(s2, s3)));
+    __m256i s[4] = {half, half, half, half};
+    for (int k = 0; k < np; k++)
+      vert_avx2_madd(_mm256_loadu_si256((const __m256i *)(ra[k] + j)), _mm256_loadu_si256((const __m256i *)(rb[k] + j)),
+                     c[k], s);
+    vert_avx2_store(s, out + j);
   }
 }
 
