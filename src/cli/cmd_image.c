@@ -173,7 +173,7 @@ static int write_tensor(const char *path, const mpk_image *img, int elem, size_t
 typedef struct row_writer {
   mpk_output *o;
   size_t used;
-  uint8_t buf[1 << 13]; /* 2 pages: a fresh page costs more than the writes a larger buffer saves */
+  uint8_t buf[1 << 13]; /* 8 KiB: each fresh page costs more (~10 µs in a VM) than the writes a larger buffer saves */
 } row_writer;
 
 static int row_writer_flush(row_writer *w, mpk_error *err) {
