@@ -49,7 +49,8 @@ if grep -E "$lazy" "$T/version.libs"; then fail "--version loads a dependency th
 # check that neither hashes nor reads graphs load nothing more; hashing opens the hash library on
 # first use (libcrypto under the default OpenSSL, nothing with the built-in code).
 LD_DEBUG=libs "$CLI" check --help >/dev/null 2>"$T/help.ld" || fail "check --help: exit $?"
-loaded "$T/help.ld" | cmp -s - "$T/version.libs" || fail "check --help loads $(loaded "$T/help.ld" | tr '\n' ' '), not --version's"
+loaded "$T/help.ld" >"$T/help.libs"
+cmp -s "$T/help.libs" "$T/version.libs" || fail "check --help loads $(tr '\n' ' ' <"$T/help.libs"), not --version's"
 if has_component "$CLI" mt; then
   CPKG="$SRC/examples/mt-tiny"
   LD_DEBUG=libs "$CLI" check "$CPKG" --no-hash --no-graph >/dev/null 2>"$T/nohash.ld" || fail "check --no-hash --no-graph: exit $?"
@@ -61,11 +62,13 @@ else
   echo "mt is off (modelpkg --version): check --help loads what --version does; no check without hashing to look at"
 fi
 LD_DEBUG=libs "$CLI" check "$CPKG" >/dev/null 2>"$T/hash.ld" || fail "check: exit $?"
-if "$CLI" --version | grep -q '^hashing: openssl'; then
-  loaded "$T/hash.ld" | grep -q libcrypto || fail "check hashed without opening libcrypto, yet --version says openssl"
+hash_libs=$(loaded "$T/hash.ld")
+version=$("$CLI" --version)
+if [[ $version == *$'\nhashing: openssl'* ]]; then
+  [[ $hash_libs == *libcrypto* ]] || fail "check hashed without opening libcrypto, yet --version says openssl"
   echo "check opens libcrypto when it hashes"
-elif loaded "$T/hash.ld" | grep libcrypto; then
-  fail "check opened libcrypto in a build hashing with its own code"
+elif [[ $hash_libs == *libcrypto* ]]; then
+  fail "check opened libcrypto in a build hashing with its own code: $hash_libs"
 fi
 
 # Audio's resampler, libsoxr, is compiled into the library (cmake/soxr.cmake): resampling works
