@@ -199,9 +199,17 @@ static int open_beneath(int dirfd, const char *rel, int flags) {
     memset(&how, 0, sizeof how);
     how.flags = (uint64_t)flags;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-    long fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
+    /* EAGAIN: a rename or a mount anywhere on the system raced with the resolution of a ".." and
+       the kernel could not prove the path stayed beneath (openat2(2): "the caller may choose to
+       retry"); under load that is a few in a thousand opens. Retried; still racing, the walk
+       below decides. */
+    long fd = -1;
+    for (int tries = 0; tries < 8; tries++) {
+      fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
+      if (fd >= 0 || errno != EAGAIN) break;
+    }
     if (fd >= 0) return (int)fd;
-    if (errno != ENOSYS && errno != EPERM) return -1; /* EPERM: a seccomp filter without openat2 */
+    if (errno != ENOSYS && errno != EPERM && errno != EAGAIN) return -1; /* EPERM: a seccomp filter without openat2 */
   }
 #endif
   walk_state w = {.depth = 0, .links = 0};
