@@ -60,6 +60,10 @@ TEST_PACKAGES=(
 BENCH_PACKAGES=(
   nginx curl time                            # install benches: the server, curl the peer, /usr/bin/time for peak RSS
   aria2                                      # bench/run_mlc_install.sh: aria2c -x4 -s4, the multi-connection peer
+  libjpeg-turbo-progs                        # djpeg: the peer of run_image.sh, run_image_process.sh, run_startup.sh
+  imagemagick fonts-dejavu-core              # scripts/gen_images.sh: the image benches' inputs
+  python3-pil python3-numpy sox              # the Python peers (Pillow, numpy) of the image and audio benches; sox
+  valgrind                                   # run_image_process.sh: instruction counts under callgrind
 )
 # Cross builds (scripts/cross.sh): the host's build tools and test programs (protoc-c and onnx.proto,
 # nginx, python3, node: the tests run them natively), the cross compiler, the emulator, and each
