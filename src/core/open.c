@@ -201,7 +201,7 @@ static int open_beneath(int dirfd, const char *rel, int flags) {
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
     /* EAGAIN: a rename or a mount anywhere on the system raced with the resolution of a ".." and
        the kernel could not prove the path stayed beneath (openat2(2): "the caller may choose to
-       retry"); under load that is a few in a thousand opens. Retried; still racing, the walk
+       retry"); seen here in up to a few of a thousand such opens under load. Retried; still racing, the walk
        below decides. */
     long fd = -1;
     for (int tries = 0; tries < 8; tries++) {

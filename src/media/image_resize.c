@@ -427,7 +427,7 @@ __attribute__((target("avx2"))) static inline __m256i horiz_avx2_load(const uint
 #define HORIZ_AVX2_TAPS(v, wp, i, s, t)                                                                       \
   do {                                                                                                        \
     s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m0), _mm256_shuffle_epi32(wp, (i) * 0x55))); \
-    t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m1), _mm256_shuffle_epi32(wp, (i + 1) * 0x55))); \
+    t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_shuffle_epi8(v, m1), _mm256_shuffle_epi32(wp, ((i) + 1) * 0x55))); \
   } while (0)
 
 __attribute__((target("avx2"))) static void horiz_avx2(const uint8_t *line, const axis *ax, const uint32_t *off,
