@@ -6,12 +6,23 @@
    first peer (the baseline). A peer that exits non-zero stops the run.
 
      bench_startup ROUNDS -- NAME CMD ARGS... -- NAME CMD ARGS... ...
-     bench_startup --floor    exits at once: a trivial C program (libc only), the floor */
+     bench_startup --floor    exits at once: a trivial C program (libc only), the floor
+     bench_startup --floor-touch PAGES [populate]
+                              maps PAGES fresh anonymous pages and writes one byte in each (with
+                              `populate`: after one madvise(MADV_POPULATE_WRITE)); against --floor,
+                              the cost of a first touch (docs/PERFORMANCE.md section 14)
+     bench_startup --floor-dlopen SONAME
+                              opens SONAME with dlopen(RTLD_NOW | RTLD_LOCAL), as core/dl.c does;
+                              against --floor and a program linked with the library, what opening a
+                              dependency on first use costs */
+#define _GNU_SOURCE /* MAP_ANONYMOUS, MADV_POPULATE_WRITE */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,6 +80,19 @@ static double run_once(const peer *p, posix_spawn_file_actions_t *fa) {
 
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--floor") == 0) return 0;
+  if ((argc == 3 || argc == 4) && strcmp(argv[1], "--floor-touch") == 0) {
+    size_t n = (size_t)strtoul(argv[2], NULL, 10) * 4096;
+    char *p = n ? mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : NULL;
+    if (n && p == MAP_FAILED) return 3;
+#ifdef MADV_POPULATE_WRITE
+    if (argc == 4 && strcmp(argv[3], "populate") == 0 && madvise(p, n, MADV_POPULATE_WRITE) != 0) return 4;
+#else
+    if (argc == 4) return 4; /* headers older than Linux 5.14's */
+#endif
+    for (size_t i = 0; i < n; i += 4096) p[i] = 1;
+    return 0;
+  }
+  if (argc == 3 && strcmp(argv[1], "--floor-dlopen") == 0) return dlopen(argv[2], RTLD_NOW | RTLD_LOCAL) ? 0 : 3;
   if (argc < 5 || strcmp(argv[2], "--") != 0) {
     fprintf(stderr, "usage: bench_startup ROUNDS -- NAME CMD ARGS... [-- NAME CMD ARGS...]...\n");
     return 2;
